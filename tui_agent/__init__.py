@@ -1,0 +1,3 @@
+"""tui-agent: a full-screen terminal chat agent."""
+
+__version__ = "0.1.0"

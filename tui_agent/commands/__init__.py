@@ -1,0 +1,1 @@
+"""Headless entry points of the console script (no Textual here either)."""

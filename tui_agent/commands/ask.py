@@ -1,0 +1,88 @@
+"""``tui-agent ask``: one turn through the unified loop; reply on stdout, activity on stderr."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from tui_agent.core import events as ev
+from tui_agent.core.profiles import ProfileError
+from tui_agent.core.session import open_session
+from tui_agent.core.store import history
+
+NO_ENDPOINT_HINT = (
+    "hint: export OPENAI_API_KEY (and OPENAI_BASE_URL), start Ollama, "
+    "or point the profile elsewhere: tui-agent profile set base_url URL"
+)
+
+
+def _err(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def run_ask(vault_arg: str | None, args: argparse.Namespace) -> int:
+    try:
+        session = open_session(vault_arg)
+        profile = session.profile(args.profile)
+    except ProfileError as exc:
+        _err(f"error: profile {exc}")
+        return 2
+    try:
+        if args.new:
+            conversation_id: int | None = None
+        elif args.conversation is not None:
+            conversation_id = history.get_conversation(args.conversation).id
+        else:
+            last = history.last_conversation()
+            conversation_id = last.id if last else None
+    except LookupError as exc:
+        _err(f"error: {exc}")
+        return 2
+    return asyncio.run(_turn(session, profile, conversation_id, " ".join(args.text), args.yes))
+
+
+async def _turn(session, profile, conversation_id, text: str, yes: bool) -> int:  # type: ignore[no-untyped-def]
+    from tui_agent.core.loop import AgentLoop
+    from tui_agent.core.tools.registry import default_registry
+
+    async def approve(tool: str, question: str) -> bool:
+        _err(f"[{tool}] {'approved (--yes)' if yes else 'refused: pass --yes to approve'}: {question}")
+        return yes
+
+    loop = AgentLoop(session.vault, profile, default_registry(), approve=approve)
+    status = "error"
+    wrote_text = False
+    try:
+        async for event in loop.run_turn(conversation_id, text):
+            if isinstance(event, ev.TextDelta):
+                sys.stdout.write(event.text)
+                sys.stdout.flush()
+                wrote_text = True
+            elif isinstance(event, ev.AssistantFinished) and wrote_text:
+                sys.stdout.write("\n")
+                wrote_text = False
+            elif isinstance(event, ev.ToolStarted):
+                _err(f"→ {event.summary}")
+            elif isinstance(event, ev.ToolFinished):
+                result = event.result
+                _err(f"← {event.name}: " + ("ok " + ", ".join(result.images) if result.is_ok else f"error: {result.error}"))
+            elif isinstance(event, ev.ModelSwitched):
+                _err(f"⇄ model {event.model} ({event.reason})")
+            elif isinstance(event, ev.ConversationChanged):
+                history.remember_conversation(event.conversation_id)
+                _err(f"conversation {event.conversation_id}")
+            elif isinstance(event, ev.Notice):
+                print(event.text)
+            elif isinstance(event, ev.ErrorEvent):
+                if wrote_text:
+                    sys.stdout.write("\n")
+                    wrote_text = False
+                _err(f"error: {event.message}")
+                if event.kind == "connection":
+                    _err(NO_ENDPOINT_HINT)
+            elif isinstance(event, ev.Done):
+                status = event.status
+    finally:
+        await loop.aclose()
+    return 0 if status == "complete" else 1

@@ -1,0 +1,142 @@
+"""The one context builder: every request, first or after a tool, is made here."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tui_agent.core.store import history
+from tui_agent.core.store.models import Message, Profile
+from tui_agent.core.vault import Vault
+
+TOOL_RULES = """\
+You are tui-agent, a helpful assistant in a terminal chat app. You are the only one who reasons;
+tools are your hands. Call a tool through function calling when it helps, then answer naturally
+from its result.
+
+Tool rules:
+- generate_image makes images from a prompt into the user's vault. Pick a descriptive path such as
+  'animals/red-fox.png'. After an image is generated you may stay silent or keep talking; never
+  mention links, file paths or placeholders, and never claim that you generated the image. When you
+  are shown the generated image afterwards, talk about what you actually see.
+- web_search finds current information on the web; cite what you use.
+- memory_sql runs ONE SQLite SELECT or UPDATE over the chat history table
+  messages(id, conversation_id, role, content, tool_name, model, status, created_at).
+  Use it to recall or correct earlier conversations. Only content can be updated.
+- show_image shows an existing vault image (path under media/) to the user.
+- A tool result with "status":"error" explains what went wrong; fix the call or tell the user.
+"""
+
+IMAGE_TOKENS = 1000
+CHARS_PER_TOKEN = 4
+EXCLUDED_ROLES = frozenset({"error", "system"})
+
+
+@dataclass
+class ContextBuilder:
+    """Builds the ``messages`` list for a conversation from the database."""
+
+    vault: Vault
+    max_messages: int = 400
+
+    def system_message(self, profile: Profile) -> dict[str, Any]:
+        parts = [TOOL_RULES]
+        if profile.system_prompt.strip():
+            parts.append(profile.system_prompt.strip())
+        if profile.memory.strip():
+            parts.append("Memory (notes the user wants you to keep in mind):\n" + profile.memory.strip())
+        return {"role": "system", "content": "\n\n".join(parts)}
+
+    def build(self, conversation_id: int, profile: Profile) -> list[dict[str, Any]]:
+        rows = history.recent_messages(conversation_id, limit=self.max_messages)
+        rows = [m for m in rows if m.role not in EXCLUDED_ROLES and not (m.status == "streaming" and not m.content)]
+        attachments = history.attachments_for([m.id for m in rows])
+        rows = _within_budget(rows, attachments, int(profile.context_budget_tokens))
+        return [self.system_message(profile), *self._history(rows, attachments)]
+
+    def _history(self, rows: Sequence[Message], attachments: dict[int, list[str]]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        pending_calls: list[str] = []
+        tool_images: list[tuple[str, list[str]]] = []
+        for message in rows:
+            is_tool = message.tool_call_id is not None and message.role != "assistant"
+            if not is_tool:
+                self._close_tool_block(out, pending_calls, tool_images)
+            if message.role == "user":
+                out.append({"role": "user", "content": self._user_content(message.content, attachments.get(message.id, []))})
+            elif message.role == "assistant":
+                entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+                calls = json.loads(message.tool_calls) if message.tool_calls else []
+                if calls:
+                    entry["tool_calls"] = [
+                        {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"] or "{}"}}
+                        for c in calls
+                    ]
+                    pending_calls = [c["id"] for c in calls]
+                elif not message.content:
+                    continue
+                out.append(entry)
+            elif is_tool:
+                if message.tool_call_id not in pending_calls:
+                    continue  # its assistant message fell outside the window
+                pending_calls.remove(message.tool_call_id)
+                out.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content})
+                if attachments.get(message.id):
+                    tool_images.append((message.tool_name or message.role, attachments[message.id]))
+        self._close_tool_block(out, pending_calls, tool_images)
+        return out
+
+    def _close_tool_block(self, out: list[dict[str, Any]], pending: list[str], images: list[tuple[str, list[str]]]) -> None:
+        # A call without a stored result (process killed mid-tool) still needs an answer for the API.
+        for call_id in pending:
+            out.append({"role": "tool", "tool_call_id": call_id, "content": json.dumps({"status": "error", "error": "interrupted: no result was recorded"})})
+        pending.clear()
+        for tool_name, paths in images:
+            # The images a tool produced follow its result, in order, so the model sees what was made.
+            parts: list[dict[str, Any]] = [{"type": "text", "text": f"Image(s) produced by {tool_name}:"}]
+            parts.extend(self._image_part(path) for path in paths)
+            out.append({"role": "user", "content": parts})
+        images.clear()
+
+    def _user_content(self, text: str, paths: list[str]) -> str | list[dict[str, Any]]:
+        if not paths:
+            return text
+        parts: list[dict[str, Any]] = []
+        if text:
+            parts.append({"type": "text", "text": text})
+        parts.extend(self._image_part(path) for path in paths)
+        return parts
+
+    def _image_part(self, relative: str) -> dict[str, Any]:
+        path = self.vault.root / relative
+        try:
+            data = _read_image(path)
+        except OSError:
+            return {"type": "text", "text": f"[image no longer available: {relative}]"}
+        mime = "image/jpeg" if path.suffix.lower() in (".jpg", ".jpeg") else "image/png"
+        if path.suffix.lower() in (".gif", ".webp"):
+            mime = "image/" + path.suffix.lower().lstrip(".")
+        return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}}
+
+
+def _read_image(path: Path) -> str:
+    return base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def _within_budget(rows: list[Message], attachments: dict[int, list[str]], budget_tokens: int) -> list[Message]:
+    """Keep the newest messages that fit the budget (always at least the last one)."""
+    kept: list[Message] = []
+    used = 0
+    for message in reversed(rows):
+        cost = len(message.content) // CHARS_PER_TOKEN + len(message.tool_calls or "") // CHARS_PER_TOKEN + 4
+        cost += IMAGE_TOKENS * len(attachments.get(message.id, []))
+        if kept and used + cost > budget_tokens:
+            break
+        kept.append(message)
+        used += cost
+    kept.reverse()
+    return kept

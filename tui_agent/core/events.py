@@ -1,0 +1,101 @@
+"""Typed events of the unified loop, consumed alike by the TUI and ``tui-agent ask``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tui_agent.core.tools.base import ToolResult
+
+
+@dataclass(frozen=True)
+class TurnStarted:
+    conversation_id: int
+    user_message_id: int
+
+
+@dataclass(frozen=True)
+class ConversationChanged:
+    conversation_id: int
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Text for the user that is not part of the conversation (``/help``)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ModelSwitched:
+    model: str
+    previous: str | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class AssistantStarted:
+    """A request went out; the model is thinking."""
+
+    model: str
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class AssistantFinished:
+    message_id: int | None
+    text: str
+    model: str
+    status: str
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class ToolStarted:
+    call_id: str
+    name: str
+    arguments: str
+    summary: str
+
+
+@dataclass(frozen=True)
+class ToolFinished:
+    call_id: str
+    name: str
+    arguments: str
+    result: ToolResult
+    message_id: int
+    role: str
+
+
+@dataclass(frozen=True)
+class ErrorEvent:
+    message: str
+    kind: str = "error"
+
+
+@dataclass(frozen=True)
+class Done:
+    status: str  # complete | cancelled | error | max_rounds
+    conversation_id: int | None = None
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+Event = (
+    TurnStarted
+    | ConversationChanged
+    | Notice
+    | ModelSwitched
+    | AssistantStarted
+    | TextDelta
+    | AssistantFinished
+    | ToolStarted
+    | ToolFinished
+    | ErrorEvent
+    | Done
+)

@@ -1,0 +1,240 @@
+"""The unified tool loop (SPEC 3): one builder, one client, only the model may change.
+
+``AgentLoop.run_turn`` is an async generator of typed events. Every message is persisted
+as it completes; the user's message before the first request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from tui_agent.core import events as ev
+from tui_agent.core import llm, slash
+from tui_agent.core.context import ContextBuilder
+from tui_agent.core.store import history
+from tui_agent.core.store.models import Message, Profile
+from tui_agent.core.tools.base import ApprovalCallback, ToolContext, ToolResult
+from tui_agent.core.tools.registry import ToolRegistry
+from tui_agent.core.vault import Vault
+
+log = logging.getLogger("tui_agent.loop")
+FLUSH_INTERVAL_S = 0.5
+
+
+class AgentLoop:
+    """Runs turns of one profile against one vault."""
+
+    def __init__(
+        self,
+        vault: Vault,
+        profile: Profile,
+        registry: ToolRegistry,
+        *,
+        client: llm.LLMClient | None = None,
+        approve: ApprovalCallback | None = None,
+    ) -> None:
+        self.vault = vault
+        self.profile = profile
+        self.registry = registry
+        self._client = client
+        self.approve = approve
+        self.builder = ContextBuilder(vault)
+
+    @property
+    def client(self) -> llm.LLMClient:
+        if self._client is None:
+            self._client = llm.LLMClient.for_profile(self.profile)
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+
+    async def run_turn(
+        self, conversation_id: int | None, text: str, attachments: Sequence[str] = ()
+    ) -> AsyncIterator[ev.Event]:
+        """One user turn. ``conversation_id`` None starts a new conversation."""
+        try:
+            command = slash.parse(text)
+        except slash.SlashError as exc:
+            yield ev.ErrorEvent(str(exc), "usage")
+            yield ev.Done("error", conversation_id)
+            return
+        if command is not None and command.name == "help":
+            yield ev.Notice(slash.help_text())
+            yield ev.Done("complete", conversation_id)
+            return
+        if command is not None and command.name == "new":
+            conversation = history.new_conversation()
+            yield ev.ConversationChanged(conversation.id)
+            yield ev.Done("complete", conversation.id)
+            return
+        files = list(attachments)
+        if command is not None and command.attach is not None:
+            from tui_agent.core.attachments import AttachmentError, import_image
+
+            try:
+                files.append(await import_image(self.vault, command.attach))
+            except AttachmentError as exc:
+                yield ev.ErrorEvent(str(exc), "attachment")
+                yield ev.Done("error", conversation_id)
+                return
+            text = command.text
+        if conversation_id is None:
+            conversation_id = history.new_conversation().id
+            yield ev.ConversationChanged(conversation_id)
+        user = history.add_message(conversation_id, "user", text, attachments=files)
+        yield ev.TurnStarted(conversation_id, user.id)
+
+        pending: list[llm.ToolCall] = []
+        if command is not None and command.tool is not None:
+            call = llm.ToolCall(f"slash_{secrets.token_hex(6)}", command.tool, json.dumps(command.arguments))
+            history.add_message(conversation_id, "assistant", "", tool_calls=[_call_dict(call)], model="user-command")
+            pending = [call]
+        async for event in self._rounds(conversation_id, pending):
+            yield event
+
+    async def _rounds(self, conversation_id: int, pending: list[llm.ToolCall]) -> AsyncIterator[ev.Event]:
+        rounds = 0
+        use_vision = False
+        previous_model: str | None = None
+        while True:
+            if pending:
+                rounds += 1
+                outcome: dict[str, bool] = {}
+                async for event in self._run_tools(conversation_id, pending, outcome):
+                    yield event
+                use_vision = outcome.get("vision", False)
+            model = self.profile.vision_model if use_vision else self.profile.chat_model
+            if model != previous_model and (previous_model is not None or use_vision):
+                reason = "after the image tool" if use_vision else "back to the chat model"
+                log.info("model switched to %s (%s)", model, reason)
+                yield ev.ModelSwitched(model, previous_model, reason)
+            previous_model = model
+            completion: llm.Completion | None = None
+            async for event in self._request(conversation_id, model):
+                if isinstance(event, llm.Completion):
+                    completion = event
+                else:
+                    yield event
+            if completion is None:  # the request failed; the error was reported and saved
+                yield ev.Done("error", conversation_id)
+                return
+            if not completion.tool_calls:
+                yield ev.Done("complete", conversation_id)
+                return
+            if rounds >= int(self.profile.max_tool_rounds):
+                message = (
+                    f"stopped after {rounds} tool round(s): the model kept calling tools "
+                    f"(profile field max_tool_rounds = {self.profile.max_tool_rounds})"
+                )
+                for call in completion.tool_calls:
+                    history.add_message(
+                        conversation_id, self.registry.role_of(call.name), ToolResult.fail(f"not run: {message}").to_json(),
+                        tool_name=call.name, tool_call_id=call.id, tool_arguments=call.arguments, status="error",
+                    )
+                history.add_message(conversation_id, "error", message, status="error")
+                yield ev.ErrorEvent(message, "max_rounds")
+                yield ev.Done("max_rounds", conversation_id)
+                return
+            pending = completion.tool_calls
+
+    async def _request(self, conversation_id: int, model: str) -> AsyncIterator[ev.Event | llm.Completion]:
+        """One streamed request; the assistant row is written as text arrives and finished at the end."""
+        messages = self.builder.build(conversation_id, self.profile)
+        yield ev.AssistantStarted(model)
+        row: Message | None = None
+        parts: list[str] = []
+        last_flush = time.monotonic()
+        try:
+            stream = self.client.stream(
+                model=model, messages=messages, tools=self.registry.schemas(), temperature=float(self.profile.temperature)
+            )
+            async for item in stream:
+                if isinstance(item, llm.TextDelta):
+                    parts.append(item.text)
+                    if row is None:
+                        row = history.add_message(conversation_id, "assistant", item.text, model=model, status="streaming")
+                        last_flush = time.monotonic()
+                    elif time.monotonic() - last_flush > FLUSH_INTERVAL_S:
+                        history.update_message(row, content="".join(parts))
+                        last_flush = time.monotonic()
+                    yield ev.TextDelta(item.text)
+                    continue
+                fields: dict[str, Any] = {
+                    "content": item.text, "status": "complete", "model": model,
+                    "prompt_tokens": item.prompt_tokens, "completion_tokens": item.completion_tokens,
+                    "tool_calls": [_call_dict(c) for c in item.tool_calls] or None,
+                }
+                if row is None:
+                    row = history.add_message(conversation_id, "assistant", **fields)
+                else:
+                    history.update_message(row, **fields)
+                yield ev.AssistantFinished(
+                    row.id, item.text, model, "complete", item.prompt_tokens, item.completion_tokens
+                )
+                yield item
+        except (asyncio.CancelledError, GeneratorExit):
+            if row is not None:
+                history.update_message(row, content="".join(parts), status="cancelled")
+            raise
+        except llm.LLMError as exc:
+            if row is not None:
+                history.update_message(row, content="".join(parts), status="error")
+            history.add_message(conversation_id, "error", str(exc), model=model, status="error")
+            yield ev.ErrorEvent(str(exc), exc.kind)
+
+    async def _run_tools(
+        self, conversation_id: int, calls: list[llm.ToolCall], outcome: dict[str, bool]
+    ) -> AsyncIterator[ev.Event]:
+        """Run one round of calls concurrently; results are saved in call order as they complete."""
+        ctx = ToolContext(self.vault, self.profile, self.approve)
+        for call in calls:
+            tool = self.registry.get(call.name)
+            summary = tool.summarize(_loads(call.arguments)) if tool else f"{call.name} {call.arguments}"
+            yield ev.ToolStarted(call.id, call.name, call.arguments, summary)
+        tasks = [asyncio.ensure_future(self.registry.execute(c.name, c.arguments, ctx)) for c in calls]
+        saved: set[str] = set()
+        try:
+            for call, task in zip(calls, tasks):
+                result = await task
+                role = self.registry.role_of(call.name)
+                message = history.add_message(
+                    conversation_id, role, result.to_json(), attachments=result.images,
+                    tool_name=call.name, tool_call_id=call.id, tool_arguments=call.arguments,
+                    status="complete" if result.is_ok else "error",
+                )
+                saved.add(call.id)
+                tool = self.registry.get(call.name)
+                if tool is not None and tool.vision_followup and result.is_ok and result.images:
+                    outcome["vision"] = True
+                yield ev.ToolFinished(call.id, call.name, call.arguments, result, message.id, role)
+        except (asyncio.CancelledError, GeneratorExit):
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            for call in calls:
+                if call.id not in saved:
+                    history.add_message(
+                        conversation_id, self.registry.role_of(call.name), ToolResult.fail("cancelled by the user").to_json(),
+                        tool_name=call.name, tool_call_id=call.id, tool_arguments=call.arguments, status="cancelled",
+                    )
+            raise
+
+
+def _call_dict(call: llm.ToolCall) -> dict[str, str]:
+    return {"id": call.id, "name": call.name, "arguments": call.arguments}
+
+
+def _loads(raw: str) -> dict[str, Any]:
+    try:
+        value = json.loads(raw or "{}")
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,36 @@
+"""Opening a vault for use: folders, logging, database, first-run profile. Used by every entry point."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import peewee as pw
+
+from tui_agent.core import profiles
+from tui_agent.core.store import open_database
+from tui_agent.core.store.models import Profile
+from tui_agent.core.vault import Vault, open_vault, setup_logging
+
+log = logging.getLogger("tui_agent")
+
+
+@dataclass
+class Session:
+    vault: Vault
+    db: pw.SqliteDatabase
+
+    def profile(self, name: str | None = None) -> Profile:
+        """The named or active profile, validated (raises ProfileError naming the field)."""
+        return profiles.resolve_profile(name)
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def open_session(vault_arg: str | None = None) -> Session:
+    vault = open_vault(vault_arg)
+    setup_logging(vault)
+    db = open_database(vault.db_path)
+    profiles.ensure_default_profile()
+    return Session(vault, db)

@@ -1,0 +1,100 @@
+"""Slash commands typed by the user, parsed once here for the TUI and ``tui-agent ask`` alike."""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class SlashError(ValueError):
+    """A slash command is malformed; the message says how to write it."""
+
+
+@dataclass(frozen=True)
+class SlashSpec:
+    name: str
+    usage: str
+    description: str
+
+
+COMMANDS: list[SlashSpec] = [
+    SlashSpec("imagine", "/imagine <prompt>", "generate image(s) with the image tool"),
+    SlashSpec("generate-image", "/generate-image [n] <prompt>", "generate n images (1-4; default from the profile)"),
+    SlashSpec("search", "/search <query>", "search the web"),
+    SlashSpec("sql", "/sql <query>", "run one SELECT or UPDATE over the chat history (memory_sql)"),
+    SlashSpec("show", "/show <path>", "show an image from the vault, e.g. media/food/pizza.png"),
+    SlashSpec("attach", "/attach <path|url> [message]", "send an image (file or URL) with an optional message"),
+    SlashSpec("new", "/new", "start a new conversation"),
+    SlashSpec("help", "/help", "list commands and key bindings"),
+]
+_BY_NAME = {spec.name: spec for spec in COMMANDS}
+
+
+@dataclass
+class SlashCommand:
+    name: str
+    tool: str | None = None
+    arguments: dict[str, Any] = field(default_factory=dict)
+    attach: str | None = None
+    text: str = ""
+
+
+def is_command(text: str) -> bool:
+    stripped = text.lstrip()
+    return stripped.startswith("/") and not stripped.startswith("//")
+
+
+def parse(text: str) -> SlashCommand | None:
+    """Return the command in ``text``, or None for a plain message. ``//x`` sends ``/x`` literally."""
+    if not is_command(text):
+        return None
+    head, _, rest = text.strip()[1:].partition(" ")
+    name = head.strip().lower()
+    rest = rest.strip()
+    spec = _BY_NAME.get(name)
+    if spec is None:
+        raise SlashError(f"unknown command /{name}; /help lists the commands (start with // to send a literal /)")
+    if name in ("new", "help"):
+        return SlashCommand(name)
+    if not rest:
+        raise SlashError(f"usage: {spec.usage}")
+    if name == "imagine":
+        return SlashCommand(name, "generate_image", _image_args(rest, None))
+    if name == "generate-image":
+        count_text, _, prompt = rest.partition(" ")
+        if count_text.isdigit():
+            if not prompt.strip():
+                raise SlashError(f"usage: {spec.usage}")
+            return SlashCommand(name, "generate_image", _image_args(prompt.strip(), int(count_text)))
+        return SlashCommand(name, "generate_image", _image_args(rest, None))
+    if name == "search":
+        return SlashCommand(name, "web_search", {"query": rest})
+    if name == "sql":
+        return SlashCommand(name, "memory_sql", {"query": rest})
+    if name == "show":
+        return SlashCommand(name, "show_image", {"path": rest})
+    target, _, message = rest.partition(" ")
+    return SlashCommand(name, attach=target, text=message.strip())
+
+
+def _image_args(prompt: str, count: int | None) -> dict[str, Any]:
+    arguments: dict[str, Any] = {
+        "prompt": prompt,
+        "path": f"imagine/{slug(prompt)}-{time.strftime('%Y%m%d-%H%M%S')}.png",
+        "reason": "the user asked with a slash command",
+    }
+    if count is not None:
+        arguments["count"] = count
+    return arguments
+
+
+def slug(text: str, limit: int = 40) -> str:
+    words = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return (words[:limit].rstrip("-") or "image")
+
+
+def help_text() -> str:
+    width = max(len(spec.usage) for spec in COMMANDS)
+    return "\n".join(f"{spec.usage.ljust(width)}  {spec.description}" for spec in COMMANDS)

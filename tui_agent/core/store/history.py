@@ -1,0 +1,165 @@
+"""Conversation and message operations. Each write is its own short transaction."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from tui_agent.core.store.models import Attachment, Conversation, Message, MessageRevision, Setting, utcnow
+
+LAST_CONVERSATION_KEY = "last_conversation"
+
+
+def new_conversation(title: str = "") -> Conversation:
+    conversation = Conversation.create(title=title)
+    remember_conversation(conversation.id)
+    return conversation
+
+
+def remember_conversation(conversation_id: int) -> None:
+    Setting.insert(key=LAST_CONVERSATION_KEY, value=str(conversation_id)).on_conflict_replace().execute()
+
+
+def last_conversation() -> Conversation | None:
+    setting = Setting.get_or_none(Setting.key == LAST_CONVERSATION_KEY)
+    if setting is not None:
+        conversation = Conversation.get_or_none(Conversation.id == int(setting.value))
+        if conversation is not None:
+            return conversation
+    return Conversation.select().order_by(Conversation.updated_at.desc(), Conversation.id.desc()).first()
+
+
+def get_conversation(conversation_id: int) -> Conversation:
+    conversation = Conversation.get_or_none(Conversation.id == conversation_id)
+    if conversation is None:
+        raise LookupError(f"no conversation with id {conversation_id}")
+    return conversation
+
+
+def list_conversations(limit: int = 200) -> list[Conversation]:
+    query = Conversation.select().order_by(Conversation.updated_at.desc(), Conversation.id.desc()).limit(limit)
+    return list(query)
+
+
+def rename_conversation(conversation_id: int, title: str) -> None:
+    Conversation.update(title=title.strip()[:200], updated_at=utcnow()).where(
+        Conversation.id == conversation_id
+    ).execute()
+
+
+def delete_conversation(conversation_id: int) -> None:
+    with Conversation._meta.database.atomic():
+        ids = Message.select(Message.id).where(Message.conversation == conversation_id)
+        Attachment.delete().where(Attachment.message.in_(ids)).execute()
+        MessageRevision.delete().where(MessageRevision.message.in_(ids)).execute()
+        Message.delete().where(Message.conversation == conversation_id).execute()
+        Conversation.delete().where(Conversation.id == conversation_id).execute()
+
+
+def add_message(
+    conversation_id: int,
+    role: str,
+    content: str = "",
+    *,
+    attachments: Sequence[str] = (),
+    **fields: Any,
+) -> Message:
+    """Insert one message (and its ordered attachments) in one transaction."""
+    if "tool_calls" in fields and not isinstance(fields["tool_calls"], (str, type(None))):
+        fields["tool_calls"] = json.dumps(fields["tool_calls"])
+    if "tool_arguments" in fields and not isinstance(fields["tool_arguments"], (str, type(None))):
+        fields["tool_arguments"] = json.dumps(fields["tool_arguments"])
+    with Message._meta.database.atomic():
+        message = Message.create(conversation=conversation_id, role=role, content=content, **fields)
+        for position, path in enumerate(attachments):
+            Attachment.create(message=message.id, position=position, path=path, mime=_mime(path))
+        conversation = Conversation.get_by_id(conversation_id)
+        if not conversation.title and role == "user" and content.strip():
+            conversation.title = _title_from(content)
+        conversation.updated_at = utcnow()
+        conversation.save()
+    return message
+
+
+def update_message(message: Message, **fields: Any) -> None:
+    if "tool_calls" in fields and not isinstance(fields["tool_calls"], (str, type(None))):
+        fields["tool_calls"] = json.dumps(fields["tool_calls"])
+    for key, value in fields.items():
+        setattr(message, key, value)
+    message.save(only=[getattr(Message, key) for key in fields])
+
+
+def recent_messages(conversation_id: int, limit: int | None = None, before_id: int | None = None) -> list[Message]:
+    """The newest ``limit`` messages (optionally older than ``before_id``), oldest first."""
+    query = Message.select().where(Message.conversation == conversation_id)
+    if before_id is not None:
+        query = query.where(Message.id < before_id)
+    query = query.order_by(Message.id.desc())
+    if limit is not None:
+        query = query.limit(limit)
+    return list(reversed(list(query)))
+
+
+def attachments_for(message_ids: Sequence[int]) -> dict[int, list[str]]:
+    """Ordered attachment paths per message id, fetched in one query."""
+    result: dict[int, list[str]] = {}
+    if not message_ids:
+        return result
+    query = (
+        Attachment.select(Attachment.message, Attachment.path)
+        .where(Attachment.message.in_(list(message_ids)))
+        .order_by(Attachment.message, Attachment.position)
+    )
+    for row in query.tuples():
+        result.setdefault(row[0], []).append(row[1])
+    return result
+
+
+def search_messages(query: str, limit: int = 50) -> list[tuple[int, int, str, str]]:
+    """FTS5 search: (message id, conversation id, role, snippet), best first."""
+    db = Message._meta.database
+    phrase = '"' + query.replace('"', '""') + '"'
+    cursor = db.execute_sql(
+        "SELECT m.id, m.conversation_id, m.role, snippet(messages_fts, 0, '[', ']', '…', 12) "
+        "FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
+        "WHERE messages_fts MATCH ? ORDER BY rank LIMIT ?",
+        (phrase, limit),
+    )
+    return [(int(r[0]), int(r[1]), str(r[2]), str(r[3])) for r in cursor.fetchall()]
+
+
+def list_revisions(message_id: int | None = None, limit: int = 100) -> list[MessageRevision]:
+    query = MessageRevision.select().order_by(MessageRevision.id.desc()).limit(limit)
+    if message_id is not None:
+        query = query.where(MessageRevision.message == message_id)
+    return list(query)
+
+
+def restore_revision(revision_id: int) -> Message:
+    """Put a revision's content back; the content it replaces becomes a revision too."""
+    revision = MessageRevision.get_or_none(MessageRevision.id == revision_id)
+    if revision is None:
+        raise LookupError(f"no revision with id {revision_id}")
+    with Message._meta.database.atomic():
+        message = Message.get_by_id(revision.message_id)
+        MessageRevision.create(message=message.id, content=message.content, reason=f"before restore of {revision_id}")
+        message.content = revision.content
+        message.save(only=[Message.content])
+    return message
+
+
+def _title_from(content: str) -> str:
+    line = content.strip().splitlines()[0]
+    return line[:60] + ("…" if len(line) > 60 else "")
+
+
+def _mime(path: str) -> str:
+    lower = path.lower()
+    if lower.endswith((".jpg", ".jpeg")):
+        return "image/jpeg"
+    if lower.endswith(".gif"):
+        return "image/gif"
+    if lower.endswith(".webp"):
+        return "image/webp"
+    return "image/png"

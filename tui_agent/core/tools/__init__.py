@@ -1,0 +1,1 @@
+"""Tools are the LLM's hands: one module per tool, all behind the registry."""

@@ -1,0 +1,247 @@
+"""generate_image: the single source of truth for image generation (seeds 000, 002, 003)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import secrets
+import shutil
+import signal
+from pathlib import Path
+from typing import Any
+
+from tui_agent.core.images import ImageCheckError, verify_image
+from tui_agent.core.llm import LLMError, resolve_api_key
+from tui_agent.core.tools.base import Tool, ToolContext, ToolResult
+from tui_agent.core.tools.vault_paths import PathRejected, media_path, numbered
+
+MAX_COUNT = 4
+MAX_PARALLEL = 2
+
+
+class GenerationError(Exception):
+    pass
+
+
+class GenerateImageTool(Tool):
+    name = "generate_image"
+    role = "image_tool"
+    vision_followup = True
+    description = (
+        "Generate image(s) from a text prompt and store them in the vault. Path should use descriptive "
+        "folders for uniqueness (e.g. 'diagrams/arch-v2.png', 'food/pepperoni-pizza.png'). Returns an "
+        "error if the path already exists. The images are shown to the user automatically."
+    )
+    parameters = {
+        "type": "object",
+        "properties": {
+            "prompt": {"type": "string", "description": "Text description of the image to generate."},
+            "path": {
+                "type": "string",
+                "description": "Relative path within media/ (e.g. 'food/pizza.png'). Must end with .png. "
+                "Intermediate directories are created automatically. With count > 1 the files are "
+                "name-1.png, name-2.png, ...",
+            },
+            "count": {
+                "type": "integer",
+                "description": f"Number of images (default from the profile, usually 2; max {MAX_COUNT}).",
+            },
+            "reason": {"type": "string", "description": "Why this image helps the user (one short sentence)."},
+        },
+        "required": ["prompt", "path", "reason"],
+    }
+
+    def __init__(self) -> None:
+        self._semaphores: dict[int, asyncio.Semaphore] = {}
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        # At most MAX_PARALLEL generations at once per event loop, across concurrent calls too.
+        key = id(asyncio.get_running_loop())
+        if key not in self._semaphores:
+            self._semaphores[key] = asyncio.Semaphore(MAX_PARALLEL)
+        return self._semaphores[key]
+
+    def summarize(self, arguments: dict[str, Any]) -> str:
+        return f"generate_image {arguments.get('path', '?')}: {arguments.get('prompt', '')}"
+
+    async def execute(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        profile = ctx.profile
+        try:
+            target = media_path(ctx.vault, arguments["path"])
+        except PathRejected as exc:
+            return ToolResult.fail(str(exc))
+        prompt = str(arguments["prompt"]).strip()
+        if not prompt:
+            return ToolResult.fail("missing parameter: prompt (it is empty)")
+        requested = arguments.get("count")
+        count = int(profile.images_per_request) if requested is None else int(requested)
+        if count < 1:
+            return ToolResult.fail(f"invalid count {count}: must be between 1 and {MAX_COUNT}")
+        warning = ""
+        if count > MAX_COUNT:
+            warning = f"count {count} capped at {MAX_COUNT}"
+            count = MAX_COUNT
+        targets = numbered(target, count)
+        media = ctx.vault.media.resolve()
+        for path in targets:
+            if path.exists():
+                return ToolResult.fail(f"exists: media/{path.relative_to(media).as_posix()}")
+        try:
+            backend = self._backend(ctx)
+        except GenerationError as exc:
+            return ToolResult.fail(str(exc))
+        ctx.logger.info("[IMAGE TOOL]\nSelected model: %s\nEndpoint: %s", profile.image_model, backend.endpoint)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        jobs = [asyncio.ensure_future(self._one(backend, prompt, path)) for path in targets]
+        try:
+            results = await asyncio.gather(*jobs, return_exceptions=True)
+        except asyncio.CancelledError:
+            for job in jobs:
+                job.cancel()
+            await asyncio.gather(*jobs, return_exceptions=True)
+            _remove(targets)
+            raise
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            _remove(targets)  # all or nothing: no partial set is left behind
+            first = errors[0]
+            if not isinstance(first, GenerationError):
+                ctx.logger.error("image generation crashed", exc_info=first)
+            return ToolResult.fail(str(first))
+        paths = [f"media/{p.relative_to(media).as_posix()}" for p in targets]
+        data: dict[str, Any] = {"paths": paths, "prompt": prompt, "model": profile.image_model, "count": count}
+        if warning:
+            data["warning"] = warning
+        return ToolResult.ok(data, images=paths)
+
+    def _backend(self, ctx: ToolContext) -> _Backend:
+        profile = ctx.profile
+        if profile.image_backend == "command":
+            argv = json.loads(profile.image_command)
+            program = argv[0]
+            found = shutil.which(program)
+            if found is None:
+                raise GenerationError(f"{Path(program).name} not found")
+            return _CommandBackend(Path(program).name, [found, *argv[1:]], float(profile.image_timeout_s), profile.image_model)
+        if profile.image_backend == "openai":
+            base = (profile.image_base_url or profile.base_url).rstrip("/")
+            try:
+                key = resolve_api_key(profile)
+            except LLMError as exc:
+                raise GenerationError(str(exc)) from None
+            return _OpenAIBackend(f"{base}/images/generations", key, float(profile.image_timeout_s), profile.image_model)
+        raise GenerationError(f"image_backend: unknown backend {profile.image_backend!r}")
+
+    async def _one(self, backend: _Backend, prompt: str, target: Path) -> None:
+        tmp = target.with_name(f".{target.stem}.{secrets.token_hex(4)}.partial.png")
+        async with self._semaphore():
+            try:
+                await backend.generate(prompt, tmp)
+                try:
+                    await asyncio.to_thread(verify_image, tmp, ("PNG",))
+                except ImageCheckError as exc:
+                    raise GenerationError(f"{backend.label} failed: output is not a valid PNG ({exc})") from None
+                if target.exists():
+                    raise GenerationError(f"exists: {target.name} appeared while generating")
+                os.replace(tmp, target)
+            finally:
+                tmp.unlink(missing_ok=True)
+
+
+class _Backend:
+    label = "image backend"
+    endpoint = ""
+
+    async def generate(self, prompt: str, output: Path) -> None:
+        raise NotImplementedError
+
+
+class _CommandBackend(_Backend):
+    def __init__(self, label: str, argv: list[str], timeout_s: float, model: str) -> None:
+        self.label = label
+        self.argv = argv
+        self.endpoint = argv[0]
+        self.timeout_s = timeout_s
+        self.model = model
+
+    async def generate(self, prompt: str, output: Path) -> None:
+        argv = [a.replace("{prompt}", prompt).replace("{output}", str(output)).replace("{model}", self.model) for a in self.argv]
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, start_new_session=True,
+            )
+        except FileNotFoundError:
+            raise GenerationError(f"{self.label} not found") from None
+        except PermissionError:
+            raise GenerationError(f"{self.label} failed: {argv[0]} is not executable") from None
+        try:
+            _, stderr = await asyncio.wait_for(process.communicate(), timeout=self.timeout_s)
+        except asyncio.TimeoutError:
+            await _kill_group(process)
+            raise GenerationError(f"{self.label} timed out after {self.timeout_s:g}s") from None
+        except asyncio.CancelledError:
+            await _kill_group(process)
+            raise
+        if process.returncode != 0:
+            text = stderr.decode("utf-8", "replace").strip()[-2000:] or f"exit status {process.returncode}"
+            raise GenerationError(f"{self.label} failed: {text}")
+        if not output.is_file():
+            raise GenerationError(f"{self.label} failed: it exited without writing the image")
+
+
+class _OpenAIBackend(_Backend):
+    label = "images API"
+
+    def __init__(self, url: str, api_key: str, timeout_s: float, model: str) -> None:
+        self.endpoint = url
+        self.api_key = api_key
+        self.timeout_s = timeout_s
+        self.model = model
+
+    async def generate(self, prompt: str, output: Path) -> None:
+        import httpx
+
+        body = {"model": self.model, "prompt": prompt, "n": 1, "response_format": "b64_json"}
+        headers = {"Authorization": f"Bearer {self.api_key}"}
+        try:
+            async with httpx.AsyncClient(timeout=self.timeout_s) as client:
+                response = await client.post(self.endpoint, json=body, headers=headers)
+        except httpx.TimeoutException:
+            raise GenerationError(f"images API timed out after {self.timeout_s:g}s") from None
+        except httpx.HTTPError as exc:
+            raise GenerationError(f"images API unreachable at {self.endpoint}: {exc.__class__.__name__}") from None
+        if response.status_code != 200:
+            detail = _error_detail(response)
+            if "polic" in detail.lower() or "safety" in detail.lower():
+                raise GenerationError("the image service refused this prompt (content policy); try a different description")
+            raise GenerationError(f"images API failed ({response.status_code}): {detail}")
+        try:
+            b64 = response.json()["data"][0]["b64_json"]
+            output.write_bytes(base64.b64decode(b64, validate=True))
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise GenerationError("images API failed: the response has no b64_json image") from None
+
+
+async def _kill_group(process: asyncio.subprocess.Process) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    await process.wait()
+
+
+def _remove(paths: list[Path]) -> None:
+    for path in paths:
+        path.unlink(missing_ok=True)
+
+
+def _error_detail(response: Any) -> str:
+    try:
+        body = response.json()
+        error = body.get("error")
+        return str(error.get("message") if isinstance(error, dict) else error or body)[:300]
+    except ValueError:
+        return response.text[:300]
