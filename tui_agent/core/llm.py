@@ -134,7 +134,7 @@ class LLMClient:
                 error = self.translate(exc, model)
                 if yielded or not error.retryable or attempt >= self.max_attempts:
                     if yielded and error.retryable:
-                        error = LLMError(f"the stream from {self.base_url} broke off: {error}", kind="stream")
+                        error = LLMError(f"the reply broke off: {error}", kind="stream")
                     log.warning("request failed (attempt %d): %s", attempt, error, exc_info=exc)
                     raise error from exc
                 delay = _retry_after(exc) or self.backoff_s * (2 ** (attempt - 1)) * (1 + random.random() * 0.2)
@@ -180,6 +180,9 @@ class LLMClient:
         for index, call in enumerate(result.tool_calls):
             if not call.id:
                 call.id = f"call_{index}_{random.getrandbits(32):08x}"
+        if result.finish_reason is None:
+            # The server closed the stream without finishing the reply (a dropped connection).
+            raise LLMError(f"the connection to {self.base_url} closed before the reply was complete", "stream", True)
         if result.finish_reason == "content_filter":
             raise LLMError("the provider's content policy blocked this reply; try rephrasing", kind="content_policy")
         yield result

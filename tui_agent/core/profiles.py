@@ -76,10 +76,11 @@ def _number(kind: type, low: float, high: float) -> Callable[[str], Any]:
 
 def _env_name(raw: str) -> str:
     value = raw.strip()
+    if value.startswith("sk-") or len(value) > 64:
+        # Looks like a key: never store it, never echo it back.
+        raise ValueError("holds the name of the variable, never the key itself (e.g. OPENAI_API_KEY)")
     if value and not ENV_NAME_RE.match(value):
         raise ValueError(f"must be the NAME of an environment variable (like OPENAI_API_KEY), got {raw!r}")
-    if value.startswith("sk-"):
-        raise ValueError("holds the name of the variable, never the key itself")
     return value
 
 

@@ -1,0 +1,71 @@
+"""Shared fixtures: a loopback OpenAI-compatible server, a fresh vault, the fake flux2 on PATH."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).parent
+sys.path.insert(0, str(TESTS))
+
+from fake_openai import FakeOpenAI  # noqa: E402
+
+from tui_agent.core import profiles  # noqa: E402
+from tui_agent.core.store import open_database  # noqa: E402
+from tui_agent.core.store.models import Profile  # noqa: E402
+from tui_agent.core.vault import Vault, setup_logging  # noqa: E402
+
+pytest_plugins = ["snapshot_setup"]
+
+
+@pytest.fixture
+def fake_llm() -> Iterator[FakeOpenAI]:
+    server = FakeOpenAI().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No test sees the developer's keys, vault or PATH surprises; the fake flux2 is on PATH."""
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TUI_AGENT_VAULT", "TUI_AGENT_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PATH", f"{TESTS / 'bin'}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FLUX2_LOG", str(tmp_path / "flux2.log"))
+
+
+@dataclass
+class VaultEnv:
+    vault: Vault
+    profile: Profile
+    fake: FakeOpenAI
+
+    def reload_profile(self) -> Profile:
+        self.profile = Profile.get_by_id(self.profile.id)
+        return self.profile
+
+
+@pytest.fixture
+def env(tmp_path: Path, fake_llm: FakeOpenAI) -> Iterator[VaultEnv]:
+    vault = Vault(tmp_path / "vault").init()
+    setup_logging(vault)
+    db = open_database(vault.db_path)
+    profile = profiles.create_profile(
+        "test",
+        {
+            "base_url": fake_llm.base_url,
+            "api_key_env": "",
+            "chat_model": "chat-model",
+            "vision_model": "vision-model",
+            "image_model": "flux2-test",
+            "request_timeout_s": 5,
+        },
+    )
+    profiles.use_profile("test")
+    yield VaultEnv(vault, profile, fake_llm)
+    db.close()

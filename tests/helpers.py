@@ -1,0 +1,54 @@
+"""Helpers shared by tests: running a turn, a simple test tool, reading the database."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from tui_agent.core import events as ev
+from tui_agent.core.llm import LLMClient
+from tui_agent.core.loop import AgentLoop
+from tui_agent.core.tools.base import Tool, ToolContext, ToolResult
+from tui_agent.core.tools.registry import ToolRegistry, default_registry
+
+
+class EchoTool(Tool):
+    name = "echo"
+    role = "echo_tool"
+    description = "Echo the text back."
+    parameters = {
+        "type": "object",
+        "properties": {"text": {"type": "string", "description": "Text to echo."}},
+        "required": ["text"],
+    }
+
+    async def execute(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        return ToolResult.ok({"echo": arguments["text"]})
+
+
+def make_loop(env: Any, registry: ToolRegistry | None = None, **kwargs: Any) -> AgentLoop:
+    client = LLMClient(env.fake.base_url, "test-key", timeout=float(env.profile.request_timeout_s), backoff_s=0.01)
+    return AgentLoop(env.vault, env.profile, registry or default_registry(), client=client, **kwargs)
+
+
+async def run_turn(env: Any, text: str, conversation_id: int | None = None, **kwargs: Any) -> list[Any]:
+    loop = make_loop(env, **kwargs)
+    try:
+        return [event async for event in loop.run_turn(conversation_id, text)]
+    finally:
+        await loop.aclose()
+
+
+def done(events: list[Any]) -> ev.Done:
+    last = events[-1]
+    assert isinstance(last, ev.Done), events
+    return last
+
+
+def rows(db_path: Path, sql: str = "SELECT id, role, content, status, model FROM messages ORDER BY id") -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(db_path)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
