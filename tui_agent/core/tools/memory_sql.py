@@ -61,20 +61,21 @@ class _Guard:
         if action in (sqlite3.SQLITE_SELECT, sqlite3.SQLITE_RECURSIVE):
             return sqlite3.SQLITE_OK
         if action == sqlite3.SQLITE_READ:
-            if arg1 == "messages" and (dbname == "temp" or source == "messages"):
+            table = (arg1 or "").lower()
+            if table == "messages" and (dbname == "temp" or (source or "").lower() == "messages"):
                 return sqlite3.SQLITE_OK
-            if arg1 in READABLE_TABLES:
+            if table in READABLE_TABLES:
                 return sqlite3.SQLITE_OK
-            return self._deny(f"reading {'main.' if arg1 == 'messages' else ''}{arg1}")
+            return self._deny(f"reading {'main.' if table == 'messages' else ''}{arg1}")
         if action == sqlite3.SQLITE_UPDATE:
-            if arg1 == "messages" and arg2 == "content" and dbname == "temp":
+            if (arg1 or "").lower() == "messages" and (arg2 or "").lower() == "content" and dbname == "temp":
                 self.wrote = True
                 return sqlite3.SQLITE_OK
             return self._deny(f"updating {arg1}.{arg2} (only messages.content may change)")
         if action == sqlite3.SQLITE_FUNCTION:
             name = (arg2 or "").lower()
             if name == COLLECT_FUNCTION.lower():
-                return sqlite3.SQLITE_OK if source == TRIGGER else self._deny(f"function {arg2}")
+                return sqlite3.SQLITE_OK if (source or "").lower() == TRIGGER else self._deny(f"function {arg2}")
             if name in DENIED_FUNCTIONS:
                 return self._deny(f"function {arg2}")
             return sqlite3.SQLITE_OK

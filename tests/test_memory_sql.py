@@ -1,0 +1,255 @@
+"""memory_sql against hostile SQL: every refusal leaves the database byte-for-byte unchanged."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tui_agent.core import profiles
+from tui_agent.core.store import history
+from tui_agent.core.store.models import Message
+from tui_agent.core.tools.base import ToolContext
+from tui_agent.core.tools.registry import default_registry
+
+SECRET = "SECRET-MEMORY-ROW"
+
+
+@pytest.fixture
+def mem(env):
+    conversation = history.new_conversation("c")
+    history.add_message(conversation.id, "user", "What is a 1T parameter model?")
+    history.add_message(conversation.id, "assistant", "A model with a trillion parameters.")
+    history.add_message(conversation.id, "memory_tool", f'{{"rows": "{SECRET}"}}', tool_name="memory_sql", tool_call_id="c1")
+    history.add_message(conversation.id, "web_tool", "search results", tool_name="web_search", tool_call_id="c2")
+    Message._meta.database.execute_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+    return env
+
+
+def fingerprint(env) -> tuple[str, str, list[str]]:
+    def digest(path):
+        return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else "-"
+
+    db = env.vault.db_path
+    wal = db.with_name(db.name + "-wal")
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    dump = list(conn.iterdump())
+    conn.close()
+    return digest(db), digest(wal), dump
+
+
+async def sql(env, query, approve=None):
+    ctx = ToolContext(env.vault, env.reload_profile(), approve)
+    return await default_registry().execute("memory_sql", {"query": query}, ctx)
+
+
+INSERT = "INSERT INTO messages(conversation_id, role, content, created_at) VALUES (1, 'user', 'x', 'now')"
+HOSTILE = [
+    INSERT,
+    INSERT.lower(),
+    "DELETE FROM messages",
+    "delete from messages where id = 1",
+    "DeLeTe FrOm MeSsAgEs",
+    "/* harmless? */ DELETE FROM messages",
+    "-- comment\nDELETE FROM messages",
+    "DROP TABLE messages",
+    "DROP TABLE IF EXISTS conversations",
+    "DROP VIEW messages",
+    "DROP TRIGGER memory_collect_update",
+    "TRUNCATE messages",
+    "TRUNCATE TABLE messages",
+    "ALTER TABLE messages ADD COLUMN evil TEXT",
+    "ALTER TABLE messages RENAME TO gone",
+    "CREATE TABLE evil(x)",
+    "CREATE TEMP TABLE evil(x)",
+    "CREATE VIEW v AS SELECT * FROM main.messages",
+    "CREATE TEMP VIEW v AS SELECT * FROM main.messages",
+    "CREATE TRIGGER t AFTER UPDATE ON messages BEGIN DELETE FROM messages; END",
+    "CREATE TEMP TRIGGER t INSTEAD OF UPDATE ON messages BEGIN SELECT 1; END",
+    "CREATE INDEX i ON messages(content)",
+    "CREATE VIRTUAL TABLE x USING fts5(a)",
+    "REPLACE INTO messages(id, conversation_id, role, content, created_at) VALUES (1, 1, 'user', 'x', 't')",
+    "INSERT OR REPLACE INTO messages(id, conversation_id, role, content, created_at) VALUES (1, 1, 'user', 'x', 't')",
+    INSERT.replace("VALUES", "VALUES") + " ON CONFLICT(id) DO UPDATE SET content = 'x'",
+    INSERT + " RETURNING *",
+    "DELETE FROM messages RETURNING *",
+    "UPDATE messages SET role = 'x' RETURNING *",
+    "PRAGMA writable_schema = 1",
+    "PRAGMA writable_schema=ON",
+    "pragma journal_mode = delete",
+    "PRAGMA table_info(messages)",
+    "PRAGMA user_version = 99",
+    "PRAGMA main.user_version",
+    "PRAGMA foreign_keys = OFF",
+    "PRAGMA query_only = 0",
+    "SELECT * FROM pragma_table_info('messages')",
+    "VACUUM",
+    "VACUUM INTO '/tmp/tui-agent-evil.db'",
+    "ATTACH DATABASE '/tmp/tui-agent-evil.db' AS evil",
+    "attach '/tmp/tui-agent-evil.db' as evil",
+    "DETACH DATABASE main",
+    "BEGIN",
+    "BEGIN IMMEDIATE",
+    "COMMIT",
+    "ROLLBACK",
+    "SAVEPOINT s",
+    "RELEASE s",
+    "REINDEX",
+    "ANALYZE",
+    "EXPLAIN DELETE FROM messages",
+    "SELECT load_extension('/tmp/evil.so')",
+    "select LOAD_EXTENSION('x')",
+    "SELECT 1; DELETE FROM messages",
+    "SELECT 1; SELECT 2",
+    "UPDATE messages SET content = 'x' WHERE id = 1; DROP TABLE messages",
+    "WITH x AS (SELECT 1) DELETE FROM messages",
+    "WITH x AS (SELECT 1) INSERT INTO messages(conversation_id, role, content, created_at) SELECT 1, 'user', 'x', 't'",
+    "UPDATE messages SET role = 'user' WHERE role = 'assistant'",
+    "UPDATE messages SET id = id + 1000",
+    "UPDATE messages SET conversation_id = 2",
+    "UPDATE messages SET created_at = '1970-01-01'",
+    "UPDATE messages SET content = 'x', role = 'user'",
+    "UPDATE main.messages SET content = 'pwned'",
+    "UPDATE conversations SET title = 'x'",
+    "UPDATE sqlite_master SET sql = 'x'",
+    "INSERT INTO sqlite_master VALUES ('table', 'x', 'x', 0, 'CREATE TABLE x(a)')",
+    "DELETE FROM sqlite_master",
+    "UPDATE message_revisions SET content = 'x'",
+    "SELECT * FROM main.messages",
+    'SELECT * FROM "main"."messages"',
+    "SELECT * FROM [main].[messages]",
+    "SELECT * FROM main . messages WHERE role = 'memory_tool'",
+    "UPDATE messages SET content = (SELECT group_concat(content) FROM main.messages WHERE role = 'memory_tool') WHERE id = 1",
+    "SELECT * FROM messages_fts WHERE messages_fts MATCH 'SECRET'",
+    "SELECT * FROM messages_fts_data",
+    "SELECT * FROM profiles",
+    "SELECT * FROM settings",
+    "SELECT _memory_collect_update(1, 'pwned')",
+    "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r",
+    "WITH RECURSIVE r(x) AS (SELECT 'a' UNION ALL SELECT x || x FROM r) SELECT length(x) FROM r",
+    "SELECT randomblob(2000000000)",
+    "SELECT zeroblob(2000000000)",
+    "SELECT length(randomblob(1000000000))",
+    "SELECT printf('%.*c', 900000, 'x') || printf('%.*c', 900000, 'y')",
+    "SELECT replace(hex(zeroblob(400000)), '0', '0000000000')",
+    "UPDATE messages SET content = randomblob(100000000) WHERE id = 1",
+    "SELECT readfile('/etc/passwd')",
+    "SELECT writefile('/tmp/tui-agent-evil', 'x')",
+    "SELECT fts3_tokenizer('simple')",
+    "",
+    "   ",
+]
+
+
+@pytest.mark.parametrize("query", HOSTILE)
+async def test_hostile_statements_are_refused_and_change_nothing(mem, query):
+    profiles.set_field(mem.profile, "sql_update_approval", "auto")
+    Message._meta.database.execute_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+    before = fingerprint(mem)
+    started = time.monotonic()
+    result = await sql(mem, query)
+    assert result.status == "error", (query, result.to_dict())
+    assert result.error
+    assert time.monotonic() - started < 6
+    assert fingerprint(mem) == before
+    assert SECRET not in result.to_json()
+
+
+def test_corpus_is_large_enough():
+    assert len(HOSTILE) >= 60
+
+
+HIDING = [
+    "SELECT * FROM messages",
+    "SELECT content FROM messages WHERE role = 'memory_tool'",
+    "SELECT * FROM temp.messages",
+    "select * from MESSAGES where ROLE like 'MEMORY%'",
+    "SELECT (SELECT group_concat(content) FROM messages)",
+    "SELECT m.content FROM messages m JOIN messages n ON m.id = n.id",
+    "WITH x AS (SELECT * FROM messages) SELECT * FROM x",
+    "WITH RECURSIVE r(id) AS (SELECT 1 UNION ALL SELECT id + 1 FROM r WHERE id < 10) SELECT m.content FROM r JOIN messages m USING (id)",
+    "SELECT c.title, m.content FROM conversations c JOIN messages m ON m.conversation_id = c.id",
+    "SELECT * FROM messages WHERE id IN (SELECT id FROM messages WHERE content LIKE '%SECRET%')",
+]
+
+
+@pytest.mark.parametrize("query", HIDING)
+async def test_memory_tool_rows_are_never_returned(mem, query):
+    result = await sql(mem, query)
+    assert result.is_ok, result.error
+    assert SECRET not in result.to_json()
+
+
+async def test_seed_example_query_works_as_written(mem):
+    query = """SELECT id, content
+FROM messages
+WHERE content LIKE '%1T parameter%'
+  AND role != 'memory_tool'
+ORDER BY id DESC
+LIMIT 5;"""
+    result = await sql(mem, query)
+    assert result.data == {"kind": "select", "columns": ["id", "content"], "rows": [[1, "What is a 1T parameter model?"]], "row_count": 1}
+
+
+async def test_update_keeps_revisions_never_touches_memory_rows_and_can_be_restored(mem, tmp_path):
+    profiles.set_field(mem.profile, "sql_update_approval", "auto")
+    result = await sql(mem, "UPDATE messages SET content = upper(content) || ' [edited]'")
+    assert result.data["ids"] == [1, 2, 4]
+    stored = {m.id: m.content for m in Message.select()}
+    assert stored[1] == "WHAT IS A 1T PARAMETER MODEL? [edited]"
+    assert SECRET in stored[3]
+    result = await sql(mem, "UPDATE messages SET content = 'x' WHERE role = 'memory_tool'")
+    assert result.data == {"kind": "update", "updated": 0, "ids": []}
+    assert history.search_messages("edited")
+    listing = subprocess.run(
+        [sys.executable, "-m", "tui_agent", "history", "revisions", "--vault", str(mem.vault.root)],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    assert "message 1" in listing and "What is a 1T parameter model?" in listing
+    revision_id = history.list_revisions(1)[0].id
+    subprocess.run(
+        [sys.executable, "-m", "tui_agent", "history", "restore", str(revision_id), "--vault", str(mem.vault.root)],
+        check=True, capture_output=True,
+    )
+    assert Message.get_by_id(1).content == "What is a 1T parameter model?"
+
+
+async def test_update_waits_for_approval(mem):
+    before = fingerprint(mem)
+    result = await sql(mem, "UPDATE messages SET content = 'x' WHERE id = 1")
+    assert "needs the user's approval" in result.error
+    asked: list[str] = []
+
+    async def no(tool, question):
+        asked.append(question)
+        return False
+
+    result = await sql(mem, "UPDATE messages SET content = 'x' WHERE id = 1", no)
+    assert result.error == "the user declined this UPDATE; nothing was changed"
+    assert "UPDATE messages SET content = 'x' WHERE id = 1" in asked[0] and "1 message(s): 1" in asked[0]
+    assert fingerprint(mem)[2] == before[2]
+
+    async def yes(tool, question):
+        return True
+
+    result = await sql(mem, "UPDATE messages SET content = 'x' WHERE id = 1", yes)
+    assert result.data["updated"] == 1 and Message.get_by_id(1).content == "x"
+
+
+async def test_row_and_output_limits_are_reported(mem):
+    conversation = history.new_conversation()
+    for i in range(250):
+        history.add_message(conversation.id, "user", f"row {i} " + "y" * 200)
+    result = await sql(mem, "SELECT id FROM messages")
+    assert result.data["row_count"] == 200 and "row limit reached" in result.data["truncated"]
+    result = await sql(mem, "SELECT content FROM messages")
+    assert "output limit reached" in result.data["truncated"]
+    assert len(json.dumps(result.data["rows"])) <= 33_000
+    result = await sql(mem, "SELECT id FROM messages LIMIT 3")
+    assert "truncated" not in result.data
