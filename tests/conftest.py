@@ -35,7 +35,9 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No test sees the developer's keys, vault or PATH surprises; the fake flux2 is on PATH."""
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TUI_AGENT_VAULT", "TUI_AGENT_TOKEN"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("PATH", f"{TESTS / 'bin'}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv(
+        "PATH", f"{TESTS / 'bin'}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    )
     monkeypatch.setenv("FLUX2_LOG", str(tmp_path / "flux2.log"))
 
 

@@ -108,7 +108,9 @@ class FakeOpenAI:
                 if reply.hang_s:
                     time.sleep(reply.hang_s)
                 if reply.status != 200:
-                    code = {429: "rate_limit_exceeded", 404: "model_not_found", 401: "invalid_api_key"}.get(reply.status)
+                    code = {429: "rate_limit_exceeded", 404: "model_not_found", 401: "invalid_api_key"}.get(
+                        reply.status
+                    )
                     self._json(reply.status, {"error": {"message": reply.error_message, "type": "error", "code": code}})
                     return
                 self._stream(reply, body.get("model", "fake"))
@@ -170,9 +172,11 @@ def _chunk(model: str, delta: dict[str, Any], finish: str | None = None) -> dict
 
 def _chunks(reply: Reply, model: str) -> Any:
     yield _chunk(model, {"role": "assistant", "content": ""})
-    pieces = reply.tokens if reply.tokens is not None else [
-        reply.text[i : i + reply.chunk_size] for i in range(0, len(reply.text), reply.chunk_size)
-    ]
+    pieces = (
+        reply.tokens
+        if reply.tokens is not None
+        else [reply.text[i : i + reply.chunk_size] for i in range(0, len(reply.text), reply.chunk_size)]
+    )
     for piece in pieces:
         yield _chunk(model, {"content": piece})
     for index, (name, arguments) in enumerate(reply.tool_calls):
@@ -186,8 +190,16 @@ def _chunks(reply: Reply, model: str) -> Any:
     prompt_tokens = 10
     completion_tokens = max(1, len(reply.text) // 4)
     yield {
-        "id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": model, "choices": [],
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens},
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": model,
+        "choices": [],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
     }
 
 

@@ -46,7 +46,9 @@ def done(events: list[Any]) -> ev.Done:
     return last
 
 
-def rows(db_path: Path, sql: str = "SELECT id, role, content, status, model FROM messages ORDER BY id") -> list[tuple[Any, ...]]:
+def rows(
+    db_path: Path, sql: str = "SELECT id, role, content, status, model FROM messages ORDER BY id"
+) -> list[tuple[Any, ...]]:
     conn = sqlite3.connect(db_path)
     try:
         return conn.execute(sql).fetchall()

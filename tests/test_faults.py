@@ -26,7 +26,10 @@ async def test_429_then_success_is_retried_once_and_stored_once(env):
     events = await run_turn(env, "hi")
     assert done(events).status == "complete"
     assert len(env.fake.chat_requests) == 2
-    assert rows(env.vault.db_path, "SELECT role, content FROM messages") == [("user", "hi"), ("assistant", "after retry")]
+    assert rows(env.vault.db_path, "SELECT role, content FROM messages") == [
+        ("user", "hi"),
+        ("assistant", "after retry"),
+    ]
 
 
 async def test_persistent_500_ends_in_a_clear_error(env):
@@ -41,7 +44,9 @@ async def test_persistent_500_ends_in_a_clear_error(env):
 
 
 async def test_malformed_tool_arguments_become_a_tool_error_and_the_model_continues(env):
-    env.fake.script(Reply(tool_calls=[("echo", '{"text": "unterminated')]), Reply(text="Sorry, retrying is not needed."))
+    env.fake.script(
+        Reply(tool_calls=[("echo", '{"text": "unterminated')]), Reply(text="Sorry, retrying is not needed.")
+    )
     events = await run_turn(env, "go", registry=ToolRegistry([EchoTool()]))
     assert done(events).status == "complete"
     finished = next(e for e in events if isinstance(e, ev.ToolFinished))
@@ -67,7 +72,7 @@ async def test_connection_dropped_mid_stream_keeps_partial_reply_without_duplica
     assert len(env.fake.chat_requests) == 1  # text was already shown: no silent retry
     stored = rows(env.vault.db_path, "SELECT role, status, content FROM messages ORDER BY id")
     assert [r[:2] for r in stored] == [("user", "complete"), ("assistant", "error"), ("error", "error")]
-    assert stored[1][2] == "parti" "al an" "swer "
+    assert stored[1][2] == "partial answer "
 
 
 async def test_hang_times_out_with_a_clear_error(env):
@@ -89,7 +94,9 @@ async def test_unreachable_endpoint_names_the_url(env):
     from tui_agent.core.loop import AgentLoop
     from tui_agent.core.tools.registry import default_registry
 
-    loop = AgentLoop(env.vault, env.profile, default_registry(), client=LLMClient("http://127.0.0.1:9/v1", "k", backoff_s=0.01))
+    loop = AgentLoop(
+        env.vault, env.profile, default_registry(), client=LLMClient("http://127.0.0.1:9/v1", "k", backoff_s=0.01)
+    )
     events = [e async for e in loop.run_turn(None, "hi")]
     (error,) = errors(events)
     assert error.message == "cannot reach http://127.0.0.1:9/v1: is the server running? (profile field base_url)"
@@ -98,7 +105,9 @@ async def test_unreachable_endpoint_names_the_url(env):
 async def test_bad_key_and_unknown_model(env, monkeypatch):
     from tui_agent.core.llm import LLMClient, LLMError, resolve_api_key
 
-    env.fake.script(Reply(status=401, error_message="Incorrect API key"), Reply(status=404, error_message="model 'nope' not found"))
+    env.fake.script(
+        Reply(status=401, error_message="Incorrect API key"), Reply(status=404, error_message="model 'nope' not found")
+    )
     client = LLMClient(env.fake.base_url, "wrong", api_key_env="MY_KEY", backoff_s=0.01)
     for expected in ("rejected the API key from MY_KEY", "model 'chat-model' not found at"):
         try:
@@ -125,7 +134,9 @@ def test_sigkill_mid_stream_leaves_a_consistent_database(env, tmp_path):
     vault = str(env.vault.root)
     proc = subprocess.Popen(
         [sys.executable, "-m", "tui_agent", "ask", "--vault", vault, "--new", "remember this question"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
     )
     assert proc.stdout is not None
     received = proc.stdout.read(40)
@@ -143,7 +154,9 @@ def test_sigkill_mid_stream_leaves_a_consistent_database(env, tmp_path):
     conn.close()
     # The conversation goes on after the crash.
     env.fake.script(Reply(text="still here"))
-    result = subprocess.run([sys.executable, "-m", "tui_agent", "ask", "--vault", vault, "next"], capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "tui_agent", "ask", "--vault", vault, "next"], capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "still here"
     body = env.fake.chat_requests[-1]["messages"]

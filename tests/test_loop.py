@@ -62,7 +62,14 @@ async def test_request_after_a_tool_uses_the_same_pipeline(env):
 
 async def test_vision_model_only_after_image_tool_and_images_stay_in_order(env):
     env.fake.script(
-        Reply(tool_calls=[("generate_image", json.dumps({"prompt": "a red fox", "path": "animals/fox.png", "count": 1, "reason": "asked"}))]),
+        Reply(
+            tool_calls=[
+                (
+                    "generate_image",
+                    json.dumps({"prompt": "a red fox", "path": "animals/fox.png", "count": 1, "reason": "asked"}),
+                )
+            ]
+        ),
         Reply(text="A fox in the snow."),
         Reply(text="Anything else?"),
     )

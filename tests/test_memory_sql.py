@@ -24,7 +24,9 @@ def mem(env):
     conversation = history.new_conversation("c")
     history.add_message(conversation.id, "user", "What is a 1T parameter model?")
     history.add_message(conversation.id, "assistant", "A model with a trillion parameters.")
-    history.add_message(conversation.id, "memory_tool", f'{{"rows": "{SECRET}"}}', tool_name="memory_sql", tool_call_id="c1")
+    history.add_message(
+        conversation.id, "memory_tool", f'{{"rows": "{SECRET}"}}', tool_name="memory_sql", tool_call_id="c1"
+    )
     history.add_message(conversation.id, "web_tool", "search results", tool_name="web_search", tool_call_id="c2")
     Message._meta.database.execute_sql("PRAGMA wal_checkpoint(TRUNCATE)")
     return env
@@ -194,7 +196,12 @@ WHERE content LIKE '%1T parameter%'
 ORDER BY id DESC
 LIMIT 5;"""
     result = await sql(mem, query)
-    assert result.data == {"kind": "select", "columns": ["id", "content"], "rows": [[1, "What is a 1T parameter model?"]], "row_count": 1}
+    assert result.data == {
+        "kind": "select",
+        "columns": ["id", "content"],
+        "rows": [[1, "What is a 1T parameter model?"]],
+        "row_count": 1,
+    }
 
 
 async def test_update_keeps_revisions_never_touches_memory_rows_and_can_be_restored(mem, tmp_path):
@@ -209,13 +216,16 @@ async def test_update_keeps_revisions_never_touches_memory_rows_and_can_be_resto
     assert history.search_messages("edited")
     listing = subprocess.run(
         [sys.executable, "-m", "tui_agent", "history", "revisions", "--vault", str(mem.vault.root)],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     assert "message 1" in listing and "What is a 1T parameter model?" in listing
     revision_id = history.list_revisions(1)[0].id
     subprocess.run(
         [sys.executable, "-m", "tui_agent", "history", "restore", str(revision_id), "--vault", str(mem.vault.root)],
-        check=True, capture_output=True,
+        check=True,
+        capture_output=True,
     )
     assert Message.get_by_id(1).content == "What is a 1T parameter model?"
 

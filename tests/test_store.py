@@ -23,7 +23,10 @@ def test_upgrade_from_version_1_keeps_data_and_indexes_it(tmp_path):
         (now, now),
     )
     conn.execute("INSERT INTO conversations(title, created_at, updated_at) VALUES ('t', ?, ?)", (now, now))
-    conn.execute("INSERT INTO messages(conversation_id, role, content, created_at) VALUES (1, 'user', 'pelicans migrate south', ?)", (now,))
+    conn.execute(
+        "INSERT INTO messages(conversation_id, role, content, created_at) VALUES (1, 'user', 'pelicans migrate south', ?)",
+        (now,),
+    )
     conn.commit()
     conn.close()
 

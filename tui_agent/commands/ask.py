@@ -8,8 +8,9 @@ import sys
 
 from tui_agent.core import events as ev
 from tui_agent.core.profiles import ProfileError
-from tui_agent.core.session import open_session
+from tui_agent.core.session import Session, open_session
 from tui_agent.core.store import history
+from tui_agent.core.store.models import Profile
 
 NO_ENDPOINT_HINT = (
     "hint: export OPENAI_API_KEY (and OPENAI_BASE_URL), start Ollama, "
@@ -42,7 +43,7 @@ def run_ask(vault_arg: str | None, args: argparse.Namespace) -> int:
     return asyncio.run(_turn(session, profile, conversation_id, " ".join(args.text), args.yes))
 
 
-async def _turn(session, profile, conversation_id, text: str, yes: bool) -> int:  # type: ignore[no-untyped-def]
+async def _turn(session: Session, profile: Profile, conversation_id: int | None, text: str, yes: bool) -> int:
     from tui_agent.core.loop import AgentLoop
     from tui_agent.core.tools.registry import default_registry
 
@@ -66,12 +67,14 @@ async def _turn(session, profile, conversation_id, text: str, yes: bool) -> int:
                 _err(f"→ {event.summary}")
             elif isinstance(event, ev.ToolFinished):
                 result = event.result
-                _err(f"← {event.name}: " + ("ok " + ", ".join(result.images) if result.is_ok else f"error: {result.error}"))
+                _err(
+                    f"← {event.name}: "
+                    + ("ok " + ", ".join(result.images) if result.is_ok else f"error: {result.error}")
+                )
             elif isinstance(event, ev.ModelSwitched):
                 _err(f"⇄ model {event.model} ({event.reason})")
             elif isinstance(event, ev.ConversationChanged):
                 history.remember_conversation(event.conversation_id)
-                _err(f"conversation {event.conversation_id}")
             elif isinstance(event, ev.Notice):
                 print(event.text)
             elif isinstance(event, ev.ErrorEvent):

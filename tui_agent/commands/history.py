@@ -22,7 +22,10 @@ def run_history(vault_arg: str | None, args: argparse.Namespace) -> int:
     if args.action == "revisions":
         for revision in history.list_revisions(args.message):
             preview = " ".join(revision.content.split())[:80]
-            print(f"{revision.id}\tmessage {revision.message_id}\t{revision.created_at[:19]}\t{revision.reason}\t{preview}")
+            print(
+                f"{revision.id}\tmessage {revision.message_id}\t{revision.created_at[:19]}"
+                f"\t{revision.reason}\t{preview}"
+            )
         return 0
     try:
         message = history.restore_revision(args.id)

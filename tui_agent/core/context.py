@@ -67,13 +67,19 @@ class ContextBuilder:
             if not is_tool:
                 self._close_tool_block(out, pending_calls, tool_images)
             if message.role == "user":
-                out.append({"role": "user", "content": self._user_content(message.content, attachments.get(message.id, []))})
+                out.append(
+                    {"role": "user", "content": self._user_content(message.content, attachments.get(message.id, []))}
+                )
             elif message.role == "assistant":
                 entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
                 calls = json.loads(message.tool_calls) if message.tool_calls else []
                 if calls:
                     entry["tool_calls"] = [
-                        {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"] or "{}"}}
+                        {
+                            "id": c["id"],
+                            "type": "function",
+                            "function": {"name": c["name"], "arguments": c["arguments"] or "{}"},
+                        }
                         for c in calls
                     ]
                     pending_calls = [c["id"] for c in calls]
@@ -90,10 +96,18 @@ class ContextBuilder:
         self._close_tool_block(out, pending_calls, tool_images)
         return out
 
-    def _close_tool_block(self, out: list[dict[str, Any]], pending: list[str], images: list[tuple[str, list[str]]]) -> None:
+    def _close_tool_block(
+        self, out: list[dict[str, Any]], pending: list[str], images: list[tuple[str, list[str]]]
+    ) -> None:
         # A call without a stored result (process killed mid-tool) still needs an answer for the API.
         for call_id in pending:
-            out.append({"role": "tool", "tool_call_id": call_id, "content": json.dumps({"status": "error", "error": "interrupted: no result was recorded"})})
+            out.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call_id,
+                    "content": json.dumps({"status": "error", "error": "interrupted: no result was recorded"}),
+                }
+            )
         pending.clear()
         for tool_name, paths in images:
             # The images a tool produced follow its result, in order, so the model sees what was made.

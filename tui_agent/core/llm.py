@@ -195,7 +195,9 @@ class LLMClient:
         if isinstance(exc, LLMError):
             return exc
         if isinstance(exc, openai.APITimeoutError):
-            return LLMError(f"{url} did not answer within {self.timeout:g}s (profile field request_timeout_s)", "timeout", True)
+            return LLMError(
+                f"{url} did not answer within {self.timeout:g}s (profile field request_timeout_s)", "timeout", True
+            )
         if isinstance(exc, openai.APIConnectionError):
             return LLMError(f"cannot reach {url}: is the server running? (profile field base_url)", "connection", True)
         if isinstance(exc, openai.AuthenticationError):
@@ -204,7 +206,9 @@ class LLMClient:
         if isinstance(exc, openai.PermissionDeniedError):
             return LLMError(f"{url} refused access (403): {_detail(exc)}", "auth")
         if isinstance(exc, openai.NotFoundError):
-            return LLMError(f"model {model!r} not found at {url} (check the profile's model fields): {_detail(exc)}", "model")
+            return LLMError(
+                f"model {model!r} not found at {url} (check the profile's model fields): {_detail(exc)}", "model"
+            )
         if isinstance(exc, openai.RateLimitError):
             return LLMError(f"{url} is rate limiting requests (429): {_detail(exc)}", "rate_limit", True)
         if isinstance(exc, openai.APIStatusError):

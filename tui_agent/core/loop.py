@@ -118,11 +118,11 @@ class AgentLoop:
                 yield ev.ModelSwitched(model, previous_model, reason)
             previous_model = model
             completion: llm.Completion | None = None
-            async for event in self._request(conversation_id, model):
-                if isinstance(event, llm.Completion):
-                    completion = event
+            async for item in self._request(conversation_id, model):
+                if isinstance(item, llm.Completion):
+                    completion = item
                 else:
-                    yield event
+                    yield item
             if completion is None:  # the request failed; the error was reported and saved
                 yield ev.Done("error", conversation_id)
                 return
@@ -136,8 +136,13 @@ class AgentLoop:
                 )
                 for call in completion.tool_calls:
                     history.add_message(
-                        conversation_id, self.registry.role_of(call.name), ToolResult.fail(f"not run: {message}").to_json(),
-                        tool_name=call.name, tool_call_id=call.id, tool_arguments=call.arguments, status="error",
+                        conversation_id,
+                        self.registry.role_of(call.name),
+                        ToolResult.fail(f"not run: {message}").to_json(),
+                        tool_name=call.name,
+                        tool_call_id=call.id,
+                        tool_arguments=call.arguments,
+                        status="error",
                     )
                 history.add_message(conversation_id, "error", message, status="error")
                 yield ev.ErrorEvent(message, "max_rounds")
@@ -154,13 +159,18 @@ class AgentLoop:
         last_flush = time.monotonic()
         try:
             stream = self.client.stream(
-                model=model, messages=messages, tools=self.registry.schemas(), temperature=float(self.profile.temperature)
+                model=model,
+                messages=messages,
+                tools=self.registry.schemas(),
+                temperature=float(self.profile.temperature),
             )
             async for item in stream:
                 if isinstance(item, llm.TextDelta):
                     parts.append(item.text)
                     if row is None:
-                        row = history.add_message(conversation_id, "assistant", item.text, model=model, status="streaming")
+                        row = history.add_message(
+                            conversation_id, "assistant", item.text, model=model, status="streaming"
+                        )
                         last_flush = time.monotonic()
                     elif time.monotonic() - last_flush > FLUSH_INTERVAL_S:
                         history.update_message(row, content="".join(parts))
@@ -168,8 +178,11 @@ class AgentLoop:
                     yield ev.TextDelta(item.text)
                     continue
                 fields: dict[str, Any] = {
-                    "content": item.text, "status": "complete", "model": model,
-                    "prompt_tokens": item.prompt_tokens, "completion_tokens": item.completion_tokens,
+                    "content": item.text,
+                    "status": "complete",
+                    "model": model,
+                    "prompt_tokens": item.prompt_tokens,
+                    "completion_tokens": item.completion_tokens,
                     "tool_calls": [_call_dict(c) for c in item.tool_calls] or None,
                 }
                 if row is None:
@@ -202,12 +215,17 @@ class AgentLoop:
         tasks = [asyncio.ensure_future(self.registry.execute(c.name, c.arguments, ctx)) for c in calls]
         saved: set[str] = set()
         try:
-            for call, task in zip(calls, tasks):
+            for call, task in zip(calls, tasks, strict=True):
                 result = await task
                 role = self.registry.role_of(call.name)
                 message = history.add_message(
-                    conversation_id, role, result.to_json(), attachments=result.images,
-                    tool_name=call.name, tool_call_id=call.id, tool_arguments=call.arguments,
+                    conversation_id,
+                    role,
+                    result.to_json(),
+                    attachments=result.images,
+                    tool_name=call.name,
+                    tool_call_id=call.id,
+                    tool_arguments=call.arguments,
                     status="complete" if result.is_ok else "error",
                 )
                 saved.add(call.id)
@@ -222,8 +240,13 @@ class AgentLoop:
             for call in calls:
                 if call.id not in saved:
                     history.add_message(
-                        conversation_id, self.registry.role_of(call.name), ToolResult.fail("cancelled by the user").to_json(),
-                        tool_name=call.name, tool_call_id=call.id, tool_arguments=call.arguments, status="cancelled",
+                        conversation_id,
+                        self.registry.role_of(call.name),
+                        ToolResult.fail("cancelled by the user").to_json(),
+                        tool_name=call.name,
+                        tool_call_id=call.id,
+                        tool_arguments=call.arguments,
+                        status="cancelled",
                     )
             raise
 

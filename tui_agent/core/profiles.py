@@ -112,7 +112,9 @@ FIELDS: list[FieldSpec] = [
     FieldSpec("vision_model", _text(True), "model for the follow-up right after the image tool"),
     FieldSpec("image_backend", _choice("command", "openai"), "command (flux2-style CLI) or openai (images API)"),
     FieldSpec("image_model", _text(True), "image model name (logged; sent to the images API)"),
-    FieldSpec("image_command", _argv_template, 'argv template run without a shell, e.g. ["flux2", "{prompt}", "{output}"]'),
+    FieldSpec(
+        "image_command", _argv_template, 'argv template run without a shell, e.g. ["flux2", "{prompt}", "{output}"]'
+    ),
     FieldSpec("image_base_url", _url(False), "images API endpoint (empty: same as base_url)"),
     FieldSpec("images_per_request", _number(int, 1, 4), "default image count (1-4)"),
     FieldSpec("image_timeout_s", _number(float, 1, 3600), "seconds before image generation is killed"),

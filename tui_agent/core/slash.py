@@ -92,7 +92,7 @@ def _image_args(prompt: str, count: int | None) -> dict[str, Any]:
 
 def slug(text: str, limit: int = 40) -> str:
     words = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-    return (words[:limit].rstrip("-") or "image")
+    return words[:limit].rstrip("-") or "image"
 
 
 def help_text() -> str:

@@ -111,8 +111,8 @@ def attachments_for(message_ids: Sequence[int]) -> dict[int, list[str]]:
         .where(Attachment.message.in_(list(message_ids)))
         .order_by(Attachment.message, Attachment.position)
     )
-    for row in query.tuples():
-        result.setdefault(row[0], []).append(row[1])
+    for attachment in query:
+        result.setdefault(attachment.message_id, []).append(attachment.path)
     return result
 
 

@@ -108,7 +108,9 @@ def migrate(conn: sqlite3.Connection, target: int = LATEST) -> int:
     """
     version = current_version(conn)
     if version > LATEST:
-        raise RuntimeError(f"database schema version {version} is newer than this tui-agent ({LATEST}); upgrade tui-agent")
+        raise RuntimeError(
+            f"database schema version {version} is newer than this tui-agent ({LATEST}); upgrade tui-agent"
+        )
     while version < target:
         script = STEPS[version]
         conn.execute("BEGIN IMMEDIATE")

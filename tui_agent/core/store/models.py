@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import peewee as pw
 
 
 def utcnow() -> str:
     """Timestamps are ISO text in UTC, readable from the ``sqlite3`` shell and by the memory tool."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
 class BaseModel(pw.Model):
@@ -26,6 +26,7 @@ class Setting(BaseModel):
 
 
 class Profile(BaseModel):
+    id = pw.AutoField()
     name = pw.TextField(unique=True)
     base_url = pw.TextField()
     api_key_env = pw.TextField(default="")
@@ -54,6 +55,7 @@ class Profile(BaseModel):
 
 
 class Conversation(BaseModel):
+    id = pw.AutoField()
     title = pw.TextField(default="")
     created_at = pw.TextField(default=utcnow)
     updated_at = pw.TextField(default=utcnow)
@@ -63,7 +65,9 @@ class Conversation(BaseModel):
 
 
 class Message(BaseModel):
+    id = pw.AutoField()
     conversation = pw.ForeignKeyField(Conversation, backref="messages", on_delete="CASCADE")
+    conversation_id: int
     role = pw.TextField()
     content = pw.TextField(default="")
     tool_name = pw.TextField(null=True)
@@ -81,7 +85,9 @@ class Message(BaseModel):
 
 
 class Attachment(BaseModel):
+    id = pw.AutoField()
     message = pw.ForeignKeyField(Message, backref="attachments", on_delete="CASCADE")
+    message_id: int
     position = pw.IntegerField()
     path = pw.TextField()
     mime = pw.TextField(default="image/png")
@@ -91,7 +97,9 @@ class Attachment(BaseModel):
 
 
 class MessageRevision(BaseModel):
+    id = pw.AutoField()
     message = pw.ForeignKeyField(Message, backref="revisions", on_delete="CASCADE")
+    message_id: int
     content = pw.TextField()
     reason = pw.TextField(default="")
     created_at = pw.TextField(default=utcnow)

@@ -124,14 +124,18 @@ class GenerateImageTool(Tool):
             found = shutil.which(program)
             if found is None:
                 raise GenerationError(f"{Path(program).name} not found")
-            return _CommandBackend(Path(program).name, [found, *argv[1:]], float(profile.image_timeout_s), profile.image_model)
+            return _CommandBackend(
+                Path(program).name, [found, *argv[1:]], float(profile.image_timeout_s), profile.image_model
+            )
         if profile.image_backend == "openai":
             base = (profile.image_base_url or profile.base_url).rstrip("/")
             try:
                 key = resolve_api_key(profile)
             except LLMError as exc:
                 raise GenerationError(str(exc)) from None
-            return _OpenAIBackend(f"{base}/images/generations", key, float(profile.image_timeout_s), profile.image_model)
+            return _OpenAIBackend(
+                f"{base}/images/generations", key, float(profile.image_timeout_s), profile.image_model
+            )
         raise GenerationError(f"image_backend: unknown backend {profile.image_backend!r}")
 
     async def _one(self, backend: _Backend, prompt: str, target: Path) -> None:
@@ -167,11 +171,17 @@ class _CommandBackend(_Backend):
         self.model = model
 
     async def generate(self, prompt: str, output: Path) -> None:
-        argv = [a.replace("{prompt}", prompt).replace("{output}", str(output)).replace("{model}", self.model) for a in self.argv]
+        argv = [
+            a.replace("{prompt}", prompt).replace("{output}", str(output)).replace("{model}", self.model)
+            for a in self.argv
+        ]
         try:
             process = await asyncio.create_subprocess_exec(
-                *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, start_new_session=True,
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
             )
         except FileNotFoundError:
             raise GenerationError(f"{self.label} not found") from None
@@ -179,7 +189,7 @@ class _CommandBackend(_Backend):
             raise GenerationError(f"{self.label} failed: {argv[0]} is not executable") from None
         try:
             _, stderr = await asyncio.wait_for(process.communicate(), timeout=self.timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             await _kill_group(process)
             raise GenerationError(f"{self.label} timed out after {self.timeout_s:g}s") from None
         except asyncio.CancelledError:
@@ -216,7 +226,9 @@ class _OpenAIBackend(_Backend):
         if response.status_code != 200:
             detail = _error_detail(response)
             if "polic" in detail.lower() or "safety" in detail.lower():
-                raise GenerationError("the image service refused this prompt (content policy); try a different description")
+                raise GenerationError(
+                    "the image service refused this prompt (content policy); try a different description"
+                )
             raise GenerationError(f"images API failed ({response.status_code}): {detail}")
         try:
             b64 = response.json()["data"][0]["b64_json"]

@@ -24,7 +24,17 @@ ROW_LIMIT = 200
 OUTPUT_LIMIT_CHARS = 32_000
 VALUE_LIMIT_BYTES = 1_000_000
 HIDDEN_ROLE = "memory_tool"
-READABLE_TABLES = frozenset({"conversations", "attachments", "message_revisions", "sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema"})
+READABLE_TABLES = frozenset(
+    {
+        "conversations",
+        "attachments",
+        "message_revisions",
+        "sqlite_master",
+        "sqlite_schema",
+        "sqlite_temp_master",
+        "sqlite_temp_schema",
+    }
+)
 DENIED_FUNCTIONS = frozenset({"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer", "sqlite_offset"})
 COLLECT_FUNCTION = "_memory_collect_update"
 TRIGGER = "memory_collect_update"
@@ -33,7 +43,13 @@ CREATE TEMP VIEW messages AS SELECT * FROM main.messages WHERE role IS NOT '{HID
 CREATE TEMP TRIGGER {TRIGGER} INSTEAD OF UPDATE OF content ON messages
 BEGIN SELECT {COLLECT_FUNCTION}(OLD.id, NEW.content); END;
 """
-_ACTION_NAMES = {getattr(sqlite3, n): n.removeprefix("SQLITE_") for n in dir(sqlite3) if n.startswith("SQLITE_") and isinstance(getattr(sqlite3, n), int) and n not in ("SQLITE_OK", "SQLITE_DENY", "SQLITE_IGNORE")}
+_ACTION_NAMES = {
+    getattr(sqlite3, n): n.removeprefix("SQLITE_")
+    for n in dir(sqlite3)
+    if n.startswith("SQLITE_")
+    and isinstance(getattr(sqlite3, n), int)
+    and n not in ("SQLITE_OK", "SQLITE_DENY", "SQLITE_IGNORE")
+}
 ALLOWED = "memory_sql allows one SELECT (or WITH ... SELECT) or one UPDATE of messages.content"
 
 
@@ -91,7 +107,9 @@ def run_query(db_path: str, query: str) -> QueryOutcome:
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
     try:
         outcome = QueryOutcome()
-        conn.create_function(COLLECT_FUNCTION, 2, lambda i, c: outcome.updates.append((int(i), str(c))), deterministic=False)
+        conn.create_function(
+            COLLECT_FUNCTION, 2, lambda i, c: outcome.updates.append((int(i), str(c))), deterministic=False
+        )
         conn.executescript(SETUP)
         conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, VALUE_LIMIT_BYTES)
         conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
@@ -134,7 +152,9 @@ def _collect(cursor: sqlite3.Cursor, outcome: QueryOutcome) -> None:
         if row is None:
             return
         if len(outcome.rows) >= ROW_LIMIT:
-            outcome.truncated = f"row limit reached: only the first {ROW_LIMIT} rows are shown; add LIMIT or narrow WHERE"
+            outcome.truncated = (
+                f"row limit reached: only the first {ROW_LIMIT} rows are shown; add LIMIT or narrow WHERE"
+            )
             return
         values = [_jsonable(v) for v in row]
         size += len(json.dumps(values, ensure_ascii=False))
@@ -203,7 +223,12 @@ class MemorySqlTool(Tool):
         except QueryRefused as exc:
             return ToolResult.fail(str(exc))
         if outcome.kind == "select":
-            data: dict[str, Any] = {"kind": "select", "columns": outcome.columns, "rows": outcome.rows, "row_count": len(outcome.rows)}
+            data: dict[str, Any] = {
+                "kind": "select",
+                "columns": outcome.columns,
+                "rows": outcome.rows,
+                "row_count": len(outcome.rows),
+            }
             if outcome.truncated:
                 data["truncated"] = outcome.truncated
             return ToolResult.ok(data)
@@ -213,10 +238,15 @@ class MemorySqlTool(Tool):
         if ctx.profile.sql_update_approval == "ask":
             if ctx.approve is None:
                 return ToolResult.fail(
-                    "UPDATE needs the user's approval (profile field sql_update_approval = ask; headless: pass --yes); nothing was changed"
+                    "UPDATE needs the user's approval (profile field sql_update_approval = ask; "
+                    "headless: pass --yes); nothing was changed"
                 )
-            question = f"{query}\n\nThis would change the content of {len(ids)} message(s): {', '.join(map(str, ids[:20]))}"
+            question = (
+                f"{query}\n\nThis would change the content of {len(ids)} message(s): {', '.join(map(str, ids[:20]))}"
+            )
             if not await ctx.approve(self.name, question):
                 return ToolResult.fail("the user declined this UPDATE; nothing was changed")
         changed = await asyncio.to_thread(apply_updates, outcome.updates)
-        return ToolResult.ok({"kind": "update", "updated": len(changed), "ids": changed, "revisions_kept": len(changed)})
+        return ToolResult.ok(
+            {"kind": "update", "updated": len(changed), "ids": changed, "revisions_kept": len(changed)}
+        )

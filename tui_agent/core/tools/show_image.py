@@ -21,7 +21,10 @@ class ShowImageTool(Tool):
     parameters = {
         "type": "object",
         "properties": {
-            "path": {"type": "string", "description": "Path under media/, e.g. 'media/food/pizza.png' or 'food/pizza.png'."},
+            "path": {
+                "type": "string",
+                "description": "Path under media/, e.g. 'media/food/pizza.png' or 'food/pizza.png'.",
+            },
         },
         "required": ["path"],
     }

@@ -23,7 +23,7 @@ def media_path(vault: Vault, raw: str, pattern: re.Pattern[str] = GENERATE_RE, m
     """
     if not isinstance(raw, str) or "\x00" in raw or "\\" in raw or raw.startswith("/") or ".." in raw:
         raise PathRejected(message)
-    relative = raw[len("media/"):] if raw.startswith("media/") else raw
+    relative = raw[len("media/") :] if raw.startswith("media/") else raw
     if not pattern.fullmatch(relative) or any(not part[:1].isalnum() for part in relative.split("/")):
         # Every folder and file name starts with a letter or digit: no hidden files, no empty parts.
         raise PathRejected(message)

@@ -20,7 +20,10 @@ class WebSearchTool(Tool):
         "type": "object",
         "properties": {
             "query": {"type": "string", "description": "The search query."},
-            "max_results": {"type": "integer", "description": f"How many results (1-{MAX_RESULTS}, default {DEFAULT_RESULTS})."},
+            "max_results": {
+                "type": "integer",
+                "description": f"How many results (1-{MAX_RESULTS}, default {DEFAULT_RESULTS}).",
+            },
         },
         "required": ["query"],
     }
@@ -41,7 +44,7 @@ class WebSearchTool(Tool):
                 results = await asyncio.wait_for(asyncio.to_thread(_duckduckgo, query, limit), TIMEOUT_S)
             else:
                 return ToolResult.fail(f"web_search_backend: unknown backend {backend!r}")
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return ToolResult.fail(f"web search ({backend}) timed out after {TIMEOUT_S:g}s")
         except SearchError as exc:
             return ToolResult.fail(str(exc))
