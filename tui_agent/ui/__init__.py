@@ -1,0 +1,1 @@
+"""The Textual app. Everything that imports Textual lives under this package."""

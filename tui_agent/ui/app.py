@@ -1,0 +1,375 @@
+"""The full-screen app: chat log, composer, status line, sidebar; the core loop runs in workers."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Collapsible, Footer, Header, Static
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from tui_agent.core import profiles, slash
+from tui_agent.core.store import history
+from tui_agent.core.store.models import Profile
+from tui_agent.core.tools.registry import ToolRegistry, default_registry
+from tui_agent.core.vault import Vault
+from tui_agent.ui.commands import AgentCommands, HistorySearch
+from tui_agent.ui.errors import friendly, setup_text
+from tui_agent.ui.images import image_class, served_in_browser
+from tui_agent.ui.paths import styles_dir
+from tui_agent.ui.screens.dialogs import ApprovalScreen, AttachScreen, ConfirmScreen, PromptScreen
+from tui_agent.ui.screens.log_screen import LogScreen
+from tui_agent.ui.turn_view import TurnView
+from tui_agent.ui.widgets.bubbles import ErrorCard, NoticeCard
+from tui_agent.ui.widgets.carousel import ImageCarousel
+from tui_agent.ui.widgets.chat_log import ChatLog
+from tui_agent.ui.widgets.composer import Composer, SlashHints
+from tui_agent.ui.widgets.sidebar import ConversationList, ProfileEditor, Sidebar
+from tui_agent.ui.widgets.status import StatusLine
+
+log = logging.getLogger("tui_agent.ui")
+MAX_MESSAGE_CHARS = 200_000
+
+
+class AgentApp(App[None]):
+    TITLE = "tui-agent"
+    CSS_PATH = [styles_dir() / "app.tcss"]
+    COMMANDS = App.COMMANDS | {AgentCommands, HistorySearch}
+    BINDINGS = [
+        Binding("escape", "cancel_turn", "Cancel", id="app.cancel"),
+        Binding("ctrl+b", "toggle_sidebar", "Sidebar", id="app.sidebar"),
+        Binding("ctrl+n", "new_conversation", "New chat", id="app.new"),
+        Binding("ctrl+o", "toggle_tools", "Tools ±", id="app.tools"),
+        Binding("ctrl+t", "attach", "Attach", id="app.attach"),
+        Binding("ctrl+l", "show_log", "Log", id="app.log"),
+        Binding("f1", "help", "Help", id="app.help"),
+        Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
+    ]
+
+    def __init__(
+        self,
+        vault: Vault,
+        *,
+        profile_name: str | None = None,
+        images: str | None = None,
+        check_endpoint: bool = True,
+        registry: ToolRegistry | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        animate: bool = True,
+    ) -> None:
+        super().__init__()
+        self.vault = vault
+        if profile_name:
+            profiles.use_profile(profile_name)
+        self.image_class = image_class(images)
+        self.check_endpoint = check_endpoint
+        self.registry = registry or default_registry()
+        self.clock = clock
+        self.animate = animate
+        self.conversation_id: int | None = None
+        self.turns: dict[int | None, Worker[None]] = {}
+        self.always_approve = False
+        self.pending_attachments: list[str] = []
+
+    # ----------------------------------------------------------------- layout
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="main"):
+            with Vertical(id="chat-column"):
+                yield ChatLog(self.vault, id="chat-log")
+                yield StatusLine("", id="status")
+                yield Static("", id="pending-attachments", markup=False)
+                yield SlashHints(id="slash-hints")
+                yield Composer(id="composer")
+        yield Footer()
+
+    @property
+    def chat_log(self) -> ChatLog:
+        return self.query_one("#chat-log", ChatLog)
+
+    @property
+    def status_line(self) -> StatusLine:
+        return self.query_one("#status", StatusLine)
+
+    @property
+    def composer(self) -> Composer:
+        return self.query_one("#composer", Composer)
+
+    @property
+    def profile(self) -> Profile:
+        return profiles.active_profile()
+
+    async def on_mount(self) -> None:
+        last = history.last_conversation()
+        await self.open_conversation(last.id if last else None)
+        self.composer.focus()
+        self.status_line.ready(self.profile.chat_model)
+        if self.check_endpoint:
+            self.probe_endpoint()
+        self.preload_client()
+
+    @work(thread=True, exit_on_error=False, group="startup")
+    def preload_client(self) -> None:
+        """Import openai off the event loop so the first message does not wait ~0.5 s for it."""
+        import openai  # noqa: F401
+
+    @work(thread=True, exit_on_error=False, group="startup")
+    def probe_endpoint(self) -> None:
+        import httpx
+
+        profile = self.profile
+        try:
+            httpx.get(profile.base_url.rstrip("/") + "/models", timeout=3.0)
+        except httpx.HTTPError:
+            log.info("no endpoint answers at %s", profile.base_url)
+            self.call_from_thread(self._show_setup_card, profile.base_url)
+
+    async def _show_setup_card(self, base_url: str) -> None:
+        await self.chat_log.mount(NoticeCard(setup_text(base_url), classes="setup-card"))
+
+    # ---------------------------------------------------------- conversations
+    async def open_conversation(self, conversation_id: int | None, *, until_id: int | None = None) -> None:
+        self.conversation_id = conversation_id
+        if conversation_id is not None:
+            history.remember_conversation(conversation_id)
+        await self.chat_log.show_conversation(conversation_id, until_id=until_id)
+        if conversation_id is None:
+            await self.chat_log.mount(NoticeCard("New conversation. Type a message, or /help for commands.", classes="welcome"))
+        self.composer.recall = [m.content for m in history.recent_messages(conversation_id, 50) if m.role == "user"] if conversation_id else []
+        self.sub_title = self._title()
+        await self._reload_conversation_list()
+
+    def _title(self) -> str:
+        if self.conversation_id is None:
+            return "new conversation"
+        conversation = history.get_conversation(self.conversation_id)
+        return conversation.title or f"conversation {conversation.id}"
+
+    async def conversation_started(self, conversation_id: int) -> None:
+        """A turn created a conversation: it becomes the displayed one if the user is still on the empty view."""
+        history.remember_conversation(conversation_id)
+        if None in self.turns:
+            self.turns[conversation_id] = self.turns.pop(None)
+        if self.conversation_id is None:
+            self.conversation_id = conversation_id
+            self.chat_log.conversation_id = conversation_id
+            for welcome in self.chat_log.query(".welcome"):
+                await welcome.remove()
+        self.sub_title = self._title()
+        await self._reload_conversation_list()
+
+    async def _reload_conversation_list(self) -> None:
+        for conversations in self.query(ConversationList):
+            await conversations.reload(self.conversation_id)
+
+    async def jump_to_message(self, conversation_id: int, message_id: int) -> None:
+        await self.open_conversation(conversation_id, until_id=message_id + 20)
+        self.chat_log.release_anchor()
+        for widget in self.chat_log.children:
+            if getattr(widget, "message_id", None) == message_id or getattr(getattr(widget, "block", None), "message_id", None) == message_id:
+                widget.add_class("-found")
+                self.call_after_refresh(self.chat_log.scroll_to_widget, widget, top=True, animate=False)
+                break
+
+    @on(ConversationList.Selected)
+    async def _conversation_selected(self, event: ConversationList.Selected) -> None:
+        if event.conversation_id != self.conversation_id:
+            await self.open_conversation(event.conversation_id)
+
+    @on(ConversationList.Action)
+    def _conversation_action(self, event: ConversationList.Action) -> None:
+        self.run_action({"new": "new_conversation", "rename": "rename_conversation", "delete": "delete_conversation"}[event.action])
+
+    async def action_new_conversation(self) -> None:
+        await self.open_conversation(None)
+        self.composer.focus()
+
+    def action_rename_conversation(self) -> None:
+        if self.conversation_id is None:
+            self.notify("Nothing to rename yet: send a message first.")
+            return
+        conversation_id = self.conversation_id
+
+        async def done(title: str | None) -> None:
+            if title:
+                history.rename_conversation(conversation_id, title)
+                self.sub_title = self._title()
+                await self._reload_conversation_list()
+
+        self.push_screen(PromptScreen("Rename conversation", self._title()), done)
+
+    def action_delete_conversation(self) -> None:
+        if self.conversation_id is None:
+            return
+        conversation_id = self.conversation_id
+
+        async def done(confirmed: bool | None) -> None:
+            if confirmed:
+                worker = self.turns.pop(conversation_id, None)
+                if worker is not None:
+                    worker.cancel()
+                history.delete_conversation(conversation_id)
+                await self.open_conversation(None)
+
+        self.push_screen(ConfirmScreen(f"Delete “{self._title()}” and all its messages?"), done)
+
+    # ------------------------------------------------------------------ turns
+    @on(Composer.Changed)
+    def _composer_changed(self) -> None:
+        self.query_one(SlashHints).show(self.composer.matches())
+
+    @on(Composer.Submitted)
+    async def _submitted(self, event: Composer.Submitted) -> None:
+        text = event.text.strip()
+        if len(text) > MAX_MESSAGE_CHARS:
+            self.notify(f"Message too long ({len(text):,} characters; limit {MAX_MESSAGE_CHARS:,}). Nothing was sent.", severity="error")
+            return
+        if self.conversation_id in self.turns:
+            self.notify("A reply is still running here: wait, or press Esc to cancel it.", severity="warning")
+            return
+        if text in ("/help", "/new"):
+            self.composer.clear()
+            await (self.action_help() if text == "/help" else self.action_new_conversation())
+            return
+        try:
+            slash.parse(text)
+        except slash.SlashError as exc:
+            await self.chat_log.mount(ErrorCard(friendly("usage", str(exc))))
+            return
+        self.composer.remember(text)
+        self.composer.clear()
+        attachments, self.pending_attachments = self.pending_attachments, []
+        self._show_pending()
+        self.turns[self.conversation_id] = self.run_turn(self.conversation_id, text, attachments)
+
+    @work(group="turns", exit_on_error=False)
+    async def run_turn(self, conversation_id: int | None, text: str, attachments: list[str]) -> None:
+        from tui_agent.core.llm import LLMError
+        from tui_agent.core.loop import AgentLoop
+
+        view = TurnView(self, conversation_id)
+        try:
+            loop = AgentLoop(self.vault, self.profile, self.registry, approve=self.approve)
+            try:
+                async for event in loop.run_turn(conversation_id, text, attachments):
+                    await view.handle(event)
+            finally:
+                await loop.aclose()
+        except asyncio.CancelledError:
+            await view.close_bubble("cancelled")
+            self.status_line.show("cancelled", state="error")
+            raise
+        except (LLMError, profiles.ProfileError) as exc:
+            kind = getattr(exc, "kind", "model")
+            await view._mount(ErrorCard(friendly(kind, str(exc))))
+        finally:
+            me = get_current_worker()
+            for key in {conversation_id, view.conversation_id}:
+                if self.turns.get(key) is me:
+                    del self.turns[key]
+            if not view.attached and view.conversation_id == self.conversation_id:
+                await self.chat_log.show_conversation(self.conversation_id)
+
+    async def approve(self, tool: str, question: str) -> bool:
+        if self.always_approve:
+            return True
+        choice = await self.push_screen_wait(ApprovalScreen(tool, question))
+        if choice == "always":
+            self.always_approve = True
+        return choice in ("yes", "always")
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR and event.worker.group == "turns":
+            error = event.worker.error
+            log.error("turn failed", exc_info=error)
+            self.chat_log.mount(ErrorCard(friendly("error", f"{error.__class__.__name__}: {error}")))
+
+    def action_cancel_turn(self) -> None:
+        worker = self.turns.get(self.conversation_id)
+        if worker is not None:
+            worker.cancel()
+            self.turns.pop(self.conversation_id, None)
+        elif self.query_one(SlashHints).has_class("-visible"):
+            self.composer.clear()
+
+    # ------------------------------------------------------- other actions
+    async def action_toggle_sidebar(self) -> None:
+        """The sidebar is built on first use: it is not needed for the first paint."""
+        existing = self.query(Sidebar)
+        if existing:
+            sidebar = existing.first()
+            sidebar.display = not sidebar.display
+            return
+        await self.query_one("#main").mount(Sidebar(id="sidebar"), before=0)
+
+    @on(ProfileEditor.Changed)
+    def _profile_changed(self) -> None:
+        self.status_line.ready(self.profile.chat_model)
+
+    def action_toggle_tools(self) -> None:
+        blocks = list(self.chat_log.query(Collapsible))
+        expand = any(block.collapsed for block in blocks)
+        for block in blocks:
+            block.collapsed = not expand
+
+    def action_attach(self) -> None:
+        def chosen(source: str | None) -> None:
+            if source:
+                self.attach(source)
+
+        self.push_screen(AttachScreen(Path.cwd()), chosen)
+
+    @work(group="attach", exit_on_error=False)
+    async def attach(self, source: str) -> None:
+        from tui_agent.core.attachments import AttachmentError, import_image
+
+        try:
+            relative = await import_image(self.vault, source)
+        except AttachmentError as exc:
+            await self.chat_log.mount(ErrorCard(friendly("attachment", str(exc))))
+            return
+        self.pending_attachments.append(relative)
+        self._show_pending()
+        self.composer.focus()
+
+    def _show_pending(self) -> None:
+        pending = self.query_one("#pending-attachments", Static)
+        pending.update("📎 " + ", ".join(self.pending_attachments) if self.pending_attachments else "")
+        pending.display = bool(self.pending_attachments)
+
+    def action_show_log(self) -> None:
+        self.push_screen(LogScreen(self.vault.log_file))
+
+    async def action_help(self) -> None:
+        keys = "\n".join(
+            f"{binding.key:<10} {binding.description}" for binding in self.BINDINGS if isinstance(binding, Binding)
+        )
+        extra = "ctrl+p     Command palette (also: search history)\nleft/right Previous/next image (carousel focused)\no          Open the image full size"
+        await self.chat_log.mount(NoticeCard(f"Slash commands\n{slash.help_text()}\n\nKeys\n{keys}\n{extra}"))
+
+    @on(ImageCarousel.OpenRequested)
+    def _open_image(self, event: ImageCarousel.OpenRequested) -> None:
+        path = event.path
+        if not path.is_file():
+            self.notify(f"{path.name} is no longer in the vault", severity="error")
+            return
+        if served_in_browser():
+            self.deliver_binary(path, open_method="download", mime_type="image/png")
+            return
+        opener = shutil.which("xdg-open") or (shutil.which("open") if sys.platform == "darwin" else None)
+        if opener:
+            subprocess.Popen([opener, str(path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            self.notify(f"Opening {path.name}")
+        else:
+            self.deliver_binary(path)
+            self.notify(f"Saved a copy of {path.name} to your downloads folder")

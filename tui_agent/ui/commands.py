@@ -1,0 +1,55 @@
+"""Command palette: every app action, and full-text history search that jumps to the message."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING, cast
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+from tui_agent.core.store import history
+
+if TYPE_CHECKING:
+    from tui_agent.ui.app import AgentApp
+
+ACTIONS = [
+    ("New conversation", "new_conversation", "Start an empty conversation (Ctrl+N)"),
+    ("Toggle sidebar", "toggle_sidebar", "Profile fields and conversations (Ctrl+B)"),
+    ("Expand or collapse all tool results", "toggle_tools", "Ctrl+O"),
+    ("Attach an image", "attach", "Pick a file or type a URL (Ctrl+T)"),
+    ("Cancel the running turn", "cancel_turn", "Esc"),
+    ("Show the log", "show_log", "logs/agent.log, live (Ctrl+L)"),
+    ("Rename conversation", "rename_conversation", "Give this conversation a title"),
+    ("Delete conversation", "delete_conversation", "Asks for confirmation"),
+    ("Help", "help", "Slash commands and key bindings (F1)"),
+]
+
+
+class AgentCommands(Provider):
+    async def discover(self) -> Hits:
+        for title, action, help_text in ACTIONS:
+            yield DiscoveryHit(title, partial(self.app.run_action, action), help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for title, action, help_text in ACTIONS:
+            score = matcher.match(title)
+            if score > 0:
+                yield Hit(score, matcher.highlight(title), partial(self.app.run_action, action), help=help_text)
+
+
+class HistorySearch(Provider):
+    """Type words; each hit jumps to that message in its conversation."""
+
+    async def search(self, query: str) -> Hits:
+        if len(query.strip()) < 2:
+            return
+        app = cast("AgentApp", self.app)
+        for message_id, conversation_id, role, snippet in history.search_messages(query.strip(), limit=20):
+            text = " ".join(snippet.split())
+            yield Hit(
+                0.5,
+                f"{role}: {text}",
+                partial(app.jump_to_message, conversation_id, message_id),
+                help=f"conversation {conversation_id} · message {message_id}",
+            )

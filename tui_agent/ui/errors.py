@@ -1,0 +1,46 @@
+"""Friendly error text for the red error card; the raw details go to logs/agent.log."""
+
+from __future__ import annotations
+
+HINTS = {
+    "connection": "Start the server (Ollama: `ollama serve`), set OPENAI_API_KEY / OPENAI_BASE_URL and restart, "
+    "or edit base_url in the sidebar (Ctrl+B).",
+    "auth": "Check the key: the profile's api_key_env names the environment variable that holds it (sidebar, Ctrl+B).",
+    "model": "Check chat_model and vision_model in the sidebar (Ctrl+B); the server does not know this model.",
+    "timeout": "The model took too long. Try again, or raise request_timeout_s in the sidebar.",
+    "rate_limit": "The provider is rate limiting you. Wait a moment and send again.",
+    "server": "The provider had a server error. Send again in a moment.",
+    "content_policy": "Rephrase the request.",
+    "max_rounds": "The model kept calling tools. Ask again, or raise max_tool_rounds in the sidebar.",
+    "attachment": "Check the file or URL: it must be a PNG, JPEG, GIF or WebP image.",
+    "usage": "Type /help for the list of commands.",
+}
+
+TITLES = {
+    "connection": "Can't reach the model",
+    "auth": "The API key was refused",
+    "model": "Unknown model",
+    "timeout": "The model did not answer in time",
+    "rate_limit": "Rate limited",
+    "server": "The provider failed",
+    "content_policy": "Blocked by the content policy",
+    "max_rounds": "Stopped a tool loop",
+    "attachment": "Can't attach that",
+    "usage": "Unknown command",
+}
+
+
+def friendly(kind: str, message: str) -> str:
+    title = TITLES.get(kind, "Something went wrong")
+    hint = HINTS.get(kind, "Details are in the log (Ctrl+L).")
+    return f"✗ {title}\n{message}\n{hint}"
+
+
+def setup_text(base_url: str) -> str:
+    return (
+        f"No model answers at {base_url}.\n"
+        "To start chatting, do one of these:\n"
+        "  • export OPENAI_API_KEY=... (and OPENAI_BASE_URL for another provider), then restart tui-agent\n"
+        "  • start Ollama: ollama serve, then ollama pull llama3.2\n"
+        "  • open the sidebar (Ctrl+B) and edit base_url, api_key_env and chat_model"
+    )

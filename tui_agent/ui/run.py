@@ -1,0 +1,29 @@
+"""Starting the app from the console script (and from ``serve``'s per-session command)."""
+
+from __future__ import annotations
+
+import sys
+
+from tui_agent.core.profiles import ProfileError
+from tui_agent.core.session import open_session
+
+
+def make_app(vault_arg: str | None = None, profile_name: str | None = None, **kwargs):  # type: ignore[no-untyped-def]
+    """Build the app from explicit settings (tests and serve use this too)."""
+    from tui_agent.ui.app import AgentApp
+
+    session = open_session(vault_arg)
+    return AgentApp(session.vault, profile_name=profile_name, **kwargs)
+
+
+def run_app(vault_arg: str | None, profile_name: str | None) -> int:
+    # textual-image probes the terminal when imported: it must happen before the app runs.
+    import tui_agent.ui.images  # noqa: F401
+
+    try:
+        app = make_app(vault_arg, profile_name)
+    except ProfileError as exc:
+        print(f"error: profile {exc}", file=sys.stderr)
+        return 2
+    app.run()
+    return 0

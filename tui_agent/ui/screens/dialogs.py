@@ -1,0 +1,130 @@
+"""Modal dialogs: memory_sql UPDATE approval, confirmation, text prompt, attach picker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, DirectoryTree, Input, Label, Static
+
+
+class ApprovalScreen(ModalScreen[str]):
+    """Returns "yes", "no" or "always" (yes for the rest of this session)."""
+
+    BINDINGS = [
+        Binding("y", "choose('yes')", "Yes", id="approval.yes"),
+        Binding("n,escape", "choose('no')", "No", id="approval.no"),
+        Binding("a", "choose('always')", "Always this session", id="approval.always"),
+    ]
+
+    def __init__(self, tool: str, question: str) -> None:
+        super().__init__()
+        self.tool = tool
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog approval"):
+            yield Label(f"Allow {self.tool} to change your history?", classes="dialog-title")
+            yield Static(self.question, classes="dialog-body", markup=False)
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Yes (y)", id="yes", variant="warning")
+                yield Button("No (n)", id="no", variant="primary")
+                yield Button("Always this session (a)", id="always")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id or "no")
+
+    def action_choose(self, choice: str) -> None:
+        self.dismiss(choice)
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    BINDINGS = [Binding("escape,n", "cancel", "Cancel", id="confirm.cancel"), Binding("y", "confirm", "Confirm", id="confirm.yes")]
+
+    def __init__(self, question: str, confirm_label: str = "Delete") -> None:
+        super().__init__()
+        self.question = question
+        self.confirm_label = confirm_label
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Static(self.question, classes="dialog-title", markup=False)
+            with Horizontal(classes="dialog-buttons"):
+                yield Button(f"{self.confirm_label} (y)", id="confirm", variant="error")
+                yield Button("Cancel (n)", id="cancel", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one("#cancel", Button).focus()
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "confirm")
+
+    def action_cancel(self) -> None:
+        self.dismiss(False)
+
+    def action_confirm(self) -> None:
+        self.dismiss(True)
+
+
+class PromptScreen(ModalScreen[str | None]):
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="prompt.cancel")]
+
+    def __init__(self, title: str, value: str = "") -> None:
+        super().__init__()
+        self.title_text = title
+        self.value = value
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(self.title_text, classes="dialog-title")
+            yield Input(self.value, id="prompt-input")
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip() or None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ImageTree(DirectoryTree):
+    SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
+
+    def filter_paths(self, paths):  # type: ignore[no-untyped-def]
+        return [p for p in paths if not p.name.startswith(".") and (p.is_dir() or p.suffix.lower() in self.SUFFIXES)]
+
+
+class AttachScreen(ModalScreen[str | None]):
+    """Pick an image file, or type a path or URL."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="attach.cancel")]
+
+    def __init__(self, root: Path) -> None:
+        super().__init__()
+        self.root = root
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog attach"):
+            yield Label("Attach an image: pick a file or type a path or URL, then Enter", classes="dialog-title")
+            yield Input(placeholder="path or https://...", id="attach-input")
+            yield ImageTree(self.root, id="attach-tree")
+
+    @on(DirectoryTree.FileSelected)
+    def _file(self, event: DirectoryTree.FileSelected) -> None:
+        self.dismiss(str(event.path))
+
+    @on(Input.Submitted)
+    def _typed(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip() or None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

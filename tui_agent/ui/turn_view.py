@@ -1,0 +1,94 @@
+"""Renders the loop's events into the chat log, only while its conversation is on screen."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual.widget import Widget
+
+from tui_agent.core import events as ev
+from tui_agent.ui.errors import friendly
+from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard, NoticeCard, UserBubble
+from tui_agent.ui.widgets.tool_block import ToolProgress
+
+if TYPE_CHECKING:
+    from tui_agent.ui.app import AgentApp
+
+
+class TurnView:
+    def __init__(self, app: AgentApp, conversation_id: int | None) -> None:
+        self.app = app
+        self.log = app.chat_log
+        self.conversation_id = conversation_id
+        self.bubble: AssistantBubble | None = None
+        self.progress: dict[str, ToolProgress] = {}
+        self.started = app.clock()
+
+    @property
+    def attached(self) -> bool:
+        return self.log.conversation_id == self.conversation_id
+
+    async def _mount(self, widget: Widget) -> None:
+        if self.attached:
+            await self.log.mount(widget)
+
+    async def handle(self, event: ev.Event) -> None:
+        status = self.app.status_line
+        if isinstance(event, ev.ConversationChanged):
+            self.conversation_id = event.conversation_id
+            await self.app.conversation_started(event.conversation_id)
+        elif isinstance(event, ev.TurnStarted):
+            self.conversation_id = event.conversation_id
+            from tui_agent.core.store import history
+
+            images = history.attachments_for([event.user_message_id]).get(event.user_message_id, [])
+            message = history.recent_messages(event.conversation_id, limit=1)[0]
+            await self._mount(UserBubble(message.content, [self.app.vault.root / p for p in images], message_id=message.id))
+        elif isinstance(event, ev.ModelSwitched):
+            status.model_switched(event.model, event.reason)
+        elif isinstance(event, ev.AssistantStarted):
+            status.thinking(event.model, self.started)
+            self.bubble = AssistantBubble(thinking=True)
+            await self._mount(self.bubble)
+        elif isinstance(event, ev.TextDelta):
+            if self.bubble is not None and self.attached:
+                await self.bubble.write(event.text)
+        elif isinstance(event, ev.AssistantFinished):
+            status.finished(event.model, self.started, event.prompt_tokens, event.completion_tokens)
+            if self.bubble is not None:
+                if not event.text and self.bubble.is_attached:
+                    await self.bubble.remove()
+                elif self.bubble.is_attached:
+                    await self.bubble.finish("complete")
+                    self.bubble.message_id = event.message_id
+            self.bubble = None
+        elif isinstance(event, ev.ToolStarted):
+            progress = ToolProgress(event.call_id, event.summary)
+            self.progress[event.call_id] = progress
+            status.tool_running(event.name)
+            await self._mount(progress)
+        elif isinstance(event, ev.ToolFinished):
+            progress = self.progress.pop(event.call_id, None)
+            paths = [self.app.vault.root / p for p in event.result.images]
+            widget = self.log.tool_widget(event.name, event.arguments, event.result.to_json(), paths, event.message_id)
+            if progress is not None and progress.is_attached:
+                await self.log.mount(widget, after=progress)
+                await progress.remove()
+            else:
+                await self._mount(widget)
+        elif isinstance(event, ev.ErrorEvent):
+            await self.close_bubble("error")
+            await self._mount(ErrorCard(friendly(event.kind, event.message)))
+        elif isinstance(event, ev.Notice):
+            await self.log.mount(NoticeCard(event.text))
+        elif isinstance(event, ev.Done):
+            status.done(event.status, self.started)
+
+    async def close_bubble(self, status: str) -> None:
+        if self.bubble is not None and self.bubble.is_attached:
+            await self.bubble.finish(status)
+        self.bubble = None
+        for progress in self.progress.values():
+            if progress.is_attached:
+                await progress.remove()
+        self.progress.clear()

@@ -1,0 +1,83 @@
+"""Chat bubbles: the user's (text and images in one bubble), the assistant's (streamed Markdown),
+error cards and notices."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Markdown, Static
+
+from tui_agent.ui.widgets.carousel import ImageCarousel
+from tui_agent.ui.widgets.spinner import Spinner
+
+
+class UserBubble(Vertical):
+    """One bubble: text above the images, or images only."""
+
+    def __init__(self, text: str, images: list[Path], *, message_id: int | None = None) -> None:
+        super().__init__(classes="bubble user")
+        self.text = text
+        self.images = images
+        self.message_id = message_id
+
+    def compose(self) -> ComposeResult:
+        if self.text:
+            yield Static(self.text, classes="user-text", markup=False)
+        if self.images:
+            yield ImageCarousel(self.images)
+
+
+class AssistantBubble(Vertical):
+    """Streams Markdown through ``Markdown.get_stream`` (``update`` per token is quadratic)."""
+
+    def __init__(self, text: str = "", *, status: str = "complete", message_id: int | None = None, thinking: bool = False) -> None:
+        super().__init__(classes="bubble assistant")
+        self.initial = text
+        self.status = status
+        self.message_id = message_id
+        self.thinking = thinking
+        self._stream = None
+        self._parts: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        if self.thinking:
+            yield Spinner("thinking", classes="thinking")
+        yield Markdown(self.initial, classes="reply")
+        if self.status not in ("complete", "streaming"):
+            yield Static(f"({self.status})", classes="reply-status")
+
+    @property
+    def text(self) -> str:
+        return self.initial + "".join(self._parts)
+
+    async def write(self, fragment: str) -> None:
+        if self._stream is None:
+            for spinner in self.query(".thinking"):
+                await spinner.remove()
+            self._stream = Markdown.get_stream(self.query_one(".reply", Markdown))
+        self._parts.append(fragment)
+        await self._stream.write(fragment)
+
+    async def finish(self, status: str) -> None:
+        for spinner in self.query(".thinking"):
+            await spinner.remove()
+        if self._stream is not None:
+            await self._stream.stop()
+            self._stream = None
+        if status != "complete":
+            self.status = status
+            await self.mount(Static(f"({status})", classes="reply-status"))
+
+
+class ErrorCard(Static):
+    """A red card with a friendly message; the raw details are in logs/agent.log."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, classes="error-card", markup=False)
+
+
+class NoticeCard(Static):
+    def __init__(self, text: str, *, classes: str = "notice") -> None:
+        super().__init__(text, classes=classes, markup=False)

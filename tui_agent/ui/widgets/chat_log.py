@@ -1,0 +1,110 @@
+"""The chat log: mounts only a page of the newest messages; older pages load on scroll-up."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from textual.containers import VerticalScroll
+from textual.widget import Widget
+
+from tui_agent.core.store import history
+from tui_agent.core.store.models import Message
+from tui_agent.core.vault import Vault
+from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard, UserBubble
+from tui_agent.ui.widgets.tool_block import ToolResultView
+
+PAGE = 40
+
+
+def result_status(content: str) -> str:
+    try:
+        return str(json.loads(content).get("status", "error"))
+    except (json.JSONDecodeError, AttributeError):
+        return "error"
+
+
+class ChatLog(VerticalScroll):
+    """Anchored to the bottom while the user has not scrolled away (``VerticalScroll.anchor``)."""
+
+    def __init__(self, vault: Vault, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.vault = vault
+        self.conversation_id: int | None = None
+        self.oldest_id: int | None = None
+        self.has_older = False
+        self._loading = False
+
+    def on_mount(self) -> None:
+        self.anchor()
+
+    def widget_for(self, message: Message, images: list[str]) -> Widget | None:
+        paths = [self.vault.root / p for p in images]
+        if message.role == "user":
+            return UserBubble(message.content, paths, message_id=message.id)
+        if message.role == "assistant":
+            if not message.content and message.tool_calls:
+                return None  # the call itself shows in the tool block
+            status = "interrupted" if message.status == "streaming" else message.status
+            return AssistantBubble(message.content, status=status, message_id=message.id)
+        if message.role == "error":
+            return ErrorCard(message.content)
+        if message.tool_call_id is not None:
+            return self.tool_widget(message.tool_name or message.role, message.tool_arguments or "", message.content, paths, message.id)
+        return None
+
+    def tool_widget(self, name: str, arguments: str, output: str, paths: list[Path], message_id: int | None) -> Widget:
+        return ToolResultView(name, arguments, output, result_status(output), paths, message_id=message_id)
+
+    def _widgets(self, rows: list[Message]) -> list[Widget]:
+        attachments = history.attachments_for([m.id for m in rows])
+        widgets = []
+        for message in rows:
+            widget = self.widget_for(message, attachments.get(message.id, []))
+            if widget is not None:
+                widgets.append(widget)
+        return widgets
+
+    async def show_conversation(self, conversation_id: int | None, *, until_id: int | None = None) -> None:
+        """Replace the log with the newest page (or the page ending at ``until_id``)."""
+        self.conversation_id = conversation_id
+        await self.remove_children()
+        self.oldest_id = None
+        self.has_older = False
+        if conversation_id is None:
+            return
+        before = until_id + 1 if until_id is not None else None
+        rows = history.recent_messages(conversation_id, limit=PAGE, before_id=before)
+        if rows:
+            self.oldest_id = rows[0].id
+            self.has_older = len(rows) == PAGE
+        await self.mount_all(self._widgets(rows))
+        self.anchor()
+
+    async def load_older(self) -> int:
+        """Prepend the previous page; keep the view where it was. Returns how many rows loaded."""
+        if self._loading or not self.has_older or self.conversation_id is None:
+            return 0
+        self._loading = True
+        try:
+            rows = history.recent_messages(self.conversation_id, limit=PAGE, before_id=self.oldest_id)
+            self.has_older = len(rows) == PAGE
+            if not rows:
+                return 0
+            self.oldest_id = rows[0].id
+            widgets = self._widgets(rows)
+            first = self.children[0] if self.children else None
+            if widgets:
+                if first is not None:
+                    await self.mount_all(widgets, before=first)
+                    self.call_after_refresh(self.scroll_to_widget, first, top=True, animate=False)
+                else:
+                    await self.mount_all(widgets)
+            return len(rows)
+        finally:
+            self._loading = False
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if new_value <= 0 and old_value > 0 and self.has_older:
+            self.run_worker(self.load_older(), group="older", exclusive=True)

@@ -1,0 +1,97 @@
+"""The composer: multi-line input. Enter sends; Shift+Enter or Ctrl+J inserts a newline;
+Up on an empty composer recalls earlier messages; Tab completes slash commands."""
+
+from __future__ import annotations
+
+from textual import events
+from textual.message import Message
+from textual.widgets import OptionList, TextArea
+from textual.widgets.option_list import Option
+
+from tui_agent.core import slash
+
+
+class Composer(TextArea):
+    class Submitted(Message):
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, soft_wrap=True, show_line_numbers=False, tab_behavior="focus", compact=True)
+        self.placeholder = "Message (Enter sends, Ctrl+J newline, / for commands)"
+        self.recall: list[str] = []
+        self._recall_index: int | None = None
+
+    def on_mount(self) -> None:
+        self.cursor_blink = getattr(self.app, "animate", True)
+
+    async def _on_key(self, event: events.Key) -> None:
+        key = event.key
+        if key == "enter":
+            event.prevent_default()
+            event.stop()
+            if self.text.strip():
+                self.post_message(self.Submitted(self.text))
+            return
+        if key in ("shift+enter", "ctrl+j"):
+            event.prevent_default()
+            event.stop()
+            self.insert("\n")
+            return
+        if key == "tab" and self._complete():
+            event.prevent_default()
+            event.stop()
+            return
+        if key == "up" and (not self.text or self._recall_index is not None) and self.recall:
+            event.prevent_default()
+            event.stop()
+            self._recall_step(-1)
+            return
+        if key == "down" and self._recall_index is not None:
+            event.prevent_default()
+            event.stop()
+            self._recall_step(1)
+            return
+        self._recall_index = None
+        await super()._on_key(event)
+
+    def _recall_step(self, step: int) -> None:
+        index = len(self.recall) if self._recall_index is None else self._recall_index
+        index = max(0, min(len(self.recall), index + step))
+        self._recall_index = None if index == len(self.recall) else index
+        self.load_text("" if self._recall_index is None else self.recall[index])
+        self.move_cursor(self.document.end)
+
+    def remember(self, text: str) -> None:
+        if text and (not self.recall or self.recall[-1] != text):
+            self.recall.append(text)
+        self._recall_index = None
+
+    def matches(self) -> list[slash.SlashSpec]:
+        text = self.text
+        if not text.startswith("/") or " " in text or "\n" in text:
+            return []
+        return [spec for spec in slash.COMMANDS if ("/" + spec.name).startswith(text)]
+
+    def _complete(self) -> bool:
+        found = self.matches()
+        if not found:
+            return False
+        self.load_text(f"/{found[0].name} " if found[0].name not in ("new", "help") else f"/{found[0].name}")
+        self.move_cursor(self.document.end)
+        return True
+
+
+class SlashHints(OptionList):
+    """Completion list for slash commands, shown while the composer holds ``/partial``."""
+
+    DEFAULT_CSS = """
+    SlashHints { height: auto; max-height: 10; display: none; border: none; }
+    SlashHints.-visible { display: block; }
+    """
+
+    def show(self, specs: list[slash.SlashSpec]) -> None:
+        self.clear_options()
+        self.add_options([Option(f"{spec.usage}  [dim]{spec.description}[/]", id=spec.name) for spec in specs])
+        self.set_class(bool(specs), "-visible")

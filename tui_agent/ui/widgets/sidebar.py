@@ -1,0 +1,127 @@
+"""The sidebar: the profile picker with every field editable and validated in place, and the
+conversation list (new, switch, rename, delete)."""
+
+from __future__ import annotations
+
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.widgets import Button, Input, Label, ListItem, ListView, Select, Static
+
+from tui_agent.core import profiles
+from tui_agent.core.store import history
+from tui_agent.core.store.models import Profile
+
+
+class ProfileEditor(VerticalScroll):
+    """Each field saves when Enter is pressed or focus leaves it, only if valid."""
+
+    class Changed(Message):
+        """The active profile or one of its fields changed."""
+
+    def compose(self) -> ComposeResult:
+        yield Label("Profile", classes="sidebar-title")
+        names = [p.name for p in Profile.select(Profile.name).order_by(Profile.name)]
+        active = profiles.active_profile()
+        yield Select([(n, n) for n in names], value=active.name, allow_blank=False, id="profile-select")
+        for spec in profiles.FIELDS:
+            yield Label(spec.name, classes="field-label")
+            yield Input(profiles.field_as_text(active, spec.name), id=f"field-{spec.name}", tooltip=spec.help)
+            yield Static("", id=f"error-{spec.name}", classes="field-error", markup=False)
+
+    def refresh_fields(self) -> None:
+        active = profiles.active_profile()
+        for spec in profiles.FIELDS:
+            field = self.query_one(f"#field-{spec.name}", Input)
+            with field.prevent(Input.Changed):
+                field.value = profiles.field_as_text(active, spec.name)
+            field.remove_class("-invalid")
+            self.query_one(f"#error-{spec.name}", Static).update("")
+
+    @on(Select.Changed, "#profile-select")
+    def _switch(self, event: Select.Changed) -> None:
+        if isinstance(event.value, str) and event.value != profiles.active_profile().name:
+            profiles.use_profile(event.value)
+            self.refresh_fields()
+            self.post_message(self.Changed())
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        self.save_field(event.input)
+
+    @on(Input.Blurred)
+    def _blurred(self, event: Input.Blurred) -> None:
+        self.save_field(event.input)
+
+    def save_field(self, field: Input) -> bool:
+        name = (field.id or "").removeprefix("field-")
+        error = self.query_one(f"#error-{name}", Static)
+        profile = profiles.active_profile()
+        if field.value == profiles.field_as_text(profile, name):
+            field.remove_class("-invalid")
+            error.update("")
+            return True
+        try:
+            profiles.set_field(profile, name, field.value)
+        except profiles.ProfileError as exc:
+            field.add_class("-invalid")
+            error.update(str(exc))
+            return False
+        field.remove_class("-invalid")
+        error.update("")
+        self.notify(f"{name} saved", timeout=2)
+        self.post_message(self.Changed())
+        return True
+
+
+class ConversationList(Vertical):
+    class Selected(Message):
+        def __init__(self, conversation_id: int) -> None:
+            super().__init__()
+            self.conversation_id = conversation_id
+
+    class Action(Message):
+        def __init__(self, action: str) -> None:
+            super().__init__()
+            self.action = action
+
+    def compose(self) -> ComposeResult:
+        yield Label("Conversations", classes="sidebar-title")
+        with Horizontal(classes="conversation-buttons"):
+            yield Button("New", id="conv-new", compact=True)
+            yield Button("Rename", id="conv-rename", compact=True)
+            yield Button("Delete", id="conv-delete", compact=True, variant="error")
+        yield ListView(id="conversation-list")
+
+    async def on_mount(self) -> None:
+        await self.reload(getattr(self.app, "conversation_id", None))
+
+    async def reload(self, current: int | None) -> None:
+        view = self.query_one(ListView)
+        await view.clear()
+        items = []
+        index = None
+        for position, conversation in enumerate(history.list_conversations()):
+            title = conversation.title or f"Conversation {conversation.id}"
+            items.append(ListItem(Label(title, markup=False), id=f"conversation-{conversation.id}"))
+            if conversation.id == current:
+                index = position
+        await view.extend(items)
+        view.index = index
+
+    @on(ListView.Selected, "#conversation-list")
+    def _selected(self, event: ListView.Selected) -> None:
+        if event.item.id:
+            self.post_message(self.Selected(int(event.item.id.removeprefix("conversation-"))))
+
+    @on(Button.Pressed, "#conv-new, #conv-rename, #conv-delete")
+    def _button(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.post_message(self.Action((event.button.id or "").removeprefix("conv-")))
+
+
+class Sidebar(Vertical):
+    def compose(self) -> ComposeResult:
+        yield ConversationList(id="conversations")
+        yield ProfileEditor(id="profile-editor")

@@ -1,0 +1,31 @@
+"""A small spinner with elapsed seconds, frozen when the app does not animate (snapshots)."""
+
+from __future__ import annotations
+
+from textual.widgets import Static
+
+FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+class Spinner(Static):
+    DEFAULT_CSS = """
+    Spinner { width: auto; height: 1; color: $accent; }
+    """
+
+    def __init__(self, label: str, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__("", id=id, classes=classes)
+        self.label = label
+        self._frame = 0
+        self._started = 0.0
+
+    def on_mount(self) -> None:
+        self._started = self.app.clock()  # type: ignore[attr-defined]
+        self._tick()
+        if getattr(self.app, "animate", True):
+            self.set_interval(0.1, self._tick)
+
+    def _tick(self) -> None:
+        self._frame = (self._frame + 1) % len(FRAMES)
+        elapsed = self.app.clock() - self._started  # type: ignore[attr-defined]
+        frame = FRAMES[self._frame] if getattr(self.app, "animate", True) else FRAMES[0]
+        self.update(f"{frame} {self.label} · {elapsed:.0f}s")
