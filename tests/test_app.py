@@ -56,7 +56,10 @@ async def test_plain_reply(env):
         assert bubble.text == "# Title\n\nSome *markdown* and `code`."
         assert app.composer.text == ""
         assert "in / " in str(app.status_line.render())
-    assert rows(env.vault.db_path, "SELECT role, content FROM messages") == [("user", "hello"), ("assistant", "# Title\n\nSome *markdown* and `code`.")]
+    assert rows(env.vault.db_path, "SELECT role, content FROM messages") == [
+        ("user", "hello"),
+        ("assistant", "# Title\n\nSome *markdown* and `code`."),
+    ]
 
 
 async def test_imagine_shows_a_carousel_and_the_vision_follow_up(env):
@@ -104,7 +107,9 @@ async def test_search_sql_show_and_tool_errors_render_as_blocks(env):
 
 async def test_sql_update_asks_for_approval(env):
     env.fake.script(
-        Reply(tool_calls=[("memory_sql", json.dumps({"query": "UPDATE messages SET content = 'edited' WHERE id = 1"}))]),
+        Reply(
+            tool_calls=[("memory_sql", json.dumps({"query": "UPDATE messages SET content = 'edited' WHERE id = 1"}))]
+        ),
         Reply(text="Done."),
     )
     app = make(env)
@@ -226,7 +231,9 @@ async def test_long_conversation_mounts_a_page_and_loads_older(env):
     db = history.Message._meta.database
     with db.atomic():
         for i in range(300):
-            history.Message.create(conversation=conversation.id, role="user" if i % 2 == 0 else "assistant", content=f"message {i}")
+            history.Message.create(
+                conversation=conversation.id, role="user" if i % 2 == 0 else "assistant", content=f"message {i}"
+            )
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()

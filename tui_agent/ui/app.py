@@ -144,8 +144,14 @@ class AgentApp(App[None]):
             history.remember_conversation(conversation_id)
         await self.chat_log.show_conversation(conversation_id, until_id=until_id)
         if conversation_id is None:
-            await self.chat_log.mount(NoticeCard("New conversation. Type a message, or /help for commands.", classes="welcome"))
-        self.composer.recall = [m.content for m in history.recent_messages(conversation_id, 50) if m.role == "user"] if conversation_id else []
+            await self.chat_log.mount(
+                NoticeCard("New conversation. Type a message, or /help for commands.", classes="welcome")
+            )
+        self.composer.recall = (
+            [m.content for m in history.recent_messages(conversation_id, 50) if m.role == "user"]
+            if conversation_id
+            else []
+        )
         self.sub_title = self._title()
         await self._reload_conversation_list()
 
@@ -176,7 +182,10 @@ class AgentApp(App[None]):
         await self.open_conversation(conversation_id, until_id=message_id + 20)
         self.chat_log.release_anchor()
         for widget in self.chat_log.children:
-            if getattr(widget, "message_id", None) == message_id or getattr(getattr(widget, "block", None), "message_id", None) == message_id:
+            if (
+                getattr(widget, "message_id", None) == message_id
+                or getattr(getattr(widget, "block", None), "message_id", None) == message_id
+            ):
                 widget.add_class("-found")
                 self.call_after_refresh(self.chat_log.scroll_to_widget, widget, top=True, animate=False)
                 break
@@ -188,7 +197,9 @@ class AgentApp(App[None]):
 
     @on(ConversationList.Action)
     def _conversation_action(self, event: ConversationList.Action) -> None:
-        self.run_action({"new": "new_conversation", "rename": "rename_conversation", "delete": "delete_conversation"}[event.action])
+        self.run_action(
+            {"new": "new_conversation", "rename": "rename_conversation", "delete": "delete_conversation"}[event.action]
+        )
 
     async def action_new_conversation(self) -> None:
         await self.open_conversation(None)
@@ -232,7 +243,10 @@ class AgentApp(App[None]):
     async def _submitted(self, event: Composer.Submitted) -> None:
         text = event.text.strip()
         if len(text) > MAX_MESSAGE_CHARS:
-            self.notify(f"Message too long ({len(text):,} characters; limit {MAX_MESSAGE_CHARS:,}). Nothing was sent.", severity="error")
+            self.notify(
+                f"Message too long ({len(text):,} characters; limit {MAX_MESSAGE_CHARS:,}). Nothing was sent.",
+                severity="error",
+            )
             return
         if self.conversation_id in self.turns:
             self.notify("A reply is still running here: wait, or press Esc to cancel it.", severity="warning")
@@ -368,7 +382,9 @@ class AgentApp(App[None]):
             return
         opener = shutil.which("xdg-open") or (shutil.which("open") if sys.platform == "darwin" else None)
         if opener:
-            subprocess.Popen([opener, str(path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            subprocess.Popen(
+                [opener, str(path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+            )
             self.notify(f"Opening {path.name}")
         else:
             self.deliver_binary(path)

@@ -43,7 +43,9 @@ class TurnView:
 
             images = history.attachments_for([event.user_message_id]).get(event.user_message_id, [])
             message = history.recent_messages(event.conversation_id, limit=1)[0]
-            await self._mount(UserBubble(message.content, [self.app.vault.root / p for p in images], message_id=message.id))
+            await self._mount(
+                UserBubble(message.content, [self.app.vault.root / p for p in images], message_id=message.id)
+            )
         elif isinstance(event, ev.ModelSwitched):
             status.model_switched(event.model, event.reason)
         elif isinstance(event, ev.AssistantStarted):

@@ -47,7 +47,10 @@ class ApprovalScreen(ModalScreen[str]):
 
 
 class ConfirmScreen(ModalScreen[bool]):
-    BINDINGS = [Binding("escape,n", "cancel", "Cancel", id="confirm.cancel"), Binding("y", "confirm", "Confirm", id="confirm.yes")]
+    BINDINGS = [
+        Binding("escape,n", "cancel", "Cancel", id="confirm.cancel"),
+        Binding("y", "confirm", "Confirm", id="confirm.yes"),
+    ]
 
     def __init__(self, question: str, confirm_label: str = "Delete") -> None:
         super().__init__()

@@ -32,7 +32,9 @@ class UserBubble(Vertical):
 class AssistantBubble(Vertical):
     """Streams Markdown through ``Markdown.get_stream`` (``update`` per token is quadratic)."""
 
-    def __init__(self, text: str = "", *, status: str = "complete", message_id: int | None = None, thinking: bool = False) -> None:
+    def __init__(
+        self, text: str = "", *, status: str = "complete", message_id: int | None = None, thinking: bool = False
+    ) -> None:
         super().__init__(classes="bubble assistant")
         self.initial = text
         self.status = status

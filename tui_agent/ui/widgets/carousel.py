@@ -26,12 +26,13 @@ class ImageCarousel(Vertical, can_focus=True):
         Binding("o", "open", "Open full size", id="carousel.open"),
     ]
     DEFAULT_CSS = """
-    ImageCarousel { height: auto; width: auto; max-width: 100%; }
-    ImageCarousel .carousel-row { height: auto; width: auto; }
+    ImageCarousel { height: auto; width: 44; padding: 0 1; }
+    ImageCarousel:focus { background: $accent 10%; }
     ImageCarousel .carousel-image { width: 40; height: auto; }
-    ImageCarousel .carousel-missing { width: 40; height: 3; color: $error; content-align: center middle; }
-    ImageCarousel Button.arrow { min-width: 5; width: 5; height: 3; margin: 0; border: none; }
-    ImageCarousel .counter { width: 100%; content-align: center middle; color: $text-muted; }
+    ImageCarousel .carousel-missing { width: 40; height: 3; color: $error; }
+    ImageCarousel .carousel-nav { height: 1; width: 40; }
+    ImageCarousel Button.arrow { min-width: 3; width: 3; height: 1; margin: 0; border: none; }
+    ImageCarousel .counter { width: 1fr; content-align: center middle; color: $text-muted; }
     ImageCarousel:focus .counter { color: $accent; text-style: bold; }
     """
 
@@ -47,14 +48,12 @@ class ImageCarousel(Vertical, can_focus=True):
         self.paths = paths
 
     def compose(self) -> ComposeResult:
-        with Horizontal(classes="carousel-row"):
-            if len(self.paths) > 1:
-                yield Button("◀", classes="arrow", id="prev")
-            yield self._image_widget(0)
-            if len(self.paths) > 1:
-                yield Button("▶", classes="arrow", id="next")
+        yield self._image_widget(0)
         if len(self.paths) > 1:
-            yield Static(self._counter(), classes="counter")
+            with Horizontal(classes="carousel-nav"):
+                yield Button("◀", classes="arrow", id="prev", compact=True)
+                yield Static(self._counter(), classes="counter")
+                yield Button("▶", classes="arrow", id="next", compact=True)
 
     @property
     def current(self) -> Path:
@@ -74,10 +73,8 @@ class ImageCarousel(Vertical, can_focus=True):
     async def watch_index(self, index: int) -> None:
         if not self.is_mounted:
             return
-        row = self.query_one(".carousel-row", Horizontal)
-        old = row.query(".carousel-image, .carousel-missing").first()
-        new = self._image_widget(index)
-        await row.mount(new, after=old)
+        old = self.query(".carousel-image, .carousel-missing").first()
+        await self.mount(self._image_widget(index), after=old)
         await old.remove()
         for counter in self.query(".counter").results(Static):
             counter.update(self._counter())

@@ -50,7 +50,9 @@ class ChatLog(VerticalScroll):
         if message.role == "error":
             return ErrorCard(message.content)
         if message.tool_call_id is not None:
-            return self.tool_widget(message.tool_name or message.role, message.tool_arguments or "", message.content, paths, message.id)
+            return self.tool_widget(
+                message.tool_name or message.role, message.tool_arguments or "", message.content, paths, message.id
+            )
         return None
 
     def tool_widget(self, name: str, arguments: str, output: str, paths: list[Path], message_id: int | None) -> Widget:

@@ -30,6 +30,11 @@ class ProfileEditor(VerticalScroll):
             yield Input(profiles.field_as_text(active, spec.name), id=f"field-{spec.name}", tooltip=spec.help)
             yield Static("", id=f"error-{spec.name}", classes="field-error", markup=False)
 
+    def on_mount(self) -> None:
+        if not getattr(self.app, "animate", True):
+            for field in self.query(Input):
+                field.cursor_blink = False
+
     def refresh_fields(self) -> None:
         active = profiles.active_profile()
         for spec in profiles.FIELDS:

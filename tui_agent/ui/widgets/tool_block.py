@@ -44,7 +44,9 @@ class ToolBlock(Collapsible):
 class ToolResultView(Vertical):
     """A tool's bubble: a richer view when the tool made images, then the generic block."""
 
-    def __init__(self, name: str, arguments: str, output: str, status: str, images: list[Path], *, message_id: int | None = None) -> None:
+    def __init__(
+        self, name: str, arguments: str, output: str, status: str, images: list[Path], *, message_id: int | None = None
+    ) -> None:
         super().__init__(classes="bubble tool")
         self.block = ToolBlock(name, arguments, output, status, message_id=message_id)
         self.images = images
