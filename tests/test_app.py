@@ -212,13 +212,13 @@ async def test_conversation_list_switch_rename_delete(env):
         await pilot.pause()
         assert app.conversation_id == a.id
         assert [u.text for u in children(app, UserBubble)] == ["in alpha"]
-        app.action_rename_conversation()
+        await pilot.click("#conv-rename")
         await pilot.pause()
         app.screen.query_one(Input).value = "renamed"
         await pilot.press("enter")
         await pilot.pause()
         assert history.get_conversation(a.id).title == "renamed"
-        app.action_delete_conversation()
+        await pilot.click("#conv-delete")
         await pilot.pause()
         await pilot.press("y")
         await pilot.pause()

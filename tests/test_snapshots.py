@@ -131,9 +131,14 @@ def test_carousel_three_images_after_right(env, snap_compare):
 
     async def run_before(pilot):
         await pilot.pause()
-        pilot.app.chat_log.query_one("ImageCarousel").focus()
+        carousel = pilot.app.chat_log.query_one("ImageCarousel")
+        carousel.focus()
         await pilot.press("right")
-        await pilot.pause(0.1)
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if str(carousel.query_one(".counter").render()) == "2 / 3" and len(carousel.query(".carousel-image")) == 1:
+                break
+        await pilot.pause(0.2)
 
     assert snap_compare(make(env), terminal_size=SIZE, run_before=run_before)
 

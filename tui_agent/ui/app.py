@@ -75,7 +75,7 @@ class AgentApp(App[None]):
         self.check_endpoint = check_endpoint
         self.registry = registry or default_registry()
         self.clock = clock
-        self.animate = animate
+        self.live_motion = animate
         self.conversation_id: int | None = None
         self.turns: dict[int | None, Worker[None]] = {}
         self.always_approve = False
@@ -134,8 +134,8 @@ class AgentApp(App[None]):
             log.info("no endpoint answers at %s", profile.base_url)
             self.call_from_thread(self._show_setup_card, profile.base_url)
 
-    async def _show_setup_card(self, base_url: str) -> None:
-        await self.chat_log.mount(NoticeCard(setup_text(base_url), classes="setup-card"))
+    def _show_setup_card(self, base_url: str) -> None:
+        self.chat_log.mount(NoticeCard(setup_text(base_url), classes="setup-card"))
 
     # ---------------------------------------------------------- conversations
     async def open_conversation(self, conversation_id: int | None, *, until_id: int | None = None) -> None:
@@ -196,8 +196,8 @@ class AgentApp(App[None]):
             await self.open_conversation(event.conversation_id)
 
     @on(ConversationList.Action)
-    def _conversation_action(self, event: ConversationList.Action) -> None:
-        self.run_action(
+    async def _conversation_action(self, event: ConversationList.Action) -> None:
+        await self.run_action(
             {"new": "new_conversation", "rename": "rename_conversation", "delete": "delete_conversation"}[event.action]
         )
 
@@ -253,7 +253,10 @@ class AgentApp(App[None]):
             return
         if text in ("/help", "/new"):
             self.composer.clear()
-            await (self.action_help() if text == "/help" else self.action_new_conversation())
+            if text == "/help":
+                await self.action_help()
+            else:
+                await self.action_new_conversation()
             return
         try:
             slash.parse(text)
@@ -368,7 +371,11 @@ class AgentApp(App[None]):
         keys = "\n".join(
             f"{binding.key:<10} {binding.description}" for binding in self.BINDINGS if isinstance(binding, Binding)
         )
-        extra = "ctrl+p     Command palette (also: search history)\nleft/right Previous/next image (carousel focused)\no          Open the image full size"
+        extra = (
+            "ctrl+p     Command palette (also: search history)\n"
+            "left/right Previous/next image (carousel focused)\n"
+            "o          Open the image full size"
+        )
         await self.chat_log.mount(NoticeCard(f"Slash commands\n{slash.help_text()}\n\nKeys\n{keys}\n{extra}"))
 
     @on(ImageCarousel.OpenRequested)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING, Any
 
 from tui_agent.core.profiles import ProfileError
 from tui_agent.core.session import open_session
 
+if TYPE_CHECKING:
+    from tui_agent.ui.app import AgentApp
 
-def make_app(vault_arg: str | None = None, profile_name: str | None = None, **kwargs):  # type: ignore[no-untyped-def]
+
+def make_app(vault_arg: str | None = None, profile_name: str | None = None, **kwargs: Any) -> AgentApp:
     """Build the app from explicit settings (tests and serve use this too)."""
     from tui_agent.ui.app import AgentApp
 

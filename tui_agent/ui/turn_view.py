@@ -70,12 +70,12 @@ class TurnView:
             status.tool_running(event.name)
             await self._mount(progress)
         elif isinstance(event, ev.ToolFinished):
-            progress = self.progress.pop(event.call_id, None)
+            done_progress: ToolProgress | None = self.progress.pop(event.call_id, None)
             paths = [self.app.vault.root / p for p in event.result.images]
             widget = self.log.tool_widget(event.name, event.arguments, event.result.to_json(), paths, event.message_id)
-            if progress is not None and progress.is_attached:
-                await self.log.mount(widget, after=progress)
-                await progress.remove()
+            if done_progress is not None and done_progress.is_attached:
+                await self.log.mount(widget, after=done_progress)
+                await done_progress.remove()
             else:
                 await self._mount(widget)
         elif isinstance(event, ev.ErrorEvent):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from textual import on
@@ -102,7 +103,7 @@ class PromptScreen(ModalScreen[str | None]):
 class ImageTree(DirectoryTree):
     SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
 
-    def filter_paths(self, paths):  # type: ignore[no-untyped-def]
+    def filter_paths(self, paths: Iterable[Path]) -> Iterable[Path]:
         return [p for p in paths if not p.name.startswith(".") and (p.is_dir() or p.suffix.lower() in self.SUFFIXES)]
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Markdown, Static
+from textual.widgets.markdown import MarkdownStream
 
 from tui_agent.ui.widgets.carousel import ImageCarousel
 from tui_agent.ui.widgets.spinner import Spinner
@@ -40,7 +41,7 @@ class AssistantBubble(Vertical):
         self.status = status
         self.message_id = message_id
         self.thinking = thinking
-        self._stream = None
+        self._stream: MarkdownStream | None = None
         self._parts: list[str] = []
 
     def compose(self) -> ComposeResult:

@@ -68,7 +68,7 @@ class ImageCarousel(Vertical, can_focus=True):
             verify_image(path)
         except (ImageCheckError, OSError) as exc:
             return Static(f"image unavailable: {path.name}\n{exc}", classes="carousel-missing", markup=False)
-        return self.app.image_class(str(path), classes="carousel-image")  # type: ignore[attr-defined,no-any-return]
+        return self.app.image_class(str(path), classes="carousel-image")  # type: ignore[attr-defined]
 
     async def watch_index(self, index: int) -> None:
         if not self.is_mounted:

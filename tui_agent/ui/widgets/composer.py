@@ -24,7 +24,7 @@ class Composer(TextArea):
         self._recall_index: int | None = None
 
     def on_mount(self) -> None:
-        self.cursor_blink = getattr(self.app, "animate", True)
+        self.cursor_blink = getattr(self.app, "live_motion", True)
 
     async def _on_key(self, event: events.Key) -> None:
         key = event.key

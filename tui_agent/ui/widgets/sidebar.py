@@ -31,7 +31,7 @@ class ProfileEditor(VerticalScroll):
             yield Static("", id=f"error-{spec.name}", classes="field-error", markup=False)
 
     def on_mount(self) -> None:
-        if not getattr(self.app, "animate", True):
+        if not getattr(self.app, "live_motion", True):
             for field in self.query(Input):
                 field.cursor_blink = False
 

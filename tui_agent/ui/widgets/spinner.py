@@ -21,11 +21,11 @@ class Spinner(Static):
     def on_mount(self) -> None:
         self._started = self.app.clock()  # type: ignore[attr-defined]
         self._tick()
-        if getattr(self.app, "animate", True):
+        if getattr(self.app, "live_motion", True):
             self.set_interval(0.1, self._tick)
 
     def _tick(self) -> None:
         self._frame = (self._frame + 1) % len(FRAMES)
         elapsed = self.app.clock() - self._started  # type: ignore[attr-defined]
-        frame = FRAMES[self._frame] if getattr(self.app, "animate", True) else FRAMES[0]
+        frame = FRAMES[self._frame] if getattr(self.app, "live_motion", True) else FRAMES[0]
         self.update(f"{frame} {self.label} · {elapsed:.0f}s")
