@@ -10,13 +10,14 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Collapsible, Footer, Header, Static
-from textual.worker import Worker, WorkerState, get_current_worker
+from textual.worker import Worker, WorkerFailed, WorkerState, get_current_worker
 
 from tui_agent.core import profiles, slash
 from tui_agent.core.store import history
@@ -25,16 +26,13 @@ from tui_agent.core.tools.registry import ToolRegistry, default_registry
 from tui_agent.core.vault import Vault
 from tui_agent.ui.commands import AgentCommands, HistorySearch
 from tui_agent.ui.errors import friendly, setup_text
-from tui_agent.ui.images import image_class, served_in_browser
 from tui_agent.ui.paths import styles_dir
-from tui_agent.ui.screens.dialogs import ApprovalScreen, AttachScreen, ConfirmScreen, PromptScreen
-from tui_agent.ui.screens.log_screen import LogScreen
 from tui_agent.ui.turn_view import TurnView
 from tui_agent.ui.widgets.bubbles import ErrorCard, NoticeCard
 from tui_agent.ui.widgets.carousel import ImageCarousel
 from tui_agent.ui.widgets.chat_log import ChatLog
 from tui_agent.ui.widgets.composer import Composer, SlashHints
-from tui_agent.ui.widgets.sidebar import ConversationList, ProfileEditor, Sidebar
+from tui_agent.ui.widgets.sidebar_messages import ConversationsAction, ConversationSelected, ProfileChanged
 from tui_agent.ui.widgets.status import StatusLine
 
 log = logging.getLogger("tui_agent.ui")
@@ -71,9 +69,11 @@ class AgentApp(App[None]):
         self.vault = vault
         if profile_name:
             profiles.use_profile(profile_name)
-        self.image_class = image_class(images)
+        self._images_choice = images
+        self._image_class: type | None = None
         self.check_endpoint = check_endpoint
-        self.registry = registry or default_registry()
+        self._tool_registry = registry
+        self._preload: Worker[None] | None = None
         self.clock = clock
         self.live_motion = animate
         self.conversation_id: int | None = None
@@ -106,6 +106,21 @@ class AgentApp(App[None]):
         return self.query_one("#composer", Composer)
 
     @property
+    def image_class(self) -> type:
+        """The textual-image widget class (resolved on first use; the module is imported before run)."""
+        if self._image_class is None:
+            from tui_agent.ui.images import image_class
+
+            self._image_class = image_class(self._images_choice)
+        return self._image_class
+
+    @property
+    def registry(self) -> ToolRegistry:
+        if self._tool_registry is None:
+            self._tool_registry = default_registry()
+        return self._tool_registry
+
+    @property
     def profile(self) -> Profile:
         return profiles.active_profile()
 
@@ -114,16 +129,27 @@ class AgentApp(App[None]):
         await self.open_conversation(last.id if last else None)
         self.composer.focus()
         self.status_line.ready(self.profile.chat_model)
-        if self.check_endpoint:
-            self.probe_endpoint()
-        self.preload_client()
+        # Background work starts after the first paint so it does not compete with it for the GIL.
+        self.set_timer(0.3, self._after_first_paint)
+
+    def _after_first_paint(self) -> None:
+        self._preloaded()
+
+    def _preloaded(self) -> Worker[None]:
+        if self._preload is None:
+            self._preload = cast("Worker[None]", self.preload_client())
+        return self._preload
 
     @work(thread=True, exit_on_error=False, group="startup")
     def preload_client(self) -> None:
-        """Import openai off the event loop so the first message does not wait ~0.5 s for it."""
+        """After the first paint, in one thread (concurrent imports of one package can see it half
+        initialised): import openai, build the tools, then check that the endpoint answers."""
         import openai  # noqa: F401
 
-    @work(thread=True, exit_on_error=False, group="startup")
+        self.call_from_thread(lambda: self.registry)
+        if self.check_endpoint:
+            self.probe_endpoint()
+
     def probe_endpoint(self) -> None:
         import httpx
 
@@ -175,11 +201,11 @@ class AgentApp(App[None]):
         await self._reload_conversation_list()
 
     async def _reload_conversation_list(self) -> None:
-        for conversations in self.query(ConversationList):
-            await conversations.reload(self.conversation_id)
+        for conversations in self.query("ConversationList"):
+            await conversations.reload(self.conversation_id)  # type: ignore[attr-defined]
 
     async def jump_to_message(self, conversation_id: int, message_id: int) -> None:
-        await self.open_conversation(conversation_id, until_id=message_id + 20)
+        await self.open_conversation(conversation_id, until_id=message_id + 5)
         self.chat_log.release_anchor()
         for widget in self.chat_log.children:
             if (
@@ -190,13 +216,13 @@ class AgentApp(App[None]):
                 self.call_after_refresh(self.chat_log.scroll_to_widget, widget, top=True, animate=False)
                 break
 
-    @on(ConversationList.Selected)
-    async def _conversation_selected(self, event: ConversationList.Selected) -> None:
+    @on(ConversationSelected)
+    async def _conversation_selected(self, event: ConversationSelected) -> None:
         if event.conversation_id != self.conversation_id:
             await self.open_conversation(event.conversation_id)
 
-    @on(ConversationList.Action)
-    async def _conversation_action(self, event: ConversationList.Action) -> None:
+    @on(ConversationsAction)
+    async def _conversation_action(self, event: ConversationsAction) -> None:
         await self.run_action(
             {"new": "new_conversation", "rename": "rename_conversation", "delete": "delete_conversation"}[event.action]
         )
@@ -210,6 +236,7 @@ class AgentApp(App[None]):
             self.notify("Nothing to rename yet: send a message first.")
             return
         conversation_id = self.conversation_id
+        from tui_agent.ui.screens.dialogs import PromptScreen
 
         async def done(title: str | None) -> None:
             if title:
@@ -223,6 +250,7 @@ class AgentApp(App[None]):
         if self.conversation_id is None:
             return
         conversation_id = self.conversation_id
+        from tui_agent.ui.screens.dialogs import ConfirmScreen
 
         async def done(confirmed: bool | None) -> None:
             if confirmed:
@@ -275,6 +303,11 @@ class AgentApp(App[None]):
         from tui_agent.core.loop import AgentLoop
 
         view = TurnView(self, conversation_id)
+        # Two threads importing openai at once can see a half-initialised module: wait for the preload.
+        try:
+            await self._preloaded().wait()
+        except WorkerFailed:
+            log.exception("preloading failed")
         try:
             loop = AgentLoop(self.vault, self.profile, self.registry, approve=self.approve)
             try:
@@ -300,6 +333,8 @@ class AgentApp(App[None]):
     async def approve(self, tool: str, question: str) -> bool:
         if self.always_approve:
             return True
+        from tui_agent.ui.screens.dialogs import ApprovalScreen
+
         choice = await self.push_screen_wait(ApprovalScreen(tool, question))
         if choice == "always":
             self.always_approve = True
@@ -321,7 +356,9 @@ class AgentApp(App[None]):
 
     # ------------------------------------------------------- other actions
     async def action_toggle_sidebar(self) -> None:
-        """The sidebar is built on first use: it is not needed for the first paint."""
+        """The sidebar is built (and imported) on first use: it is not needed for the first paint."""
+        from tui_agent.ui.widgets.sidebar import Sidebar
+
         existing = self.query(Sidebar)
         if existing:
             sidebar = existing.first()
@@ -329,7 +366,7 @@ class AgentApp(App[None]):
             return
         await self.query_one("#main").mount(Sidebar(id="sidebar"), before=0)
 
-    @on(ProfileEditor.Changed)
+    @on(ProfileChanged)
     def _profile_changed(self) -> None:
         self.status_line.ready(self.profile.chat_model)
 
@@ -340,6 +377,8 @@ class AgentApp(App[None]):
             block.collapsed = not expand
 
     def action_attach(self) -> None:
+        from tui_agent.ui.screens.dialogs import AttachScreen
+
         def chosen(source: str | None) -> None:
             if source:
                 self.attach(source)
@@ -365,6 +404,8 @@ class AgentApp(App[None]):
         pending.display = bool(self.pending_attachments)
 
     def action_show_log(self) -> None:
+        from tui_agent.ui.screens.log_screen import LogScreen
+
         self.push_screen(LogScreen(self.vault.log_file))
 
     async def action_help(self) -> None:
@@ -384,6 +425,8 @@ class AgentApp(App[None]):
         if not path.is_file():
             self.notify(f"{path.name} is no longer in the vault", severity="error")
             return
+        from tui_agent.ui.images import served_in_browser
+
         if served_in_browser():
             self.deliver_binary(path, open_method="download", mime_type="image/png")
             return

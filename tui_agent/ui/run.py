@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 from typing import TYPE_CHECKING, Any
 
 from tui_agent.core.profiles import ProfileError
@@ -20,14 +21,21 @@ def make_app(vault_arg: str | None = None, profile_name: str | None = None, **kw
     return AgentApp(session.vault, profile_name=profile_name, **kwargs)
 
 
-def run_app(vault_arg: str | None, profile_name: str | None) -> int:
-    # textual-image probes the terminal when imported: it must happen before the app runs.
+def _import_images() -> None:
     import tui_agent.ui.images  # noqa: F401
 
+
+def run_app(vault_arg: str | None, profile_name: str | None) -> int:
+    # textual-image probes the terminal when imported (it waits for the terminal's replies); that
+    # must finish before the app reads the keyboard, but it can overlap with the other imports.
+    probe = threading.Thread(target=_import_images, name="image-probe")
+    probe.start()
     try:
         app = make_app(vault_arg, profile_name)
     except ProfileError as exc:
+        probe.join()
         print(f"error: profile {exc}", file=sys.stderr)
         return 2
+    probe.join()
     app.run()
     return 0

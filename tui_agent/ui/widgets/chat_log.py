@@ -14,7 +14,8 @@ from tui_agent.core.vault import Vault
 from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard, UserBubble
 from tui_agent.ui.widgets.tool_block import ToolResultView
 
-PAGE = 40
+PAGE = 20
+FIRST_SCREEN = 6  # mounted before the first paint; the rest of the page right after it
 
 
 def result_status(content: str) -> str:
@@ -34,6 +35,7 @@ class ChatLog(VerticalScroll):
         self.oldest_id: int | None = None
         self.has_older = False
         self._loading = False
+        self._settling = False  # True while a page is being laid out: scroll moves are not the user's
 
     def on_mount(self) -> None:
         self.anchor()
@@ -80,8 +82,21 @@ class ChatLog(VerticalScroll):
         if rows:
             self.oldest_id = rows[0].id
             self.has_older = len(rows) == PAGE
-        await self.mount_all(self._widgets(rows))
+        widgets = self._widgets(rows)
+        split = FIRST_SCREEN if until_id is None else len(widgets)
+        head, tail = widgets[:-split] if split < len(widgets) else [], widgets[-split:]
+        self._settling = True
+        await self.mount_all(tail)
         self.anchor()
+        self.call_after_refresh(self._mount_head, head, conversation_id)
+
+    async def _mount_head(self, head: list[Widget], conversation_id: int) -> None:
+        if head and self.conversation_id == conversation_id and self.children:
+            await self.mount_all(head, before=self.children[0])
+        self.call_after_refresh(self._settled)
+
+    def _settled(self) -> None:
+        self._settling = False
 
     async def load_older(self) -> int:
         """Prepend the previous page; keep the view where it was. Returns how many rows loaded."""
@@ -108,5 +123,5 @@ class ChatLog(VerticalScroll):
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
-        if new_value <= 0 and old_value > 0 and self.has_older:
+        if new_value <= 0 and old_value > 0 and self.has_older and not self._settling:
             self.run_worker(self.load_older(), group="older", exclusive=True)

@@ -6,19 +6,18 @@ from __future__ import annotations
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.message import Message
 from textual.widgets import Button, Input, Label, ListItem, ListView, Select, Static
 
 from tui_agent.core import profiles
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Profile
+from tui_agent.ui.widgets.sidebar_messages import ConversationsAction, ConversationSelected, ProfileChanged
 
 
 class ProfileEditor(VerticalScroll):
     """Each field saves when Enter is pressed or focus leaves it, only if valid."""
 
-    class Changed(Message):
-        """The active profile or one of its fields changed."""
+    Changed = ProfileChanged
 
     def compose(self) -> ComposeResult:
         yield Label("Profile", classes="sidebar-title")
@@ -81,15 +80,8 @@ class ProfileEditor(VerticalScroll):
 
 
 class ConversationList(Vertical):
-    class Selected(Message):
-        def __init__(self, conversation_id: int) -> None:
-            super().__init__()
-            self.conversation_id = conversation_id
-
-    class Action(Message):
-        def __init__(self, action: str) -> None:
-            super().__init__()
-            self.action = action
+    Selected = ConversationSelected
+    Action = ConversationsAction
 
     def compose(self) -> ComposeResult:
         yield Label("Conversations", classes="sidebar-title")
