@@ -51,6 +51,7 @@ class AgentApp(App[None]):
         Binding("ctrl+t", "attach", "Attach", id="app.attach"),
         Binding("ctrl+l", "show_log", "Log", id="app.log"),
         Binding("f1", "help", "Help", id="app.help"),
+        Binding("f3", "open_image", "Open image", id="app.open_image"),
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
     ]
 
@@ -418,6 +419,16 @@ class AgentApp(App[None]):
             "o          Open the image full size"
         )
         await self.chat_log.mount(NoticeCard(f"Slash commands\n{slash.help_text()}\n\nKeys\n{keys}\n{extra}"))
+
+    def action_open_image(self) -> None:
+        """Open the focused carousel's image full size, else the newest image on screen."""
+        focused = self.focused
+        carousels = list(self.chat_log.query(ImageCarousel))
+        carousel = focused if isinstance(focused, ImageCarousel) else (carousels[-1] if carousels else None)
+        if carousel is None:
+            self.notify("No image in this conversation yet.")
+            return
+        carousel.action_open()
 
     @on(ImageCarousel.OpenRequested)
     def _open_image(self, event: ImageCarousel.OpenRequested) -> None:

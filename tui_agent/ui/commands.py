@@ -17,6 +17,11 @@ ACTIONS = [
     ("Toggle sidebar", "toggle_sidebar", "Profile fields and conversations (Ctrl+B)"),
     ("Expand or collapse all tool results", "toggle_tools", "Ctrl+O"),
     ("Attach an image", "attach", "Pick a file or type a URL (Ctrl+T)"),
+    (
+        "Open image full size",
+        "open_image",
+        "The focused or newest image: system viewer, or a download in a browser (F3)",
+    ),
     ("Cancel the running turn", "cancel_turn", "Esc"),
     ("Show the log", "show_log", "logs/agent.log, live (Ctrl+L)"),
     ("Rename conversation", "rename_conversation", "Give this conversation a title"),
