@@ -306,3 +306,63 @@ async def test_slash_completion(env):
         await pilot.press("tab")
         assert app.composer.text == "/imagine "
         await asyncio.sleep(0)
+
+
+async def test_attach_picker_then_send(env, tmp_path):
+    picture = tmp_path / "holiday.png"
+    picture.write_bytes(png_bytes((250, 200, 10)))
+    env.fake.script(Reply(text="A yellow square."))
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("ctrl+t")
+        await pilot.pause()
+        field = app.screen.query_one("#attach-input", Input)
+        field.value = str(picture)
+        await pilot.press("enter")
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if app.pending_attachments:
+                break
+        assert app.pending_attachments[0].startswith("media/uploads/holiday-")
+        assert "holiday-" in str(app.query_one("#pending-attachments").render())
+        await send(app, pilot, "what is this?")
+        (user,) = children(app, UserBubble)
+        assert user.text == "what is this?" and len(user.images) == 1
+        assert not app.pending_attachments
+    content = env.fake.chat_requests[0]["messages"][-1]["content"]
+    assert content[1]["image_url"]["url"].startswith("data:image/png;base64,")
+
+
+async def test_log_panel_shows_the_image_tool_lines(env):
+    env.fake.script(Reply(text="ok"))
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(app, pilot, "/imagine a log line")
+        from tui_agent.ui.screens.log_screen import LogScreen
+
+        await pilot.press("ctrl+l")
+        await pilot.pause(0.7)
+        assert isinstance(app.screen, LogScreen)
+        text = "\n".join(app.screen.query_one("#log-view").lines)
+        assert "[IMAGE TOOL]" in text and "Selected model: flux2-test" in text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, LogScreen)
+
+
+async def test_history_search_provider_finds_and_jumps(env):
+    from tui_agent.ui.commands import HistorySearch
+
+    conversation = history.new_conversation("search me")
+    target = history.add_message(conversation.id, "user", "the capybara is the largest rodent")
+    history.new_conversation("other")
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        provider = HistorySearch(app.screen)
+        hits = [hit async for hit in provider.search("capybara")]
+        assert len(hits) == 1 and "capybara" in str(hits[0].match_display)
+        await hits[0].command()
+        await pilot.pause()
+        assert app.conversation_id == conversation.id
+        found = app.chat_log.query(".-found")
+        assert found.first().message_id == target.id
