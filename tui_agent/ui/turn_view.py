@@ -117,7 +117,10 @@ class TurnView:
     async def close_bubble(self, status: str) -> None:
         await self.flush()
         if self.bubble is not None and self.bubble.is_attached:
-            await self.bubble.finish(status)
+            if self.bubble.text:
+                await self.bubble.finish(status)
+            else:
+                await self.bubble.remove()  # nothing arrived: the error card or status line says why
         self.bubble = None
         for progress in self.progress.values():
             if progress.is_attached:
