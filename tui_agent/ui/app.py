@@ -17,7 +17,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Collapsible, Footer, Header, Static
-from textual.worker import Worker, WorkerFailed, WorkerState, get_current_worker
+from textual.worker import Worker, WorkerState, get_current_worker
 
 from tui_agent.core import profiles, slash
 from tui_agent.core.store import history
@@ -75,6 +75,7 @@ class AgentApp(App[None]):
         self.check_endpoint = check_endpoint
         self._tool_registry = registry
         self._preload: Worker[None] | None = None
+        self._preload_done = asyncio.Event()
         self.clock = clock
         self.live_motion = animate
         self.conversation_id: int | None = None
@@ -130,8 +131,8 @@ class AgentApp(App[None]):
         await self.open_conversation(last.id if last else None)
         self.composer.focus()
         self.status_line.ready(self.profile.chat_model)
-        # Background work starts after the first paint so it does not compete with it for the GIL.
-        self.set_timer(0.3, self._after_first_paint)
+        # Background work starts well after the first paint so it does not compete with it for the GIL.
+        self.call_after_refresh(self.set_timer, 0.5, self._after_first_paint)
 
     def _after_first_paint(self) -> None:
         self._preloaded()
@@ -145,11 +146,16 @@ class AgentApp(App[None]):
     def preload_client(self) -> None:
         """After the first paint, in one thread (concurrent imports of one package can see it half
         initialised): import openai, build the tools, then check that the endpoint answers."""
-        import openai  # noqa: F401
-
-        self.call_from_thread(lambda: self.registry)
+        try:
+            import openai  # noqa: F401
+        finally:
+            self.call_from_thread(self._preload_finished)
         if self.check_endpoint:
             self.probe_endpoint()
+
+    def _preload_finished(self) -> None:
+        self.registry  # noqa: B018 - builds the tool registry on the event loop
+        self._preload_done.set()
 
     def probe_endpoint(self) -> None:
         import httpx
@@ -305,10 +311,8 @@ class AgentApp(App[None]):
 
         view = TurnView(self, conversation_id)
         # Two threads importing openai at once can see a half-initialised module: wait for the preload.
-        try:
-            await self._preloaded().wait()
-        except WorkerFailed:
-            log.exception("preloading failed")
+        self._preloaded()
+        await self._preload_done.wait()
         try:
             loop = AgentLoop(self.vault, self.profile, self.registry, approve=self.approve)
             try:

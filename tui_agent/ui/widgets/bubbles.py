@@ -4,14 +4,17 @@ error cards and notices."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Markdown, Static
-from textual.widgets.markdown import MarkdownStream
+from textual.widgets import Static
 
 from tui_agent.ui.widgets.carousel import ImageCarousel
 from tui_agent.ui.widgets.spinner import Spinner
+
+if TYPE_CHECKING:
+    from textual.widgets.markdown import MarkdownStream
 
 
 class UserBubble(Vertical):
@@ -45,6 +48,9 @@ class AssistantBubble(Vertical):
         self._parts: list[str] = []
 
     def compose(self) -> ComposeResult:
+        # Imported here: markdown-it costs ~40 ms and is not needed for an empty first screen.
+        from textual.widgets import Markdown
+
         if self.thinking:
             yield Spinner("thinking", classes="thinking")
         yield Markdown(self.initial, classes="reply")
@@ -59,6 +65,8 @@ class AssistantBubble(Vertical):
         if self._stream is None:
             for spinner in self.query(".thinking"):
                 await spinner.remove()
+            from textual.widgets import Markdown
+
             self._stream = Markdown.get_stream(self.query_one(".reply", Markdown))
         self._parts.append(fragment)
         await self._stream.write(fragment)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rich.syntax import Syntax
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Collapsible, Static
@@ -26,6 +25,8 @@ class ToolBlock(Collapsible):
     """Collapsed by default; focus it and press Enter to toggle."""
 
     def __init__(self, name: str, arguments: str, output: str, status: str, *, message_id: int | None = None) -> None:
+        from rich.syntax import Syntax  # pygments: only when a tool block is shown
+
         mark = "✓" if status == "ok" else "✗"
         super().__init__(
             Static("command", classes="tool-label"),
