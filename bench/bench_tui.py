@@ -59,7 +59,8 @@ class PtyApp:
                     continue
                 if marker in self.buffer[-(len(chunk) + len(marker)) :]:
                     return time.perf_counter()
-        raise TimeoutError(f"{marker!r} not seen")
+        tail = self.buffer[-600:].decode("utf-8", "replace")
+        raise TimeoutError(f"{marker!r} not seen; last output: {tail!r}")
 
     def _answer_queries(self, chunk: bytes) -> bool:
         # Answer the terminal probes textual-image sends (device attributes, cell size) like xterm.

@@ -132,7 +132,7 @@ class AgentApp(App[None]):
         self.composer.focus()
         self.status_line.ready(self.profile.chat_model)
         # Background work starts well after the first paint so it does not compete with it for the GIL.
-        self.call_after_refresh(self.set_timer, 0.5, self._after_first_paint)
+        self.set_timer(1.0, self._after_first_paint)
 
     def _after_first_paint(self) -> None:
         self._preloaded()

@@ -15,7 +15,6 @@ from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard, UserBubble
 from tui_agent.ui.widgets.tool_block import ToolResultView
 
 PAGE = 20
-FIRST_SCREEN = 6  # mounted before the first paint; the rest of the page right after it
 
 
 def result_status(content: str) -> str:
@@ -82,17 +81,9 @@ class ChatLog(VerticalScroll):
         if rows:
             self.oldest_id = rows[0].id
             self.has_older = len(rows) == PAGE
-        widgets = self._widgets(rows)
-        split = FIRST_SCREEN if until_id is None else len(widgets)
-        head, tail = widgets[:-split] if split < len(widgets) else [], widgets[-split:]
         self._settling = True
-        await self.mount_all(tail)
+        await self.mount_all(self._widgets(rows))
         self.anchor()
-        self.call_after_refresh(self._mount_head, head, conversation_id)
-
-    async def _mount_head(self, head: list[Widget], conversation_id: int) -> None:
-        if head and self.conversation_id == conversation_id and self.children:
-            await self.mount_all(head, before=self.children[0])
         self.call_after_refresh(self._settled)
 
     def _settled(self) -> None:
