@@ -366,3 +366,13 @@ async def test_history_search_provider_finds_and_jumps(env):
         assert app.conversation_id == conversation.id
         found = app.chat_log.query(".-found")
         assert found.first().message_id == target.id
+
+
+async def test_failed_attach_gives_the_text_back(env):
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(app, pilot, "/attach /nonexistent/picture.png describe this please")
+        (card,) = children(app, ErrorCard)
+        assert "no such file: /nonexistent/picture.png" in str(card.render())
+        assert app.composer.text == "/attach /nonexistent/picture.png describe this please"
+    assert rows(env.vault.db_path, "SELECT count(*) FROM messages") == [(0,)]

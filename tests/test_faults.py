@@ -162,3 +162,21 @@ def test_sigkill_mid_stream_leaves_a_consistent_database(env, tmp_path):
     body = env.fake.chat_requests[-1]["messages"]
     assert [m["role"] for m in body[1:]] == ["user", "assistant", "user"]
     assert json.dumps(body).count("remember this question") == 1
+
+
+def test_ctrl_c_during_ask_keeps_the_partial_reply_as_cancelled(env):
+    env.fake.script(Reply(text="word " * 400, chunk_size=5, chunk_delay_s=0.01))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tui_agent", "ask", "--vault", str(env.vault.root), "--new", "interrupt me"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.read(20).startswith(b"word")
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=20) == 130
+    conn = sqlite3.connect(env.vault.db_path)
+    stored = conn.execute("SELECT role, status, length(content) FROM messages ORDER BY id").fetchall()
+    conn.close()
+    assert stored[0][:2] == ("user", "complete")
+    assert stored[1][:2] == ("assistant", "cancelled") and 0 < stored[1][2] < 2000

@@ -20,6 +20,7 @@ from textual.widgets import Collapsible, Footer, Header, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from tui_agent.core import profiles, slash
+from tui_agent.core.events import TurnStarted
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Profile
 from tui_agent.core.tools.registry import ToolRegistry, default_registry
@@ -204,6 +205,7 @@ class AgentApp(ConversationsApp):
         from tui_agent.core.loop import AgentLoop
 
         view = TurnView(self, conversation_id)
+        started = False  # until the user's message is stored, a failure gives the text back
         # Two threads importing openai at once can see a half-initialised module: wait for the preload.
         self._preloaded()
         await self._preload_done.wait()
@@ -212,6 +214,8 @@ class AgentApp(ConversationsApp):
             try:
                 async for event in loop.run_turn(conversation_id, text, attachments):
                     await view.handle(event)
+                    if isinstance(event, TurnStarted):
+                        started = True
             finally:
                 await loop.aclose()
         except asyncio.CancelledError:
@@ -222,6 +226,12 @@ class AgentApp(ConversationsApp):
             kind = getattr(exc, "kind", "model")
             await view._mount(ErrorCard(friendly(kind, str(exc))))
         finally:
+            if not started:
+                # Nothing was stored (a bad /attach, say): nothing is lost, the text goes back.
+                if not self.composer.text:
+                    self.composer.load_text(text)
+                self.pending_attachments = attachments + self.pending_attachments
+                self._show_pending()
             me = get_current_worker()
             for key in {conversation_id, view.conversation_id}:
                 if self.turns.get(key) is me:
