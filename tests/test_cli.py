@@ -132,3 +132,13 @@ def test_first_run_uses_openai_env(tmp_path):
     shown = cli("profile", "show", vault=tmp_path / "v", env=environ).stdout
     assert "base_url: http://127.0.0.1:1234/v1" in shown and "api_key_env: OPENAI_API_KEY" in shown
     assert "sk-test" not in shown
+
+
+def test_huge_message_is_refused_with_a_clear_error(env):
+    argv = [sys.executable, "-m", "tui_agent", "ask", "--vault", str(env.vault.root), "-"]
+    result = subprocess.run(argv, input="x" * 200_001, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert "message too long (200,001 characters; the limit is 200,000)" in result.stderr
+    assert env.fake.chat_requests == []
+    piped = subprocess.run(argv, input="a message from a pipe", capture_output=True, text=True, timeout=60)
+    assert piped.returncode == 0 and env.fake.chat_requests[0]["messages"][-1]["content"] == "a message from a pipe"

@@ -40,7 +40,8 @@ def run_ask(vault_arg: str | None, args: argparse.Namespace) -> int:
     except LookupError as exc:
         _err(f"error: {exc}")
         return 2
-    return asyncio.run(_turn(session, profile, conversation_id, " ".join(args.text), args.yes))
+    text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
+    return asyncio.run(_turn(session, profile, conversation_id, text, args.yes))
 
 
 async def _turn(session: Session, profile: Profile, conversation_id: int | None, text: str, yes: bool) -> int:

@@ -25,6 +25,7 @@ from tui_agent.core.vault import Vault
 
 log = logging.getLogger("tui_agent.loop")
 FLUSH_INTERVAL_S = 0.5
+MAX_MESSAGE_CHARS = 200_000
 
 
 class AgentLoop:
@@ -60,6 +61,14 @@ class AgentLoop:
         self, conversation_id: int | None, text: str, attachments: Sequence[str] = ()
     ) -> AsyncIterator[ev.Event]:
         """One user turn. ``conversation_id`` None starts a new conversation."""
+        if len(text) > MAX_MESSAGE_CHARS:
+            yield ev.ErrorEvent(
+                f"message too long ({len(text):,} characters; the limit is {MAX_MESSAGE_CHARS:,}): "
+                "nothing was sent; attach long text as a file or shorten it",
+                "usage",
+            )
+            yield ev.Done("error", conversation_id)
+            return
         try:
             command = slash.parse(text)
         except slash.SlashError as exc:

@@ -21,6 +21,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from tui_agent.core import profiles, slash
 from tui_agent.core.events import TurnStarted
+from tui_agent.core.loop import MAX_MESSAGE_CHARS
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Profile
 from tui_agent.core.tools.registry import ToolRegistry, default_registry
@@ -38,7 +39,6 @@ from tui_agent.ui.widgets.sidebar_messages import ProfileChanged
 from tui_agent.ui.widgets.status import StatusLine
 
 log = logging.getLogger("tui_agent.ui")
-MAX_MESSAGE_CHARS = 200_000
 
 
 class AgentApp(ConversationsApp):
