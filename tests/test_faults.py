@@ -180,3 +180,13 @@ def test_ctrl_c_during_ask_keeps_the_partial_reply_as_cancelled(env):
     conn.close()
     assert stored[0][:2] == ("user", "complete")
     assert stored[1][:2] == ("assistant", "cancelled") and 0 < stored[1][2] < 2000
+
+
+async def test_server_rejecting_stream_options_is_asked_again_without_them(env):
+    env.fake.script(
+        Reply(status=400, error_message="Unrecognized request argument supplied: stream_options"), Reply(text="fine")
+    )
+    events = await run_turn(env, "hi")
+    assert done(events).status == "complete"
+    first, second = env.fake.chat_requests
+    assert "stream_options" in first and "stream_options" not in second

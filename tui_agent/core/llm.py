@@ -84,6 +84,7 @@ class LLMClient:
         self.backoff_s = backoff_s
         self._api_key = api_key
         self._client: Any = None
+        self.stream_usage = True
 
     @classmethod
     def for_profile(cls, profile: Profile, **kwargs: Any) -> LLMClient:
@@ -132,6 +133,11 @@ class LLMClient:
                 raise
             except Exception as exc:
                 error = self.translate(exc, model)
+                if not yielded and self.stream_usage and "stream_options" in str(error):
+                    # Some servers reject the usage option; ask again without it (usage is then unknown).
+                    self.stream_usage = False
+                    attempt -= 1
+                    continue
                 if yielded or not error.retryable or attempt >= self.max_attempts:
                     if yielded and error.retryable:
                         error = LLMError(f"the reply broke off: {error}", kind="stream")
@@ -145,7 +151,8 @@ class LLMClient:
         self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, temperature: float | None
     ) -> AsyncIterator[TextDelta | Completion]:
         kwargs: dict[str, Any] = {"model": model, "messages": messages, "stream": True}
-        kwargs["stream_options"] = {"include_usage": True}
+        if self.stream_usage:
+            kwargs["stream_options"] = {"include_usage": True}
         if tools:
             kwargs["tools"] = tools
         if temperature is not None:
