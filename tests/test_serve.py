@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -53,26 +54,16 @@ def alive(pid: int) -> bool:
     return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
 
 
+def start_serve(vault: Path, *extra: str, **popen: Any) -> subprocess.Popen[str]:
+    argv = [sys.executable, "-m", "tui_agent", "serve", "--vault", str(vault), *extra]
+    return subprocess.Popen(argv, text=True, start_new_session=True, **popen)
+
+
 @pytest.fixture
 def served(env):
     port = free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tui_agent",
-            "serve",
-            "--vault",
-            str(env.vault.root),
-            "--port",
-            str(port),
-            "--token",
-            TOKEN,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
+    process = start_serve(
+        env.vault.root, "--port", str(port), "--token", TOKEN, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -120,23 +111,8 @@ def test_requests_without_the_token_are_refused_and_start_nothing(served):
 
 def test_banner_prints_the_tokenized_url_and_warns_off_loopback(env):
     port = free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tui_agent",
-            "serve",
-            "--vault",
-            str(env.vault.root),
-            "--host",
-            "0.0.0.0",
-            "--port",
-            str(port),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
+    process = start_serve(
+        env.vault.root, "--host", "0.0.0.0", "--port", str(port), stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     try:
         assert process.stdout is not None and process.stderr is not None
