@@ -163,12 +163,24 @@ def launch(playwright):
     )
 
 
-def open_app(browser, port: int):
+def ready_sessions(vault: Path) -> int:
+    log = vault / "logs" / "agent.log"
+    return log.read_text().count("chat screen ready") if log.exists() else 0
+
+
+def open_app(browser, port: int, vault: Path):
+    """Open a tab and wait until its own app process has mounted the chat screen (keys sent
+    before that would reach a process that is still starting)."""
+    before = ready_sessions(vault)
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     page.route("**/*", lambda route: route.continue_() if "127.0.0.1" in route.request.url else route.abort())
     page.goto(f"http://127.0.0.1:{port}/?token={TOKEN}")
     page.wait_for_selector("body.-first-byte", timeout=30_000)
-    page.wait_for_timeout(1500)
+    deadline = time.monotonic() + 30
+    while ready_sessions(vault) <= before and time.monotonic() < deadline:
+        page.wait_for_timeout(100)
+    assert ready_sessions(vault) > before, "the app process never became ready"
+    page.wait_for_timeout(300)
     return page
 
 
@@ -189,7 +201,7 @@ def test_browser_chat_image_two_sessions_and_clean_shutdown(env, served):
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as playwright:
         browser = launch(playwright)
-        page = open_app(browser, port)
+        page = open_app(browser, port, env.vault.root)
         type_message(page, "hello browser")
         wait_db(
             db,
@@ -223,10 +235,14 @@ def test_browser_chat_image_two_sessions_and_clean_shutdown(env, served):
 
         # A second browser session gets its own app process on the same vault.
         env.fake.script(Reply(text="second session reply", chunk_size=2, chunk_delay_s=0.01), Reply(text="first again"))
-        second = open_app(browser, port)
+        second = open_app(browser, port, env.vault.root)
         type_message(second, "from the second tab")
         type_message(page, "and from the first")
-        wait_db(db, "SELECT count(*) FROM messages WHERE role = 'assistant'", lambda r: r[0][0] >= 4)
+        wait_db(
+            db,
+            "SELECT content FROM messages WHERE role = 'assistant'",
+            lambda r: {("second session reply",), ("first again",)} <= set(r),
+        )
         apps = children_of(process.pid)
         assert len([p for p in apps if "tui_agent" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")]) >= 2
         browser.close()
@@ -234,6 +250,7 @@ def test_browser_chat_image_two_sessions_and_clean_shutdown(env, served):
     conn = sqlite3.connect(db)
     assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     users = {r[0] for r in conn.execute("SELECT content FROM messages WHERE role = 'user'")}
+    assert conn.execute("SELECT count(*) FROM messages WHERE role = 'error'").fetchone() == (0,)
     conn.close()
     assert {"hello browser", "from the second tab", "and from the first"} <= users
 

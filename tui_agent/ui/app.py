@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import shutil
 import subprocess
 import sys
@@ -125,6 +126,7 @@ class AgentApp(ConversationsApp):
         await self.open_conversation(last.id if last else None)
         self.composer.focus()
         self.status_line.ready(self.profile.chat_model)
+        log.info("chat screen ready (pid %d)", os.getpid())
         # Background work starts well after the first paint so it does not compete with it for the GIL.
         self.set_timer(1.0, self._after_first_paint)
 
@@ -141,7 +143,12 @@ class AgentApp(ConversationsApp):
         """After the first paint, in one thread (concurrent imports of one package can see it half
         initialised): import openai, build the tools, then check that the endpoint answers."""
         try:
-            import openai  # noqa: F401
+            import httpx  # noqa: F401
+            import openai
+
+            # The client imports more on construction (httpx URL handling): do it here too, so that
+            # no import is left for the event loop to race with the endpoint probe below.
+            openai.AsyncOpenAI(base_url="http://127.0.0.1/v1", api_key="preload", max_retries=0)
         finally:
             self.call_from_thread(self._preload_finished)
         if self.check_endpoint:
