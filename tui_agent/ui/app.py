@@ -55,7 +55,7 @@ class AgentApp(ConversationsApp):
         Binding("ctrl+l", "show_log", "Log", id="app.log"),
         Binding("f1", "help", "Help", id="app.help"),
         Binding("f3", "open_image", "Open image", id="app.open_image"),
-        Binding("shift+f3", "download_image", "Download image", show=False, id="app.download_image"),
+        Binding("f4", "download_image", "Download image", show=False, id="app.download_image"),
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
     ]
 

@@ -54,7 +54,8 @@ def run_serve(vault_arg: str | None, args: argparse.Namespace) -> int:
         sock = listen(args.host, args.port)
     except OSError as exc:
         session.close()
-        print(f"error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        print(f"error: cannot listen on {args.host}:{args.port}: {reason}", file=sys.stderr)
         return 1
     port = int(sock.getsockname()[1])
     guard = Guard(token=token, bind_host=args.host, port=port)
