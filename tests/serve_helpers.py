@@ -54,10 +54,12 @@ def app_processes(pid: int) -> list[int]:
     found = []
     for child in children_of(pid):
         try:
-            if "tui_agent" in Path(f"/proc/{child}/cmdline").read_text(errors="replace"):
-                found.append(child)
+            argv = Path(f"/proc/{child}/cmdline").read_text(errors="replace").split("\0")
         except OSError:
-            pass
+            continue
+        # textual-serve starts each app through ``sh -c``: count the Python processes, not the shells.
+        if "tui_agent" in argv and Path(argv[0]).name not in {"sh", "dash", "bash"}:
+            found.append(child)
     return found
 
 

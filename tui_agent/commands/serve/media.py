@@ -43,10 +43,11 @@ def read_media(vault: Vault, relative: str) -> tuple[bytes, str]:
         raise MediaError(404, "not found") from None
     except OSError:
         raise MediaError(400, INVALID) from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):  # a directory, a FIFO, a device: never listed, never read
+        os.close(fd)
+        raise MediaError(404, "not found")
     with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise MediaError(404, "not found")
         if info.st_size > MAX_BYTES:
             raise MediaError(413, "image too large to serve")
         proc = Path(f"/proc/self/fd/{fd}")
