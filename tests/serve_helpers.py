@@ -142,7 +142,8 @@ def open_app(browser: Any, url: str, vault: Path) -> Any:
     """Open a tab at ``url`` and wait until its own app process has mounted the chat screen (keys sent
     before that would reach a process that is still starting)."""
     before = ready_sessions(vault)
-    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page = browser.new_page()  # a Browser or a BrowserContext (whose cookies it then shares)
+    page.set_viewport_size({"width": 1280, "height": 800})
     page.route("**/*", lambda route: route.continue_() if "127.0.0.1" in route.request.url else route.abort())
     page.goto(url)
     page.wait_for_selector("body.-first-byte", timeout=30_000)
