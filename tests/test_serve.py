@@ -188,6 +188,39 @@ def test_browser_chat_image_two_sessions_and_clean_shutdown(env, served):
         assert Path(download.value.path()).read_bytes() == file.read_bytes()
         assert download.value.suggested_filename.endswith(".png")
 
+        # The palette's gallery: this conversation's images full size, the arrow keys page through them.
+        with page.expect_popup(timeout=20_000) as popup_info:
+            page.focus("textarea.xterm-helper-textarea")
+            page.keyboard.press("Control+p")
+            page.wait_for_timeout(800)
+            page.keyboard.type("Browse images")
+            page.wait_for_timeout(800)
+            page.keyboard.press("Enter")
+        gallery = popup_info.value
+        gallery.wait_for_load_state()
+        second_relative = paths[1][0].removeprefix("media/")
+        assert gallery.url.startswith(f"{served.base}/gallery/")
+        assert gallery.text_content(".counter") == "1 / 2"
+        gallery.wait_for_function("document.images[0].complete && document.images[0].naturalWidth > 0")
+        assert gallery.evaluate("document.images[0].naturalWidth") == Image.open(file).size[0]
+        gallery.screenshot(path=str(ARTIFACTS / "serve-gallery.png"))
+        with gallery.expect_navigation():
+            gallery.keyboard.press("ArrowRight")
+        assert gallery.text_content(".counter") == "2 / 2"
+        assert gallery.get_attribute("#image", "src") == f"/media/{second_relative}"
+        with gallery.expect_navigation():
+            gallery.keyboard.press("ArrowRight")
+        assert gallery.text_content(".counter") == "1 / 2"
+        gallery.close()
+
+        # A click on the picture opens it too.
+        with page.expect_popup(timeout=20_000) as popup_info:
+            page.mouse.click(200, 450)
+        clicked = popup_info.value
+        assert clicked.url == f"{served.base}/media/{relative}"
+        clicked.close()
+        page.mouse.click(640, 746)  # back to the composer
+
         # A second browser session gets its own app process on the same vault.
         env.fake.script(Reply(text="second session reply", chunk_size=2, chunk_delay_s=0.01), Reply(text="first again"))
         second = open_app(browser, served.url, env.vault.root)

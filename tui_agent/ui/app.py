@@ -346,17 +346,28 @@ class AgentApp(ConversationsApp):
             return
         carousel.action_open()
 
-    def action_download_image(self) -> None:
-        """Download the focused carousel's image, else the newest one (the browser saves the file)."""
-        from tui_agent.ui.served_images import download_image
-
+    def _focused_or_newest_image(self) -> Path | None:
         focused = self.focused
         carousels = list(self.chat_log.query(ImageCarousel))
         carousel = focused if isinstance(focused, ImageCarousel) else (carousels[-1] if carousels else None)
         if carousel is None:
             self.notify("No image in this conversation yet.")
-            return
-        download_image(self, carousel.current)
+            return None
+        return carousel.current
+
+    def action_download_image(self) -> None:
+        """Download the focused carousel's image, else the newest one (the browser saves the file)."""
+        from tui_agent.ui.served_images import download_image
+
+        if (path := self._focused_or_newest_image()) is not None:
+            download_image(self, path)
+
+    def action_open_gallery(self) -> None:
+        """In a browser (serve): a tab with this conversation's images, full size, left/right to page."""
+        from tui_agent.ui.served_images import open_gallery
+
+        if (path := self._focused_or_newest_image()) is not None:
+            open_gallery(self, self.vault, self.conversation_id, path)
 
     @on(ImageCarousel.OpenRequested)
     def _open_image(self, event: ImageCarousel.OpenRequested) -> None:

@@ -22,16 +22,20 @@ if TYPE_CHECKING:
 MEDIA_ENV = "TUI_AGENT_MEDIA_ROUTE"
 
 
-def media_url(vault: Vault, path: Path) -> str | None:
-    """``/media/<path relative to media/>`` when served with the route and ``path`` is in media/."""
-    route = os.environ.get(MEDIA_ENV)
-    if not route:
+def media_relative(vault: Vault, path: Path) -> str | None:
+    """``path`` relative to ``media/`` when served with the /media/ route and ``path`` is in media/."""
+    if not os.environ.get(MEDIA_ENV):
         return None
     try:
-        relative = path.resolve().relative_to(vault.media.resolve())
+        return path.resolve().relative_to(vault.media.resolve()).as_posix()
     except ValueError:
         return None
-    return route.rstrip("/") + "/" + quote(relative.as_posix())
+
+
+def media_url(vault: Vault, path: Path) -> str | None:
+    """``/media/<path relative to media/>`` (see ``media_relative``)."""
+    relative = media_relative(vault, path)
+    return None if relative is None else os.environ[MEDIA_ENV].rstrip("/") + "/" + quote(relative)
 
 
 def open_served_image(app: App[Any], vault: Vault, path: Path) -> None:
@@ -52,3 +56,14 @@ def download_image(app: App[Any], path: Path) -> None:
     mime = {".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp"}
     app.deliver_binary(path, open_method="download", mime_type=mime.get(path.suffix.lower(), "image/png"))
     app.notify(f"Downloading {path.name}")
+
+
+def open_gallery(app: App[Any], vault: Vault, conversation_id: int | None, path: Path) -> None:
+    """A new tab with the conversation's images at full size, starting at ``path`` (serve only)."""
+    relative = media_relative(vault, path)
+    if relative is None or conversation_id is None:
+        app.notify("The image gallery opens in a browser: run tui-agent serve.", severity="warning")
+        return
+    at = quote(relative, safe="")
+    app.open_url(f"/gallery/{conversation_id}?at={at}", new_tab=True)
+    app.notify("Opened this conversation's images in a new browser tab")

@@ -36,6 +36,7 @@ def make_server(command: str, guard: Guard, vault_root: Path, max_sessions: int,
     from textual_serve.server import Server
     from yarl import URL
 
+    from tui_agent.commands.serve.gallery import add_gallery_route
     from tui_agent.commands.serve.media import add_media_routes
 
     class PathOnlyAccessLog(AbstractAccessLogger):
@@ -71,6 +72,7 @@ def make_server(command: str, guard: Guard, vault_root: Path, max_sessions: int,
                 ]
             )
             add_media_routes(app, vault_root)
+            add_gallery_route(app, vault_root)
             app.on_response_prepare.append(self._headers)
             return app
 
