@@ -198,5 +198,34 @@ def test_media_serves_vault_images_byte_for_byte_and_nothing_else(served, media)
     assert httpx.get(f"{base}/media/food/pizza.png").status_code == 403
     other = {"Origin": f"http://127.0.0.1:{served.port + 1}"}
     assert httpx.get(f"{base}/media/food/pizza.png", cookies=cookies, headers=other).status_code == 403
+    assert httpx.get(f"{base}/gallery/1").status_code == 403
+    assert httpx.get(f"{base}/gallery/1", cookies=cookies, headers=other).status_code == 403
+    assert httpx.get(f"{base}/gallery/1", cookies=cookies).status_code == 404  # no images in it
     img_from_other_port = {"Sec-Fetch-Site": "same-site", "Sec-Fetch-Dest": "image"}
     assert httpx.get(f"{base}/media/food/pizza.png", cookies=cookies, headers=img_from_other_port).status_code == 403
+
+
+def test_host_headers_name_this_machine_or_are_refused():
+    from tui_agent.commands.serve.guard import Guard, split_host_header
+
+    assert split_host_header("[::1]:8000") == ("::1", 8000)
+    assert split_host_header("LOCALHOST:8000") == ("localhost", 8000)
+    assert split_host_header("127.0.0.1") == ("127.0.0.1", 80)
+    for bad in ["", "a b:1", "x:abc", "[::1", "evil@127.0.0.1:1", "127.0.0.1:1/x", "h:1234567", "h:"]:
+        assert split_host_header(bad) is None, bad
+    anywhere = Guard("t", "0.0.0.0", 8000)
+    assert anywhere.origin_for("127.0.0.1:8000") == "http://127.0.0.1:8000"
+    assert anywhere.origin_for("[::1]:8000") == "http://[::1]:8000"
+    assert anywhere.origin_for("127.0.0.1:8001") is None
+    assert anywhere.origin_for("192.0.2.1:8000") is None  # TEST-NET: not this machine's address
+    assert anywhere.origin_for("attacker.example:8000") is None
+    assert Guard("t", "127.0.0.1", 80).origin_for("localhost") == "http://localhost"
+
+
+def test_max_sessions_below_one_is_a_clear_error(env):
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "tui_agent", "serve", "--vault", str(env.vault.root), "--max-sessions", "0"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and done.stderr == "error: --max-sessions must be at least 1\n"

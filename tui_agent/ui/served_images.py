@@ -55,7 +55,12 @@ def download_image(app: App[Any], path: Path) -> None:
         return
     mime = {".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp"}
     app.deliver_binary(path, open_method="download", mime_type=mime.get(path.suffix.lower(), "image/png"))
-    app.notify(f"Downloading {path.name}")
+    from tui_agent.ui.images import served_in_browser
+
+    if served_in_browser():
+        app.notify(f"Downloading {path.name}")
+    else:
+        app.notify(f"Saved a copy of {path.name} to your downloads folder")
 
 
 def open_gallery(app: App[Any], vault: Vault, conversation_id: int | None, path: Path) -> None:

@@ -39,7 +39,7 @@ def app_command(vault: str, profile: str | None) -> str:
 def run_serve(vault_arg: str | None, args: argparse.Namespace) -> int:
     from tui_agent.commands.serve.server import listen, make_server
 
-    max_sessions = getattr(args, "max_sessions", None) or DEFAULT_MAX_SESSIONS
+    max_sessions = getattr(args, "max_sessions", DEFAULT_MAX_SESSIONS)
     if max_sessions < 1:
         print("error: --max-sessions must be at least 1", file=sys.stderr)
         return 2
