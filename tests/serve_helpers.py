@@ -129,6 +129,7 @@ def launch(playwright: Any) -> Any:
             "--disable-sync",
             "--no-first-run",
             "--disable-quic",
+            "--host-resolver-rules=MAP evil.test 127.0.0.1",  # a "cross-site" page on loopback
         ],
     )
 

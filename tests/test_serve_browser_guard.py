@@ -109,6 +109,19 @@ def test_a_page_from_another_port_cannot_open_the_websocket_or_read_anything(env
                 sqlite3.connect(env.vault.db_path).execute("SELECT content FROM messages").fetchall()
             )
 
+            # The printed link clicked on another site's page still lands in the app (and drops the token).
+            linker = context.new_page()
+            linker.goto(f"http://evil.test:{attacker.server_address[1]}/")
+            linker.evaluate(
+                "url => { const a = document.createElement('a'); a.id = 'go'; a.href = url; a.textContent = 'go';"
+                " document.body.prepend(a); }",
+                served.url,
+            )
+            linker.click("#go")
+            linker.wait_for_url(f"{served.base}/")
+            assert linker.get_attribute("#terminal", "data-session-websocket-url") == f"ws://127.0.0.1:{served.port}/ws"
+            linker.close()
+
             # Without the cookie (a fresh browser profile) the media route refuses the real image.
             stranger = browser.new_context().new_page()
             response = stranger.goto(f"{served.base}/media/food/pizza.png")

@@ -57,7 +57,9 @@ def test_only_our_own_host_and_origin_pass_even_with_the_cookie(served):
         host = headers.get("Host", f"127.0.0.1:{port}")
         assert f'data-session-websocket-url="ws://{host}/ws"' in page.text
     # A link with the token may come from anywhere the user clicked it, but not from a rebinding name.
-    assert httpx.get(served.url, headers={"Sec-Fetch-Site": "cross-site"}).status_code == 303
+    clicked = httpx.get(served.url, headers={"Sec-Fetch-Site": "cross-site"})
+    assert clicked.status_code == 200 and '<meta http-equiv="refresh" content="0;url=/">' in clicked.text
+    assert TOKEN not in clicked.text and set(dict(clicked.cookies.items())) == set(cookies)
     assert httpx.get(served.url, headers={"Host": f"attacker.example:{port}"}).status_code == 403
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import html
 import logging
 import signal
 import socket
@@ -10,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from tui_agent.commands.serve.guard import Guard
+from tui_agent.commands.serve.guard import SAFE_FETCH_SITES, Guard
 
 log = logging.getLogger("tui_agent.serve")
 Handler = Callable[[Any], Awaitable[Any]]
@@ -91,7 +92,16 @@ def make_server(command: str, guard: Guard, vault_root: Path, max_sessions: int,
                 # Trade the token for the cookie and take it out of the address bar and the history.
                 query = [(key, value) for key, value in request.query.items() if key != "token"]
                 location = URL.build(path="/" + request.path.lstrip("/"), query=query)
-                redirect = web.Response(status=303, headers={"Location": str(location)})
+                if request.headers.get("Sec-Fetch-Site", "none") in SAFE_FETCH_SITES:
+                    redirect = web.Response(status=303, headers={"Location": str(location)})
+                else:
+                    # Clicked on another site's page: a redirect would stay "cross-site" and the browser
+                    # would withhold the SameSite=Strict cookie; a page of ours moving on is same-origin.
+                    target = html.escape(str(location))
+                    redirect = web.Response(
+                        text=f'<!doctype html><meta http-equiv="refresh" content="0;url={target}">',
+                        content_type="text/html",
+                    )
                 redirect.set_cookie(guard.cookie_name, guard.cookie_value, httponly=True, samesite="Strict")
                 return redirect
             response: web.StreamResponse = await handler(request)
