@@ -135,6 +135,13 @@ def make_server(command: str, guard: Guard, vault_root: Path, max_sessions: int,
             finally:
                 self.sessions -= 1
 
+        def initialize_logging(self) -> None:
+            """textual-serve's console log, but tracebacks without local variables (a token can be one)."""
+            from rich.logging import RichHandler
+
+            handler = RichHandler(show_path=False, show_time=False, rich_tracebacks=True, console=self.console)
+            logging.basicConfig(level="INFO", format="%(message)s", handlers=[handler])
+
         async def on_startup(self, app: web.Application) -> None:
             pass  # the banner is printed once the socket accepts connections
 
