@@ -219,7 +219,7 @@ def test_host_headers_name_this_machine_or_are_refused():
     assert anywhere.origin_for("127.0.0.1:8000") == "http://127.0.0.1:8000"
     assert anywhere.origin_for("[::1]:8000") == "http://[::1]:8000"
     assert anywhere.origin_for("127.0.0.1:8001") is None
-    assert anywhere.origin_for("192.0.2.1:8000") is None  # TEST-NET: not this machine's address
+    assert anywhere.origin_for("198.51.100.77:8000") is None  # TEST-NET-2: not this machine's address
     assert anywhere.origin_for("attacker.example:8000") is None
     assert Guard("t", "127.0.0.1", 80).origin_for("localhost") == "http://localhost"
 
