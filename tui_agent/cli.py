@@ -84,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--token", default=None, help="access token (default: $TUI_AGENT_TOKEN or random)")
     serve.add_argument("--profile", metavar="NAME", help="profile to use")
+    serve.add_argument(
+        "--max-sessions", type=int, default=4, metavar="N", help="browser sessions (app processes) at once"
+    )
     return parser
 
 

@@ -55,6 +55,7 @@ class AgentApp(ConversationsApp):
         Binding("ctrl+l", "show_log", "Log", id="app.log"),
         Binding("f1", "help", "Help", id="app.help"),
         Binding("f3", "open_image", "Open image", id="app.open_image"),
+        Binding("f4", "download_image", "Download image", show=False, id="app.download_image"),
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
     ]
 
@@ -345,6 +346,29 @@ class AgentApp(ConversationsApp):
             return
         carousel.action_open()
 
+    def _focused_or_newest_image(self) -> Path | None:
+        focused = self.focused
+        carousels = list(self.chat_log.query(ImageCarousel))
+        carousel = focused if isinstance(focused, ImageCarousel) else (carousels[-1] if carousels else None)
+        if carousel is None:
+            self.notify("No image in this conversation yet.")
+            return None
+        return carousel.current
+
+    def action_download_image(self) -> None:
+        """Download the focused carousel's image, else the newest one (the browser saves the file)."""
+        from tui_agent.ui.served_images import download_image
+
+        if (path := self._focused_or_newest_image()) is not None:
+            download_image(self, path)
+
+    def action_open_gallery(self) -> None:
+        """In a browser (serve): a tab with this conversation's images, full size, left/right to page."""
+        from tui_agent.ui.served_images import open_gallery
+
+        if (path := self._focused_or_newest_image()) is not None:
+            open_gallery(self, self.vault, self.conversation_id, path)
+
     @on(ImageCarousel.OpenRequested)
     def _open_image(self, event: ImageCarousel.OpenRequested) -> None:
         path = event.path
@@ -354,7 +378,9 @@ class AgentApp(ConversationsApp):
         from tui_agent.ui.images import served_in_browser
 
         if served_in_browser():
-            self.deliver_binary(path, open_method="download", mime_type="image/png")
+            from tui_agent.ui.served_images import open_served_image
+
+            open_served_image(self, self.vault, path)
             return
         opener = shutil.which("xdg-open") or (shutil.which("open") if sys.platform == "darwin" else None)
         if opener:

@@ -20,8 +20,10 @@ ACTIONS = [
     (
         "Open image full size",
         "open_image",
-        "The focused or newest image: system viewer, or a download in a browser (F3)",
+        "The focused or newest image: system viewer, or a new tab in a browser (F3)",
     ),
+    ("Download image", "download_image", "The focused or newest image, as a file (F4)"),
+    ("Browse images in a browser tab", "open_gallery", "This conversation's images, full size (tui-agent serve)"),
     ("Cancel the running turn", "cancel_turn", "Esc"),
     ("Show the log", "show_log", "logs/agent.log, live (Ctrl+L)"),
     ("Rename conversation", "rename_conversation", "Give this conversation a title"),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -89,6 +89,11 @@ class ImageCarousel(Vertical, can_focus=True):
 
     def action_open(self) -> None:
         self.post_message(self.OpenRequested(self.current))
+
+    def on_click(self, event: events.Click) -> None:
+        """A click on the picture opens it full size (the arrows only turn pages)."""
+        if event.widget is not None and event.widget.has_class("carousel-image"):
+            self.action_open()
 
     @on(Button.Pressed, "#prev")
     def _prev_pressed(self, event: Button.Pressed) -> None:
