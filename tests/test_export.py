@@ -98,13 +98,18 @@ def test_json_export_has_every_stored_field_and_imports_back(env, tmp_path):
     again = json.loads(
         cli("history", "export", str(new_id), "--format", "json", "--out", "-", vault=env.vault.root).stdout
     )
-    strip = ("id", "created_at", "conversation")
+    strip = ("id", "created_at", "conversation", "parent_id")  # renumbered; the shape is checked below
     assert [
         {k: v for k, v in m.items() if k not in strip and k not in ("attachments", "revisions")}
         for m in again["messages"]
     ] == [
         {k: v for k, v in m.items() if k not in strip and k not in ("attachments", "revisions")}
         for m in data["messages"]
+    ]
+    from tui_agent.core.store import history
+
+    assert [m.content for m in history.recent_messages(new_id)] == [
+        m.content for m in history.recent_messages(conversation_id)
     ]
     assert [[a["path"] for a in m["attachments"]] for m in again["messages"]] == [
         [a["path"] for a in m["attachments"]] for m in data["messages"]

@@ -20,6 +20,13 @@ class ConversationChanged:
 
 
 @dataclass(frozen=True)
+class BranchChanged:
+    """The active branch was moved (regenerate, edit): show the conversation again from the store."""
+
+    conversation_id: int
+
+
+@dataclass(frozen=True)
 class Notice:
     """Text for the user that is not part of the conversation (``/help``)."""
 
@@ -89,6 +96,7 @@ class Done:
 Event = (
     TurnStarted
     | ConversationChanged
+    | BranchChanged
     | Notice
     | ModelSwitched
     | AssistantStarted

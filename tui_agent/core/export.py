@@ -133,7 +133,7 @@ def _quote(text: str) -> str:
 def to_json(conversation_id: int) -> dict[str, Any]:
     """Every stored field of the conversation, its messages, attachments and revisions."""
     conversation = _conversation(conversation_id)
-    rows = history.recent_messages(conversation_id)
+    rows = history.all_messages(conversation_id)  # every branch, not only the one on screen
     ids = [m.id for m in rows]
     attachments: dict[int, list[dict[str, Any]]] = {}
     for attachment in Attachment.select().where(Attachment.message.in_(ids)).order_by(Attachment.id):
@@ -178,17 +178,18 @@ def import_json(vault: Vault, data: Any) -> int:
     with db.atomic():
         conversation = Conversation.create(title=title)
         new_ids: dict[Any, int] = {}
+        previous: int | None = None  # exports without parent links become one straight branch
         for entry in messages:
             if not isinstance(entry.get("role"), str):
                 raise ExportError('every message needs a "role"')
             values = {k: v for k, v in entry.items() if k in message_fields}
             if any(isinstance(v, (dict, list)) for v in values.values()):
                 raise ExportError(f"message {entry.get('id')}: field values must be text or numbers")
-            for link in ("parent", "parent_id"):
-                if link in values and values[link] is not None:
-                    values[link] = new_ids.get(values[link])
+            # Branches keep their shape; an export without parent links becomes one straight branch.
+            parent = entry.get("parent_id")  # None: the message before; 0: a branch's first message
+            values["parent_id"] = (new_ids.get(parent) if parent else parent) if "parent_id" in entry else previous
             message = Message.create(conversation=conversation.id, **values)
-            new_ids[entry.get("id")] = message.id
+            new_ids[entry.get("id")] = previous = message.id
             for position, attachment in enumerate(entry.get("attachments") or []):
                 path = _checked_path(vault, attachment)
                 Attachment.create(
@@ -201,6 +202,8 @@ def import_json(vault: Vault, data: Any) -> int:
                 MessageRevision.create(
                     message=message.id, content=str(revision.get("content", "")), reason=str(revision.get("reason", ""))
                 )
+        conversation.leaf_id = new_ids.get((source or {}).get("leaf_id")) if isinstance(source, dict) else None
+        conversation.save()
     return int(conversation.id)
 
 
