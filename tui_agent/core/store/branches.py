@@ -12,6 +12,8 @@ chat log see only that path, while ``memory_sql`` and the JSON export see every 
 
 from __future__ import annotations
 
+import peewee as pw
+
 from tui_agent.core.store.models import Conversation, Message
 
 # Each message of one conversation with its effective parent (0: none).
@@ -134,5 +136,29 @@ def rewind_to_parent_of(message_id: int) -> Message:
     """Before a regeneration or an edit: the active branch ends just before ``message_id``.
     Returns the message."""
     message = Message.get_by_id(message_id)
-    set_leaf(message.conversation_id, effective_parent(message))
+    parent = effective_parent(message)
+    if message.parent_id is None:
+        # Make the fork explicit so that fork_parents finds it with one cheap query.
+        Message.update(parent_id=parent).where(Message.id == message.id).execute()
+        message.parent_id = parent
+    set_leaf(message.conversation_id, parent)
     return message
+
+
+def fork_parents(conversation_id: int) -> set[int]:
+    """Parents (0: the start) with more than one child: where alternatives or branches are."""
+    query = (
+        Message.select(Message.parent_id)
+        .where((Message.conversation == conversation_id) & Message.parent_id.is_null(False))
+        .group_by(Message.parent_id)
+        .having(pw.fn.COUNT(Message.id) > 1)
+    )
+    return {int(row.parent_id or 0) for row in query}
+
+
+def alternatives(message: Message, forks: set[int]) -> list[int]:
+    """Ids of ``message`` and its alternatives (oldest first) when it sits at a fork, else []."""
+    if message.parent_id is None or message.parent_id not in forks or message.role not in ("user", "assistant"):
+        return []
+    found = [m.id for m in siblings(message.id)]
+    return found if len(found) > 1 else []

@@ -8,10 +8,11 @@ from pathlib import Path
 from textual.containers import VerticalScroll
 from textual.widget import Widget
 
-from tui_agent.core.store import history
+from tui_agent.core.store import branches, history
 from tui_agent.core.store.models import Message
 from tui_agent.core.vault import Vault
 from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard, UserBubble
+from tui_agent.ui.widgets.message_cursor import CURSOR_BINDINGS, MessageCursorMixin
 from tui_agent.ui.widgets.tool_block import ToolResultView
 
 PAGE = 20
@@ -24,8 +25,11 @@ def result_status(content: str) -> str:
         return "error"
 
 
-class ChatLog(VerticalScroll):
-    """Anchored to the bottom while the user has not scrolled away (``VerticalScroll.anchor``)."""
+class ChatLog(MessageCursorMixin, VerticalScroll):
+    """Anchored to the bottom while the user has not scrolled away (``VerticalScroll.anchor``).
+    Focused, it has a message cursor (see message_cursor)."""
+
+    BINDINGS = CURSOR_BINDINGS
 
     def __init__(self, vault: Vault, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -39,17 +43,18 @@ class ChatLog(VerticalScroll):
     def on_mount(self) -> None:
         self.anchor()
 
-    def widget_for(self, message: Message, images: list[str]) -> Widget | None:
+    def widget_for(self, message: Message, images: list[str], forks: set[int] | None = None) -> Widget | None:
         paths = [self.vault.root / p for p in images]
+        alternatives = branches.alternatives(message, forks or set())
         if message.role == "user":
-            return UserBubble(message.content, paths, message_id=message.id)
+            return UserBubble(message.content, paths, message_id=message.id, alternatives=alternatives)
         if message.role == "assistant":
             if not message.content and message.tool_calls:
                 return None  # the call itself shows in the tool block
             status = "interrupted" if message.status == "streaming" else message.status
-            return AssistantBubble(message.content, status=status, message_id=message.id)
+            return AssistantBubble(message.content, status=status, message_id=message.id, alternatives=alternatives)
         if message.role == "error":
-            return ErrorCard(message.content)
+            return ErrorCard(message.content, message_id=message.id)
         if message.tool_call_id is not None:
             return self.tool_widget(
                 message.tool_name or message.role, message.tool_arguments or "", message.content, paths, message.id
@@ -61,9 +66,10 @@ class ChatLog(VerticalScroll):
 
     def _widgets(self, rows: list[Message]) -> list[Widget]:
         attachments = history.attachments_for([m.id for m in rows])
+        forks = branches.fork_parents(rows[0].conversation_id) if rows else set()
         widgets = []
         for message in rows:
-            widget = self.widget_for(message, attachments.get(message.id, []))
+            widget = self.widget_for(message, attachments.get(message.id, []), forks)
             if widget is not None:
                 widgets.append(widget)
         return widgets
