@@ -198,3 +198,26 @@ async def test_export_from_the_palette_actions(env):
     assert [name.rsplit(".", 1)[1] for name in exports] == ["json", "md"]
     markdown = next((env.vault.root / "exports").glob("*.md")).read_text()
     assert "## User\n\nkeep this" in markdown and "## Assistant\n\nexported" in markdown
+
+
+async def test_theme_is_remembered_across_runs_from_palette_or_sidebar(env):
+    from textual.widgets import Select
+
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert app.theme == "textual-dark"
+        app.theme = "nord"  # what the palette's "Change theme" does
+        await pilot.pause()
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert app.theme == "nord"
+        await pilot.press("ctrl+b")
+        await pilot.pause()
+        app.query_one("#theme-select", Select).value = "textual-light"
+        await pilot.pause()
+        assert app.theme == "textual-light"
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert app.theme == "textual-light"

@@ -61,3 +61,34 @@ def test_branch_marker(env, snap_compare):
     'A walnut.'."""
     edited(env)
     assert snap_compare(make(env), terminal_size=SIZE)
+
+
+def themed_conversation(env) -> None:
+    import json
+
+    regenerated(env)
+    conversation = history.list_conversations()[0]
+    history.add_message(conversation.id, "user", "Count my messages, then show code.")
+    arguments = json.dumps({"query": "SELECT count(*) AS n FROM messages"})
+    output = json.dumps({"status": "ok", "data": {"kind": "select", "columns": ["n"], "rows": [[4]], "row_count": 1}})
+    history.add_message(
+        conversation.id, "memory_tool", output, tool_name="memory_sql", tool_call_id="c1", tool_arguments=arguments
+    )
+    history.add_message(conversation.id, "assistant", "You sent **4** messages:\n\n```python\nprint(4)\n```")
+    history.add_message(conversation.id, "error", "Can't reach the model\nStart the server.", status="error")
+
+
+def test_light_theme(env, snap_compare):
+    """Light theme: user bubbles, the alternatives bar, a Markdown reply with code, a tool block
+    and a red error card, all readable on a light background; the cursor on the error card."""
+    from tui_agent.ui.themes import save_theme
+
+    themed_conversation(env)
+    save_theme("textual-light")
+    assert snap_compare(make(env), terminal_size=SIZE, press=["up"])
+
+
+def test_dark_theme(env, snap_compare):
+    """The same conversation in the default dark theme."""
+    themed_conversation(env)
+    assert snap_compare(make(env), terminal_size=SIZE, press=["up"])

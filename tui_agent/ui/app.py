@@ -123,6 +123,9 @@ class AgentApp(MessageActionsMixin):
         return profiles.active_profile()
 
     async def on_mount(self) -> None:
+        from tui_agent.ui.themes import apply_saved_theme
+
+        apply_saved_theme(self)
         last = history.last_conversation()
         await self.open_conversation(last.id if last else None)
         self.composer.focus()
