@@ -221,3 +221,31 @@ async def test_theme_is_remembered_across_runs_from_palette_or_sidebar(env):
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         assert app.theme == "textual-light"
+
+
+async def test_context_meter_and_window_marker(env):
+    from tui_agent.core import profiles
+    from tui_agent.ui.widgets.context_meter import ContextMeter
+
+    profiles.set_field(env.profile, "context_budget_tokens", "500")
+    env.reload_profile()
+    long_text = "word " * 300  # ~375 tokens: two of these do not fit in 500
+    env.fake.script(Reply(text="short"), Reply(text="short again"))
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(app, pilot, long_text)
+        meter = app.query_one(ContextMeter)
+        # The server's usage wins over the estimate once the reply is in.
+        assert meter.estimated is False and meter.budget == 500
+        assert not app.chat_log.query(".window-marker")
+        await send(app, pilot, long_text + "again")
+        sent = env.fake.chat_requests[1]["messages"]
+        assert sent[1]["content"] == "short"  # the first long message was left out to fit
+        (marker,) = app.chat_log.query(".window-marker")
+        following = app.chat_log.children[app.chat_log.children.index(marker) + 1]
+        assert following.text == "short"
+        # Near the budget the meter turns red.
+        meter.show(480, 500, estimated=True)
+        assert meter.has_class("-full") and "~480 / 500 (96%)" in str(meter.render())
+        meter.show(400, 500, estimated=True)
+        assert meter.has_class("-warn") and not meter.has_class("-full")

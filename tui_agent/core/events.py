@@ -27,6 +27,17 @@ class BranchChanged:
 
 
 @dataclass(frozen=True)
+class ContextBuilt:
+    """A request was built: its estimated size against the budget, and where its window starts."""
+
+    conversation_id: int
+    estimated_tokens: int
+    budget_tokens: int
+    first_message_id: int | None
+    truncated: bool
+
+
+@dataclass(frozen=True)
 class Notice:
     """Text for the user that is not part of the conversation (``/help``)."""
 
@@ -97,6 +108,7 @@ Event = (
     TurnStarted
     | ConversationChanged
     | BranchChanged
+    | ContextBuilt
     | Notice
     | ModelSwitched
     | AssistantStarted

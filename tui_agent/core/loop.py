@@ -198,6 +198,15 @@ class AgentLoop:
     async def _request(self, conversation_id: int, model: str) -> AsyncIterator[ev.Event | llm.Completion]:
         """One streamed request; the assistant row is written as text arrives and finished at the end."""
         messages = self.builder.build(conversation_id, self.profile)
+        window = self.builder.window
+        if window is not None:
+            yield ev.ContextBuilt(
+                conversation_id,
+                window.estimated_tokens,
+                window.budget_tokens,
+                window.first_message_id,
+                window.truncated,
+            )
         yield ev.AssistantStarted(model)
         row: Message | None = None
         parts: list[str] = []

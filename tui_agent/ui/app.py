@@ -36,6 +36,7 @@ from tui_agent.ui.widgets.bubbles import ErrorCard, NoticeCard
 from tui_agent.ui.widgets.carousel import ImageCarousel
 from tui_agent.ui.widgets.chat_log import ChatLog
 from tui_agent.ui.widgets.composer import Composer, SlashHints
+from tui_agent.ui.widgets.context_meter import ContextMeter
 from tui_agent.ui.widgets.sidebar_messages import ProfileChanged
 from tui_agent.ui.widgets.status import StatusLine
 
@@ -93,7 +94,9 @@ class AgentApp(MessageActionsMixin):
         with Horizontal(id="main"):
             with Vertical(id="chat-column"):
                 yield ChatLog(self.vault, id="chat-log")
-                yield StatusLine("", id="status")
+                with Horizontal(id="status-row"):
+                    yield StatusLine("", id="status")
+                    yield ContextMeter(id="context-meter")
                 yield Static("", id="pending-attachments", markup=False)
                 yield SlashHints(id="slash-hints")
                 yield Composer(id="composer")

@@ -91,6 +91,7 @@ class MessageActionsMixin(ConversationsApp):
             actions.append(MessageAction("open_image", "Open the image full size", "F3"))
         actions.append(MessageAction("export_markdown", "Export the conversation as Markdown"))
         actions.append(MessageAction("export_json", "Export the conversation as JSON"))
+
         async def chosen(action: str | None) -> None:
             if self.chat_log.cursor is not None:
                 self.chat_log.focus()

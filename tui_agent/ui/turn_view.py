@@ -10,6 +10,7 @@ from textual.widget import Widget
 from tui_agent.core import events as ev
 from tui_agent.ui.errors import friendly
 from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard, NoticeCard, UserBubble
+from tui_agent.ui.widgets.context_meter import ContextMeter
 from tui_agent.ui.widgets.tool_block import ToolProgress
 
 if TYPE_CHECKING:
@@ -29,6 +30,7 @@ class TurnView:
         self.started = app.clock()
         self._pending: list[str] = []
         self._flusher: asyncio.Task[None] | None = None
+        self.window_tokens: tuple[int, int] | None = None  # (estimated, budget) of the last request
 
     @property
     def attached(self) -> bool:
@@ -62,6 +64,11 @@ class TurnView:
                     alternatives=alternatives,
                 )
             )
+        elif isinstance(event, ev.ContextBuilt):
+            self.window_tokens = (event.estimated_tokens, event.budget_tokens)
+            if self.attached:
+                self.app.query_one(ContextMeter).show(event.estimated_tokens, event.budget_tokens, estimated=True)
+                await self.log.mark_window_start(event.first_message_id if event.truncated else None)
         elif isinstance(event, ev.ModelSwitched):
             status.model_switched(event.model, event.reason)
         elif isinstance(event, ev.AssistantStarted):
@@ -74,6 +81,8 @@ class TurnView:
                 self._flusher = asyncio.create_task(self._flush_soon())
         elif isinstance(event, ev.AssistantFinished):
             await self.flush()
+            if event.prompt_tokens is not None and self.window_tokens is not None and self.attached:
+                self.app.query_one(ContextMeter).show(event.prompt_tokens, self.window_tokens[1], estimated=False)
             status.finished(event.model, self.started, event.prompt_tokens, event.completion_tokens)
             if self.bubble is not None:
                 if not event.text and self.bubble.is_attached:

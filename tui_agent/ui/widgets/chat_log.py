@@ -7,6 +7,7 @@ from pathlib import Path
 
 from textual.containers import VerticalScroll
 from textual.widget import Widget
+from textual.widgets import Static
 
 from tui_agent.core.store import branches, history
 from tui_agent.core.store.models import Message
@@ -91,6 +92,21 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
         await self.mount_all(self._widgets(rows))
         self.anchor()
         self.call_after_refresh(self._settled)
+
+    async def mark_window_start(self, first_message_id: int | None) -> None:
+        """A quiet line above the oldest message the model still sees (None: it sees everything)."""
+        for marker in self.query(".window-marker"):
+            await marker.remove()
+        ids = [getattr(widget, "message_id", None) for widget in self.children]
+        if first_message_id is None or not any(i is not None and i < first_message_id for i in ids):
+            return  # nothing left out, or the boundary is on a page that is not loaded
+        for widget in self.children:
+            if (getattr(widget, "message_id", None) or 0) >= first_message_id:
+                await self.mount(
+                    Static("··· the model no longer sees the messages above this line ···", classes="window-marker"),
+                    before=widget,
+                )
+                return
 
     def _settled(self) -> None:
         self._settling = False

@@ -45,6 +45,12 @@ class MessageCursorMixin:
 
     cursor: Widget | None = None
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The cursor's keys exist only while there is a cursor (a focused image keeps its own)."""
+        if action.startswith("cursor_") and action not in ("cursor_up", "cursor_down"):
+            return self.cursor is not None
+        return True
+
     def selectable(self) -> list[Widget]:
         return [child for child in self.children if getattr(child, "message_id", None) is not None]  # type: ignore[attr-defined]
 
