@@ -290,8 +290,9 @@ async def test_unreachable_endpoint_shows_setup_card_and_error_card(env):
     assert rows(env.vault.db_path, "SELECT role FROM messages") == [("user",), ("error",)]
 
 
-@pytest.mark.parametrize("key", ["up"])
+@pytest.mark.parametrize("key", ["ctrl+up"])
 async def test_history_recall(env, key):
+    """Ctrl+Up recalls earlier messages (Up on an empty composer moves into the messages instead)."""
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await send(app, pilot, "first message")

@@ -17,7 +17,7 @@ commands:
   ask        one turn through the agent loop, streamed to stdout
   tool       run one tool directly and print its JSON result
   profile    list, show, create, use and set profiles
-  history    list conversations, search, list and restore message revisions
+  history    list, search, export and import conversations; message revisions
   serve      serve the app in a browser (textual-serve) behind a token
 
 The vault (all data) is --vault > $TUI_AGENT_VAULT > ./jj_vault > the user data dir.
@@ -78,6 +78,15 @@ def build_parser() -> argparse.ArgumentParser:
     revs.add_argument("--message", type=int, metavar="ID", help="only this message")
     restore = hsub.add_parser("restore", parents=[common], help="put a revision's content back")
     restore.add_argument("id", type=int)
+    export = hsub.add_parser("export", parents=[common], help="write a conversation as Markdown or JSON")
+    export.add_argument("id", type=int, help="conversation id (tui-agent history list)")
+    export.add_argument("--format", choices=("md", "json"), default="md", help="md (images copied beside) or json")
+    export.add_argument(
+        "--out", metavar="PATH", help="output file (default: ./conversation-ID-title.md|json; - for stdout)"
+    )
+    export.add_argument("--reasoning", action="store_true", help="include the model's reasoning (Markdown)")
+    imp = hsub.add_parser("import", parents=[common], help="read a JSON export back as a new conversation")
+    imp.add_argument("file", help="a file written by history export --format json (- for stdin)")
 
     serve = sub.add_parser("serve", parents=[common], help="serve the app in a browser")
     serve.add_argument("--host", default="127.0.0.1")

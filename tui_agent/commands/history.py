@@ -1,4 +1,4 @@
-"""``tui-agent history list | search | revisions | restore``."""
+"""``tui-agent history list | search | revisions | restore | export | import``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,11 @@ from tui_agent.core.store import history
 
 
 def run_history(vault_arg: str | None, args: argparse.Namespace) -> int:
-    open_session(vault_arg)
+    session = open_session(vault_arg)
+    if args.action in ("export", "import"):
+        from tui_agent.commands.transfer import run_transfer
+
+        return run_transfer(session.vault, args)
     if args.action == "list":
         for conversation in history.list_conversations():
             print(f"{conversation.id}\t{conversation.updated_at[:19]}\t{conversation.title}")

@@ -36,12 +36,23 @@ CHARS_PER_TOKEN = 4
 EXCLUDED_ROLES = frozenset({"error", "system"})
 
 
+@dataclass(frozen=True)
+class ContextWindow:
+    """What the last built request holds: for the context meter and the "window starts here" marker."""
+
+    estimated_tokens: int
+    budget_tokens: int
+    first_message_id: int | None
+    truncated: bool  # older messages of the branch were left out to fit
+
+
 @dataclass
 class ContextBuilder:
     """Builds the ``messages`` list for a conversation from the database."""
 
     vault: Vault
     max_messages: int = 400
+    window: ContextWindow | None = None
 
     def system_message(self, profile: Profile) -> dict[str, Any]:
         parts = [TOOL_RULES]
@@ -55,8 +66,16 @@ class ContextBuilder:
         rows = history.recent_messages(conversation_id, limit=self.max_messages)
         rows = [m for m in rows if m.role not in EXCLUDED_ROLES and not (m.status == "streaming" and not m.content)]
         attachments = history.attachments_for([m.id for m in rows])
+        available = len(rows)
         rows = _within_budget(rows, attachments, int(profile.context_budget_tokens))
-        return [self.system_message(profile), *self._history(rows, attachments)]
+        system = self.system_message(profile)
+        self.window = ContextWindow(
+            estimated_tokens=len(system["content"]) // CHARS_PER_TOKEN + sum(_cost(m, attachments) for m in rows),
+            budget_tokens=int(profile.context_budget_tokens),
+            first_message_id=rows[0].id if rows else None,
+            truncated=bool(rows) and (len(rows) < available or available >= self.max_messages),
+        )
+        return [system, *self._history(rows, attachments)]
 
     def _history(self, rows: Sequence[Message], attachments: dict[int, list[str]]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -141,13 +160,18 @@ def _read_image(path: Path) -> str:
     return base64.b64encode(path.read_bytes()).decode("ascii")
 
 
+def _cost(message: Message, attachments: dict[int, list[str]]) -> int:
+    """Estimated tokens of one message (about 4 characters a token, 1,000 an image)."""
+    cost = len(message.content) // CHARS_PER_TOKEN + len(message.tool_calls or "") // CHARS_PER_TOKEN + 4
+    return cost + IMAGE_TOKENS * len(attachments.get(message.id, []))
+
+
 def _within_budget(rows: list[Message], attachments: dict[int, list[str]], budget_tokens: int) -> list[Message]:
     """Keep the newest messages that fit the budget (always at least the last one)."""
     kept: list[Message] = []
     used = 0
     for message in reversed(rows):
-        cost = len(message.content) // CHARS_PER_TOKEN + len(message.tool_calls or "") // CHARS_PER_TOKEN + 4
-        cost += IMAGE_TOKENS * len(attachments.get(message.id, []))
+        cost = _cost(message, attachments)
         if kept and used + cost > budget_tokens:
             break
         kept.append(message)

@@ -20,6 +20,24 @@ class ConversationChanged:
 
 
 @dataclass(frozen=True)
+class BranchChanged:
+    """The active branch was moved (regenerate, edit): show the conversation again from the store."""
+
+    conversation_id: int
+
+
+@dataclass(frozen=True)
+class ContextBuilt:
+    """A request was built: its estimated size against the budget, and where its window starts."""
+
+    conversation_id: int
+    estimated_tokens: int
+    budget_tokens: int
+    first_message_id: int | None
+    truncated: bool
+
+
+@dataclass(frozen=True)
 class Notice:
     """Text for the user that is not part of the conversation (``/help``)."""
 
@@ -89,6 +107,8 @@ class Done:
 Event = (
     TurnStarted
     | ConversationChanged
+    | BranchChanged
+    | ContextBuilt
     | Notice
     | ModelSwitched
     | AssistantStarted

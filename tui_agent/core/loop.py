@@ -17,7 +17,7 @@ from typing import Any
 from tui_agent.core import events as ev
 from tui_agent.core import llm, slash
 from tui_agent.core.context import ContextBuilder
-from tui_agent.core.store import history
+from tui_agent.core.store import branches, history
 from tui_agent.core.store.models import Message, Profile
 from tui_agent.core.tools.base import ApprovalCallback, ToolContext, ToolResult
 from tui_agent.core.tools.registry import ToolRegistry
@@ -57,10 +57,37 @@ class AgentLoop:
         if self._client is not None:
             await self._client.close()
 
+    async def regenerate(self, message_id: int) -> AsyncIterator[ev.Event]:
+        """Answer again in place of assistant message ``message_id``: same builder, same model rules.
+
+        The old reply stays as an alternative (a sibling under the same parent, see store.branches);
+        the new one becomes the active branch."""
+        message = Message.get_or_none(Message.id == message_id)
+        if message is None or message.role != "assistant":
+            yield ev.ErrorEvent(f"message {message_id} is not an assistant reply: nothing to regenerate", "usage")
+            yield ev.Done("error", message.conversation_id if message is not None else None)
+            return
+        conversation_id = message.conversation_id
+        parent = Message.get_or_none(Message.id == message.parent_id) if message.parent_id else None
+        branches.rewind_to_parent_of(message_id)
+        yield ev.BranchChanged(conversation_id)
+        async for event in self._rounds(conversation_id, [], use_vision=self._vision_after(parent)):
+            yield event
+
+    def _vision_after(self, message: Message | None) -> bool:
+        """The model rule for a request that follows ``message``: vision right after the image tool's images."""
+        if message is None or message.tool_name is None or message.role == "assistant":
+            return False
+        tool = self.registry.get(message.tool_name)
+        return bool(tool and tool.vision_followup and history.attachments_for([message.id]).get(message.id))
+
     async def run_turn(
-        self, conversation_id: int | None, text: str, attachments: Sequence[str] = ()
+        self, conversation_id: int | None, text: str, attachments: Sequence[str] = (), *, edit_of: int | None = None
     ) -> AsyncIterator[ev.Event]:
-        """One user turn. ``conversation_id`` None starts a new conversation."""
+        """One user turn. ``conversation_id`` None starts a new conversation.
+
+        ``edit_of``: the user message this one replaces; the conversation forks there (the old
+        branch is kept and can be chosen again)."""
         if len(text) > MAX_MESSAGE_CHARS:
             yield ev.ErrorEvent(
                 f"message too long ({len(text):,} characters; the limit is {MAX_MESSAGE_CHARS:,}): "
@@ -98,6 +125,14 @@ class AgentLoop:
         if conversation_id is None:
             conversation_id = history.new_conversation().id
             yield ev.ConversationChanged(conversation_id)
+        if edit_of is not None:
+            edited = Message.get_or_none(Message.id == edit_of)
+            if edited is None or edited.role != "user" or edited.conversation_id != conversation_id:
+                yield ev.ErrorEvent(f"message {edit_of} is not a user message of this conversation", "usage")
+                yield ev.Done("error", conversation_id)
+                return
+            branches.rewind_to_parent_of(edit_of)
+            yield ev.BranchChanged(conversation_id)
         user = history.add_message(conversation_id, "user", text, attachments=files)
         yield ev.TurnStarted(conversation_id, user.id)
 
@@ -109,9 +144,10 @@ class AgentLoop:
         async for event in self._rounds(conversation_id, pending):
             yield event
 
-    async def _rounds(self, conversation_id: int, pending: list[llm.ToolCall]) -> AsyncIterator[ev.Event]:
+    async def _rounds(
+        self, conversation_id: int, pending: list[llm.ToolCall], *, use_vision: bool = False
+    ) -> AsyncIterator[ev.Event]:
         rounds = 0
-        use_vision = False
         previous_model: str | None = None
         while True:
             if pending:
@@ -162,6 +198,15 @@ class AgentLoop:
     async def _request(self, conversation_id: int, model: str) -> AsyncIterator[ev.Event | llm.Completion]:
         """One streamed request; the assistant row is written as text arrives and finished at the end."""
         messages = self.builder.build(conversation_id, self.profile)
+        window = self.builder.window
+        if window is not None:
+            yield ev.ContextBuilt(
+                conversation_id,
+                window.estimated_tokens,
+                window.budget_tokens,
+                window.first_message_id,
+                window.truncated,
+            )
         yield ev.AssistantStarted(model)
         row: Message | None = None
         parts: list[str] = []

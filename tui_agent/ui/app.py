@@ -28,21 +28,22 @@ from tui_agent.core.store.models import Profile
 from tui_agent.core.tools.registry import ToolRegistry, default_registry
 from tui_agent.core.vault import Vault
 from tui_agent.ui.commands import AgentCommands, HistorySearch
-from tui_agent.ui.conversations import ConversationsApp
 from tui_agent.ui.errors import friendly, setup_text
+from tui_agent.ui.message_actions import MessageActionsMixin
 from tui_agent.ui.paths import styles_dir
 from tui_agent.ui.turn_view import TurnView
 from tui_agent.ui.widgets.bubbles import ErrorCard, NoticeCard
 from tui_agent.ui.widgets.carousel import ImageCarousel
 from tui_agent.ui.widgets.chat_log import ChatLog
 from tui_agent.ui.widgets.composer import Composer, SlashHints
+from tui_agent.ui.widgets.context_meter import ContextMeter
 from tui_agent.ui.widgets.sidebar_messages import ProfileChanged
 from tui_agent.ui.widgets.status import StatusLine
 
 log = logging.getLogger("tui_agent.ui")
 
 
-class AgentApp(ConversationsApp):
+class AgentApp(MessageActionsMixin):
     TITLE = "tui-agent"
     CSS_PATH = [styles_dir() / "app.tcss"]
     COMMANDS = App.COMMANDS | {AgentCommands, HistorySearch}
@@ -56,6 +57,7 @@ class AgentApp(ConversationsApp):
         Binding("f1", "help", "Help", id="app.help"),
         Binding("f3", "open_image", "Open image", id="app.open_image"),
         Binding("f4", "download_image", "Download image", show=False, id="app.download_image"),
+        Binding("alt+up", "select_messages", "Messages", show=False, id="app.select_messages"),
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
     ]
 
@@ -93,7 +95,9 @@ class AgentApp(ConversationsApp):
         with Horizontal(id="main"):
             with Vertical(id="chat-column"):
                 yield ChatLog(self.vault, id="chat-log")
-                yield StatusLine("", id="status")
+                with Horizontal(id="status-row"):
+                    yield StatusLine("", id="status")
+                    yield ContextMeter(id="context-meter")
                 yield Static("", id="pending-attachments", markup=False)
                 yield SlashHints(id="slash-hints")
                 yield Composer(id="composer")
@@ -123,6 +127,9 @@ class AgentApp(ConversationsApp):
         return profiles.active_profile()
 
     async def on_mount(self) -> None:
+        from tui_agent.ui.themes import apply_saved_theme
+
+        apply_saved_theme(self)
         last = history.last_conversation()
         await self.open_conversation(last.id if last else None)
         self.composer.focus()
@@ -205,22 +212,38 @@ class AgentApp(ConversationsApp):
         self.composer.clear()
         attachments, self.pending_attachments = self.pending_attachments, []
         self._show_pending()
-        self.turns[self.conversation_id] = self.run_turn(self.conversation_id, text, attachments)
+        edit_of, self.editing = self.editing, None
+        self.turns[self.conversation_id] = self.run_turn(self.conversation_id, text, attachments, edit_of=edit_of)
 
     @work(group="turns", exit_on_error=False)
-    async def run_turn(self, conversation_id: int | None, text: str, attachments: list[str]) -> None:
+    async def run_turn(
+        self,
+        conversation_id: int | None,
+        text: str,
+        attachments: list[str],
+        *,
+        edit_of: int | None = None,
+        regenerate: int | None = None,
+    ) -> None:
+        """One turn on screen: a new message, an edited one (``edit_of``: the conversation forks
+        there), or another answer in place of reply ``regenerate``."""
         from tui_agent.core.llm import LLMError
         from tui_agent.core.loop import AgentLoop
 
         view = TurnView(self, conversation_id)
-        started = False  # until the user's message is stored, a failure gives the text back
+        started = regenerate is not None  # until the user's message is stored, a failure gives the text back
         # Two threads importing openai at once can see a half-initialised module: wait for the preload.
         self._preloaded()
         await self._preload_done.wait()
         try:
             loop = AgentLoop(self.vault, self.profile, self.registry, approve=self.approve)
             try:
-                async for event in loop.run_turn(conversation_id, text, attachments):
+                events = (
+                    loop.regenerate(regenerate)
+                    if regenerate is not None
+                    else loop.run_turn(conversation_id, text, attachments, edit_of=edit_of)
+                )
+                async for event in events:
                     await view.handle(event)
                     if isinstance(event, TurnStarted):
                         started = True
@@ -263,11 +286,17 @@ class AgentApp(ConversationsApp):
             log.error("turn failed", exc_info=error)
             self.chat_log.mount(ErrorCard(friendly("error", f"{error.__class__.__name__}: {error}")))
 
+    @on(Composer.CursorRequested)
+    def _cursor_requested(self) -> None:
+        self.chat_log.enter_cursor()
+
     def action_cancel_turn(self) -> None:
         worker = self.turns.get(self.conversation_id)
         if worker is not None:
             worker.cancel()
             self.turns.pop(self.conversation_id, None)
+        elif self.stop_editing():
+            pass
         elif self.query_one(SlashHints).has_class("-visible"):
             self.composer.clear()
 
@@ -332,7 +361,17 @@ class AgentApp(ConversationsApp):
         extra = (
             "ctrl+p     Command palette (also: search history)\n"
             "left/right Previous/next image (carousel focused)\n"
-            "o          Open the image full size"
+            "o          Open the image full size\n"
+            "\nMessages (Up on an empty composer, or Alt+Up, or a click)\n"
+            "up/down    Move the message cursor; down past the last returns to the composer\n"
+            "enter      The message's actions (copy a code block, export, ...)\n"
+            "c          Copy the message (its Markdown source)\n"
+            "p          Copy it into the composer\n"
+            "r          Regenerate a reply (earlier answers stay: left/right)\n"
+            "e          Edit one of your messages and resend it (the old branch stays)\n"
+            "left/right Previous/next alternative or branch\n"
+            "escape     Back to the composer (also: stop editing)\n"
+            "ctrl+up    Recall earlier messages into the composer"
         )
         await self.chat_log.mount(NoticeCard(f"Slash commands\n{slash.help_text()}\n\nKeys\n{keys}\n{extra}"))
 

@@ -28,6 +28,16 @@ ACTIONS = [
     ("Show the log", "show_log", "logs/agent.log, live (Ctrl+L)"),
     ("Rename conversation", "rename_conversation", "Give this conversation a title"),
     ("Delete conversation", "delete_conversation", "Asks for confirmation"),
+    ("Select messages", "select_messages", "Move a cursor through the messages (Up on an empty composer)"),
+    ("Message actions", "message_menu", "Actions for the message under the cursor, or the newest (Enter)"),
+    ("Copy message", "copy_message", "Its Markdown source: OSC 52, tmux, system clipboard (c)"),
+    ("Copy to prompt", "copy_to_prompt", "Put the message's text into the composer (p)"),
+    ("Regenerate reply", "regenerate", "Answer again; earlier answers stay as alternatives (r)"),
+    ("Edit and resend", "edit_message", "Edit one of your messages; the conversation branches (e)"),
+    ("Next alternative or branch", "alternative(1)", "Right on a message with ◀ n / N ▶"),
+    ("Previous alternative or branch", "alternative(-1)", "Left on a message with ◀ n / N ▶"),
+    ("Export conversation as Markdown", "export_markdown", "Into the vault's exports/ with its images"),
+    ("Export conversation as JSON", "export_json", "Every stored field; tui-agent history import reads it"),
     ("Help", "help", "Slash commands and key bindings (F1)"),
 ]
 

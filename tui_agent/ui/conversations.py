@@ -34,6 +34,8 @@ class ConversationsApp(App[None]):
         if conversation_id is not None:
             history.remember_conversation(conversation_id)
         await self.chat_log.show_conversation(conversation_id, until_id=until_id)
+        for meter in self.query("ContextMeter"):
+            meter.clear()  # type: ignore[attr-defined]
         if conversation_id is None:
             await self.chat_log.mount(
                 NoticeCard("New conversation. Type a message, or /help for commands.", classes="welcome")

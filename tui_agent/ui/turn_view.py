@@ -10,6 +10,7 @@ from textual.widget import Widget
 from tui_agent.core import events as ev
 from tui_agent.ui.errors import friendly
 from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard, NoticeCard, UserBubble
+from tui_agent.ui.widgets.context_meter import ContextMeter
 from tui_agent.ui.widgets.tool_block import ToolProgress
 
 if TYPE_CHECKING:
@@ -29,6 +30,7 @@ class TurnView:
         self.started = app.clock()
         self._pending: list[str] = []
         self._flusher: asyncio.Task[None] | None = None
+        self.window_tokens: tuple[int, int] | None = None  # (estimated, budget) of the last request
 
     @property
     def attached(self) -> bool:
@@ -43,15 +45,30 @@ class TurnView:
         if isinstance(event, ev.ConversationChanged):
             self.conversation_id = event.conversation_id
             await self.app.conversation_started(event.conversation_id)
+        elif isinstance(event, ev.BranchChanged):
+            # Regenerate or edit: the page now ends where the new reply or message will go.
+            if self.attached:
+                await self.log.show_conversation(event.conversation_id)
         elif isinstance(event, ev.TurnStarted):
             self.conversation_id = event.conversation_id
-            from tui_agent.core.store import history
+            from tui_agent.core.store import branches, history
 
             images = history.attachments_for([event.user_message_id]).get(event.user_message_id, [])
             message = history.recent_messages(event.conversation_id, limit=1)[0]
+            alternatives = branches.alternatives(message, branches.fork_parents(event.conversation_id))
             await self._mount(
-                UserBubble(message.content, [self.app.vault.root / p for p in images], message_id=message.id)
+                UserBubble(
+                    message.content,
+                    [self.app.vault.root / p for p in images],
+                    message_id=message.id,
+                    alternatives=alternatives,
+                )
             )
+        elif isinstance(event, ev.ContextBuilt):
+            self.window_tokens = (event.estimated_tokens, event.budget_tokens)
+            if self.attached:
+                self.app.query_one(ContextMeter).show(event.estimated_tokens, event.budget_tokens, estimated=True)
+                await self.log.mark_window_start(event.first_message_id if event.truncated else None)
         elif isinstance(event, ev.ModelSwitched):
             status.model_switched(event.model, event.reason)
         elif isinstance(event, ev.AssistantStarted):
@@ -64,6 +81,8 @@ class TurnView:
                 self._flusher = asyncio.create_task(self._flush_soon())
         elif isinstance(event, ev.AssistantFinished):
             await self.flush()
+            if event.prompt_tokens is not None and self.window_tokens is not None and self.attached:
+                self.app.query_one(ContextMeter).show(event.prompt_tokens, self.window_tokens[1], estimated=False)
             status.finished(event.model, self.started, event.prompt_tokens, event.completion_tokens)
             if self.bubble is not None:
                 if not event.text and self.bubble.is_attached:
@@ -71,6 +90,7 @@ class TurnView:
                 elif self.bubble.is_attached:
                     await self.bubble.finish("complete")
                     self.bubble.message_id = event.message_id
+                    await self._show_alternatives(self.bubble)
             self.bubble = None
         elif isinstance(event, ev.ToolStarted):
             progress = ToolProgress(event.call_id, event.summary)
@@ -93,6 +113,16 @@ class TurnView:
             await self.log.mount(NoticeCard(event.text))
         elif isinstance(event, ev.Done):
             status.done(event.status, self.started)
+
+    async def _show_alternatives(self, bubble: AssistantBubble) -> None:
+        from tui_agent.core.store import branches
+        from tui_agent.core.store.models import Message
+
+        if bubble.message_id is None or self.conversation_id is None:
+            return
+        message = Message.get_or_none(Message.id == bubble.message_id)
+        if message is not None:
+            await bubble.show_alternatives(branches.alternatives(message, branches.fork_parents(self.conversation_id)))
 
     async def _flush_soon(self) -> None:
         await asyncio.sleep(FRAME_S)

@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from tui_agent.core.store import branches
 from tui_agent.core.store.models import Attachment, Conversation, Message, MessageRevision, Setting, utcnow
 
 LAST_CONVERSATION_KEY = "last_conversation"
@@ -71,7 +72,9 @@ def add_message(
     if "tool_arguments" in fields and not isinstance(fields["tool_arguments"], (str, type(None))):
         fields["tool_arguments"] = json.dumps(fields["tool_arguments"])
     with Message._meta.database.atomic():
+        fields.setdefault("parent_id", branches.leaf_of(conversation_id) or 0)
         message = Message.create(conversation=conversation_id, role=role, content=content, **fields)
+        branches.set_leaf(conversation_id, message.id)
         for position, path in enumerate(attachments):
             Attachment.create(message=message.id, position=position, path=path, mime=_mime(path))
         conversation = Conversation.get_by_id(conversation_id)
@@ -91,7 +94,12 @@ def update_message(message: Message, **fields: Any) -> None:
 
 
 def recent_messages(conversation_id: int, limit: int | None = None, before_id: int | None = None) -> list[Message]:
-    """The newest ``limit`` messages (optionally older than ``before_id``), oldest first."""
+    """The newest ``limit`` messages of the active branch (optionally older than ``before_id``), oldest first."""
+    return branches.path_messages(conversation_id, limit=limit, before_id=before_id)
+
+
+def all_messages(conversation_id: int, limit: int | None = None, before_id: int | None = None) -> list[Message]:
+    """The newest ``limit`` messages of every branch (optionally older than ``before_id``), oldest first."""
     query = Message.select().where(Message.conversation == conversation_id)
     if before_id is not None:
         query = query.where(Message.id < before_id)

@@ -92,7 +92,16 @@ END;
 INSERT INTO messages_fts(messages_fts) VALUES ('rebuild');
 """
 
-STEPS: list[str] = [V1, V2]
+# Branches (regenerate, edit and resend): a parent link per message, the active leaf per
+# conversation (see store/branches.py). NULL parents mean "the message before", so existing
+# conversations are one straight branch without rewriting them.
+V_BRANCHES = """
+ALTER TABLE messages ADD COLUMN parent_id INTEGER;
+ALTER TABLE conversations ADD COLUMN leaf_id INTEGER;
+CREATE INDEX messages_parent ON messages(parent_id);
+"""
+
+STEPS: list[str] = [V1, V2, V_BRANCHES]
 LATEST = len(STEPS)
 
 

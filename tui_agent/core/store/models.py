@@ -57,6 +57,7 @@ class Profile(BaseModel):
 class Conversation(BaseModel):
     id = pw.AutoField()
     title = pw.TextField(default="")
+    leaf_id = pw.IntegerField(null=True)  # the active branch's last message (see store.branches)
     created_at = pw.TextField(default=utcnow)
     updated_at = pw.TextField(default=utcnow)
 
@@ -79,6 +80,7 @@ class Message(BaseModel):
     prompt_tokens = pw.IntegerField(null=True)
     completion_tokens = pw.IntegerField(null=True)
     created_at = pw.TextField(default=utcnow)
+    parent_id = pw.IntegerField(null=True)  # the message before on its branch (see store.branches)
 
     class Meta:
         table_name = "messages"

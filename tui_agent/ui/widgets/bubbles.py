@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
+from tui_agent.ui.widgets.alternatives import AlternativesBar
 from tui_agent.ui.widgets.carousel import ImageCarousel
 from tui_agent.ui.widgets.spinner import Spinner
 
@@ -20,13 +21,18 @@ if TYPE_CHECKING:
 class UserBubble(Vertical):
     """One bubble: text above the images, or images only."""
 
-    def __init__(self, text: str, images: list[Path], *, message_id: int | None = None) -> None:
+    def __init__(
+        self, text: str, images: list[Path], *, message_id: int | None = None, alternatives: list[int] | None = None
+    ) -> None:
         super().__init__(classes="bubble user")
         self.text = text
         self.images = images
         self.message_id = message_id
+        self.alternatives = alternatives or []
 
     def compose(self) -> ComposeResult:
+        if len(self.alternatives) > 1 and self.message_id is not None:
+            yield AlternativesBar(self.alternatives, self.message_id, kind="branch")
         if self.text:
             yield Static(self.text, classes="user-text", markup=False)
         if self.images:
@@ -37,13 +43,20 @@ class AssistantBubble(Vertical):
     """Streams Markdown through ``Markdown.get_stream`` (``update`` per token is quadratic)."""
 
     def __init__(
-        self, text: str = "", *, status: str = "complete", message_id: int | None = None, thinking: bool = False
+        self,
+        text: str = "",
+        *,
+        status: str = "complete",
+        message_id: int | None = None,
+        thinking: bool = False,
+        alternatives: list[int] | None = None,
     ) -> None:
         super().__init__(classes="bubble assistant")
         self.initial = text
         self.status = status
         self.message_id = message_id
         self.thinking = thinking
+        self.alternatives = alternatives or []
         self._stream: MarkdownStream | None = None
         self._parts: list[str] = []
 
@@ -51,6 +64,8 @@ class AssistantBubble(Vertical):
         # Imported here: markdown-it costs ~40 ms and is not needed for an empty first screen.
         from textual.widgets import Markdown
 
+        if len(self.alternatives) > 1 and self.message_id is not None:
+            yield AlternativesBar(self.alternatives, self.message_id, kind="alternative")
         if self.thinking:
             yield Spinner("thinking", classes="thinking")
         yield Markdown(self.initial, classes="reply")
@@ -81,12 +96,20 @@ class AssistantBubble(Vertical):
             self.status = status
             await self.mount(Static(f"({status})", classes="reply-status"))
 
+    async def show_alternatives(self, ids: list[int]) -> None:
+        """A reply that just finished as one of several (after a regenerate) shows ``◀ n / N ▶``."""
+        if len(ids) > 1 and self.message_id is not None and not self.query(AlternativesBar):
+            self.alternatives = ids
+            await self.mount(AlternativesBar(ids, self.message_id, kind="alternative"), before=0)
+
 
 class ErrorCard(Static):
     """A red card with a friendly message; the raw details are in logs/agent.log."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, message_id: int | None = None) -> None:
         super().__init__(message, classes="error-card", markup=False)
+        self.message_id = message_id
+        self.text = message
 
 
 class NoticeCard(Static):

@@ -7,11 +7,13 @@ from pathlib import Path
 
 from textual.containers import VerticalScroll
 from textual.widget import Widget
+from textual.widgets import Static
 
-from tui_agent.core.store import history
+from tui_agent.core.store import branches, history
 from tui_agent.core.store.models import Message
 from tui_agent.core.vault import Vault
 from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard, UserBubble
+from tui_agent.ui.widgets.message_cursor import CURSOR_BINDINGS, MessageCursorMixin
 from tui_agent.ui.widgets.tool_block import ToolResultView
 
 PAGE = 20
@@ -24,8 +26,11 @@ def result_status(content: str) -> str:
         return "error"
 
 
-class ChatLog(VerticalScroll):
-    """Anchored to the bottom while the user has not scrolled away (``VerticalScroll.anchor``)."""
+class ChatLog(MessageCursorMixin, VerticalScroll):
+    """Anchored to the bottom while the user has not scrolled away (``VerticalScroll.anchor``).
+    Focused, it has a message cursor (see message_cursor)."""
+
+    BINDINGS = CURSOR_BINDINGS
 
     def __init__(self, vault: Vault, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -39,17 +44,18 @@ class ChatLog(VerticalScroll):
     def on_mount(self) -> None:
         self.anchor()
 
-    def widget_for(self, message: Message, images: list[str]) -> Widget | None:
+    def widget_for(self, message: Message, images: list[str], forks: set[int] | None = None) -> Widget | None:
         paths = [self.vault.root / p for p in images]
+        alternatives = branches.alternatives(message, forks or set())
         if message.role == "user":
-            return UserBubble(message.content, paths, message_id=message.id)
+            return UserBubble(message.content, paths, message_id=message.id, alternatives=alternatives)
         if message.role == "assistant":
             if not message.content and message.tool_calls:
                 return None  # the call itself shows in the tool block
             status = "interrupted" if message.status == "streaming" else message.status
-            return AssistantBubble(message.content, status=status, message_id=message.id)
+            return AssistantBubble(message.content, status=status, message_id=message.id, alternatives=alternatives)
         if message.role == "error":
-            return ErrorCard(message.content)
+            return ErrorCard(message.content, message_id=message.id)
         if message.tool_call_id is not None:
             return self.tool_widget(
                 message.tool_name or message.role, message.tool_arguments or "", message.content, paths, message.id
@@ -61,9 +67,10 @@ class ChatLog(VerticalScroll):
 
     def _widgets(self, rows: list[Message]) -> list[Widget]:
         attachments = history.attachments_for([m.id for m in rows])
+        forks = branches.fork_parents(rows[0].conversation_id) if rows else set()
         widgets = []
         for message in rows:
-            widget = self.widget_for(message, attachments.get(message.id, []))
+            widget = self.widget_for(message, attachments.get(message.id, []), forks)
             if widget is not None:
                 widgets.append(widget)
         return widgets
@@ -85,6 +92,21 @@ class ChatLog(VerticalScroll):
         await self.mount_all(self._widgets(rows))
         self.anchor()
         self.call_after_refresh(self._settled)
+
+    async def mark_window_start(self, first_message_id: int | None) -> None:
+        """A quiet line above the oldest message the model still sees (None: it sees everything)."""
+        for marker in self.query(".window-marker"):
+            await marker.remove()
+        ids = [getattr(widget, "message_id", None) for widget in self.children]
+        if first_message_id is None or not any(i is not None and i < first_message_id for i in ids):
+            return  # nothing left out, or the boundary is on a page that is not loaded
+        for widget in self.children:
+            if (getattr(widget, "message_id", None) or 0) >= first_message_id:
+                await self.mount(
+                    Static("··· the model no longer sees the messages above this line ···", classes="window-marker"),
+                    before=widget,
+                )
+                return
 
     def _settled(self) -> None:
         self._settling = False

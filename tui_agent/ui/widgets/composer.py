@@ -1,5 +1,6 @@
 """The composer: multi-line input. Enter sends; Shift+Enter or Ctrl+J inserts a newline;
-Up on an empty composer recalls earlier messages; Tab completes slash commands."""
+Up on an empty composer moves into the messages (the message cursor); Ctrl+Up/Ctrl+Down recall
+earlier messages; Tab completes slash commands."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ class Composer(TextArea):
         def __init__(self, text: str) -> None:
             super().__init__()
             self.text = text
+
+    class CursorRequested(Message):
+        """Up on an empty composer: the user wants to move through the messages."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, soft_wrap=True, show_line_numbers=False, tab_behavior="focus", compact=True)
@@ -43,12 +47,17 @@ class Composer(TextArea):
             event.prevent_default()
             event.stop()
             return
-        if key == "up" and (not self.text or self._recall_index is not None) and self.recall:
+        if key == "up" and not self.text and self._recall_index is None:
+            event.prevent_default()
+            event.stop()
+            self.post_message(self.CursorRequested())
+            return
+        if (key == "ctrl+up" or (key == "up" and self._recall_index is not None)) and self.recall:
             event.prevent_default()
             event.stop()
             self._recall_step(-1)
             return
-        if key == "down" and self._recall_index is not None:
+        if key in ("down", "ctrl+down") and self._recall_index is not None:
             event.prevent_default()
             event.stop()
             self._recall_step(1)

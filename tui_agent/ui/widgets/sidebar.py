@@ -118,7 +118,25 @@ class ConversationList(Vertical):
         self.post_message(self.Action((event.button.id or "").removeprefix("conv-")))
 
 
+class ThemePicker(Vertical):
+    """Textual's built-in themes; the choice is remembered (see ui.themes)."""
+
+    def compose(self) -> ComposeResult:
+        from tui_agent.ui.themes import theme_names
+
+        yield Label("Theme", classes="sidebar-title")
+        names = theme_names(self.app)
+        current = self.app.theme if self.app.theme in names else names[0]
+        yield Select([(n, n) for n in names], value=current, allow_blank=False, id="theme-select")
+
+    @on(Select.Changed, "#theme-select")
+    def _chosen(self, event: Select.Changed) -> None:
+        if isinstance(event.value, str) and event.value != self.app.theme:
+            self.app.theme = event.value
+
+
 class Sidebar(Vertical):
     def compose(self) -> ComposeResult:
         yield ConversationList(id="conversations")
+        yield ThemePicker(id="theme-picker")
         yield ProfileEditor(id="profile-editor")

@@ -51,6 +51,8 @@ class ToolResultView(Vertical):
         super().__init__(classes="bubble tool")
         self.block = ToolBlock(name, arguments, output, status, message_id=message_id)
         self.images = images
+        self.message_id = message_id
+        self.text = f"{name} {arguments}\n\n{_pretty(output)}"
 
     def compose(self) -> ComposeResult:
         if self.images:
