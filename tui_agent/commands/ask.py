@@ -41,18 +41,31 @@ def run_ask(vault_arg: str | None, args: argparse.Namespace) -> int:
         _err(f"error: {exc}")
         return 2
     text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
-    return asyncio.run(_turn(session, profile, conversation_id, text, args.yes))
+    interactive = args.text != ["-"] and sys.stdin.isatty() and sys.stderr.isatty()
+    return asyncio.run(_turn(session, profile, conversation_id, text, args.yes, interactive))
 
 
-async def _turn(session: Session, profile: Profile, conversation_id: int | None, text: str, yes: bool) -> int:
+async def _turn(
+    session: Session, profile: Profile, conversation_id: int | None, text: str, yes: bool, interactive: bool = False
+) -> int:
     from tui_agent.core.loop import AgentLoop
+    from tui_agent.core.mcp.manager import McpManager
     from tui_agent.core.tools.registry import default_registry
 
     async def approve(tool: str, question: str) -> bool:
-        _err(f"[{tool}] {'approved (--yes)' if yes else 'refused: pass --yes to approve'}: {question}")
-        return yes
+        if yes or not interactive:
+            _err(f"[{tool}] {'approved (--yes)' if yes else 'refused: pass --yes to approve'}: {question}")
+            return yes
+        _err(f"[{tool}] {question}")
+        sys.stderr.write("approve? [y/N] ")
+        sys.stderr.flush()
+        answer = await asyncio.to_thread(sys.stdin.readline)
+        return answer.strip().lower() in ("y", "yes")
 
-    loop = AgentLoop(session.vault, profile, default_registry(), approve=approve)
+    registry = default_registry()
+    servers = McpManager(session.vault, registry, notice=lambda notice: _err(f"⚠ {notice}"))
+    await servers.start(profile)  # MCP servers start before the turn (none configured: nothing happens)
+    loop = AgentLoop(session.vault, profile, registry, approve=approve)
     status = "error"
     wrote_text = False
     try:
@@ -89,4 +102,5 @@ async def _turn(session: Session, profile: Profile, conversation_id: int | None,
                 status = event.status
     finally:
         await loop.aclose()
+        await servers.aclose()
     return 0 if status == "complete" else 1

@@ -245,9 +245,11 @@ class ServerConnection:
 
     def _garbage(self, exc: Exception) -> None:
         self.garbage_lines += 1
-        self.last_garbage = str(exc).splitlines()[0][:200] if str(exc) else exc.__class__.__name__
+        errors = getattr(exc, "errors", None)
+        line = errors()[0].get("input") if callable(errors) and errors() else None
+        self.last_garbage = f"not JSON-RPC: {line!r}"[:200] if line is not None else _describe(exc)[:200]
         if self.garbage_lines <= 3:
-            log.warning("MCP server %s wrote a line that is not JSON-RPC to stdout: %s", self.name, self.last_garbage)
+            log.warning("MCP server %s wrote to stdout what is %s", self.name, self.last_garbage)
 
     # ---------------------------------------------------------------- calls
     async def call(self, tool: str, arguments: dict[str, Any], timeout_s: float) -> Any:

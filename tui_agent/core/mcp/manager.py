@@ -22,6 +22,17 @@ log = logging.getLogger("tui_agent.mcp")
 Notice = Callable[[str], None]
 
 
+def route_sdk_logs() -> None:
+    """The SDK logs (e.g. a server's garbage line, with a traceback) go to the vault log, never to
+    the terminal the app draws on."""
+    sdk = logging.getLogger("mcp")
+    if sdk.propagate:
+        sdk.propagate = False
+        handlers = logging.getLogger("tui_agent").handlers or [logging.NullHandler()]
+        for handler in handlers:
+            sdk.addHandler(handler)
+
+
 class McpManager:
     def __init__(self, vault: Vault, registry: ToolRegistry, notice: Notice | None = None) -> None:
         self.vault = vault
@@ -32,9 +43,7 @@ class McpManager:
         self._registered: set[str] = set()
         self._announced: dict[str, str] = {}  # server -> the failure already shown
         self._lock = asyncio.Lock()
-
-    def log_path(self, name: str) -> str:
-        return str(self.vault.logs / f"mcp-{name}.log")
+        route_sdk_logs()
 
     def configure(self, profile: Profile) -> list[ServerConnection]:
         """Match the connections to the profile's enabled servers; return the ones to stop."""
@@ -43,13 +52,18 @@ class McpManager:
         obsolete = [c for name, c in self.connections.items() if name not in wanted or c.config != wanted[name]]
         for connection in obsolete:
             del self.connections[connection.name]
-        for name, config in wanted.items():
-            if name not in self.connections:
-                connection = ServerConnection(config, self.vault.logs / f"mcp-{name}.log", timeout)
-                connection.on_change = self._changed
-                self.connections[name] = connection
-            self.connections[name].timeout_s = float(config.timeout_s or timeout)
+        for config in wanted.values():
+            self.configure_one(config, timeout)
         return obsolete
+
+    def configure_one(self, config: mcp_config.ServerConfig, timeout_s: float) -> ServerConnection:
+        connection = self.connections.get(config.name)
+        if connection is None:
+            connection = ServerConnection(config, self.vault.logs / f"mcp-{config.name}.log", timeout_s)
+            connection.on_change = self._changed
+            self.connections[config.name] = connection
+        connection.timeout_s = float(config.timeout_s or timeout_s)
+        return connection
 
     async def start(self, profile: Profile) -> None:
         """Start every enabled server that is not running (the failed and the dead again too)."""
