@@ -3,8 +3,9 @@
 Usage: ``python fixture_server.py stdio [--garbage] [--die-on-start] [--hang-on-start]``
 or ``python fixture_server.py http PORT``. Tools: echo (text), picture (an image), broken (the
 tool raises: an isError result), slow (sleeps), huge (a very long text), grow (adds a tool and
-announces tools/list_changed), noisy (prints garbage to stdout, then answers), die (the process
-exits mid-call). Each start appends a line to $FIXTURE_MCP_PIDS (when set) so tests can check
+announces tools/list_changed), noisy (prints to stdout, then answers); with --garbage
+the server's wire itself carries lines that are not JSON-RPC, die (the process
+exits mid-call), header (an HTTP request header). Each start appends a line to $FIXTURE_MCP_PIDS (when set) so tests can check
 that every child is gone.
 """
 
@@ -76,10 +77,42 @@ async def grow(ctx: Context) -> str:
 
 @server.tool()
 def noisy() -> str:
-    """Print garbage to stdout (breaking the protocol's framing), then answer."""
-    sys.stdout.write("this is not JSON-RPC\n{broken json\n")
-    sys.stdout.flush()
+    """Print to stdout (the SDK diverts a tool's stdout to stderr; --garbage breaks the wire itself)."""
+    os.write(1, b"this is not JSON-RPC\n")
     return "noisy answered"
+
+
+def relay_with_garbage() -> None:
+    """--garbage: run the real server as a child and relay its stdout, writing a line that is not
+    JSON-RPC before every message (what a server built with a careless library does)."""
+    import subprocess
+    import threading
+
+    child = subprocess.Popen(
+        [sys.executable, __file__, "stdio"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0
+    )
+    assert child.stdin is not None and child.stdout is not None
+
+    def pump_in() -> None:
+        for line in sys.stdin.buffer:
+            child.stdin.write(line)
+        child.stdin.close()
+
+    threading.Thread(target=pump_in, daemon=True).start()
+    out = sys.stdout.buffer
+    out.write(b"garbage before the first message\n")
+    out.flush()
+    for line in child.stdout:
+        out.write(b"{not json: garbage between messages\n" + line)
+        out.flush()
+    sys.exit(child.wait())
+
+
+@server.tool()
+def header(ctx: Context) -> str:
+    """The X-Tui-Test header of the HTTP request (streamable HTTP only)."""
+    headers = ctx.headers or {}
+    return str({k.lower(): v for k, v in headers.items()}.get("x-tui-test", "no header"))
 
 
 @server.tool()
@@ -100,7 +133,8 @@ def main() -> None:
     if "--hang-on-start" in args:
         time.sleep(3600)
     if "--garbage" in args:
-        print("garbage before the first message", flush=True)
+        relay_with_garbage()
+        return
     if args and args[0] == "http":
         server.run("streamable-http", host="127.0.0.1", port=int(args[1]))
     else:

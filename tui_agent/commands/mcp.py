@@ -32,7 +32,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     add.add_argument(
         "--auto", action="append", default=[], metavar="TOOL", help="run this tool without asking (repeatable)"
     )
-    add.add_argument("--timeout", type=float, default=None, help="seconds (default: the profile's mcp_timeout_s)")
+    add.add_argument(
+        "--timeout", type=float, default=None, help="seconds a call may take (default: the profile's mcp_timeout_s)"
+    )
     add.add_argument("--disabled", action="store_true", help="add it switched off")
     add.add_argument("command_line", nargs="*", help="-- COMMAND ARGS... for a stdio server")
     remove = msub.add_parser("remove", parents=[common], help="remove a server")

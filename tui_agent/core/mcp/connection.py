@@ -274,6 +274,8 @@ class ServerConnection:
                 raise McpCallError(self._timeout_message(tool, timeout_s, garbage_before)) from None
             if exc.code == CONNECTION_CLOSED:
                 self._gone.set()
+                if self.state == "ready":  # now, so the very next request leaves its tools out
+                    self._fail(f"the server exited during a call to {tool} (see {self.log_path.name})")
                 raise McpCallError(f"MCP server {self.name} closed the connection during the call") from None
             raise McpCallError(f"MCP server {self.name} answered with error {exc.code}: {exc.message}") from None
         except ValidationError as exc:
@@ -282,6 +284,8 @@ class ServerConnection:
             raise McpCallError(f"MCP server {self.name} sent a malformed result for {tool} ({detail})") from None
         except (OSError, ConnectionError) as exc:
             self._gone.set()
+            if self.state == "ready":
+                self._fail(f"unreachable during a call to {tool}: {_describe(exc)}")
             raise McpCallError(f"MCP server {self.name} is unreachable: {_describe(exc)}") from None
 
     def _timeout_message(self, tool: str, timeout_s: float, garbage_before: int) -> str:

@@ -62,7 +62,7 @@ class McpManager:
             connection = ServerConnection(config, self.vault.logs / f"mcp-{config.name}.log", timeout_s)
             connection.on_change = self._changed
             self.connections[config.name] = connection
-        connection.timeout_s = float(config.timeout_s or timeout_s)
+        connection.timeout_s = timeout_s  # starting; a call may use the server's own timeout_s
         return connection
 
     async def start(self, profile: Profile) -> None:
