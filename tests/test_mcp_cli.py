@@ -44,7 +44,9 @@ def test_add_list_test_enable_disable_remove(env):
     assert "MCP server fx: ready, " in tested.stdout
     assert "  echo (auto): Echo the text back" in tested.stdout
     assert "  picture (ask): Draw a small picture" in tested.stdout
-    assert tui(vault, "mcp", "disable", "fx", "--profile", "test").stdout.strip() == "MCP server fx off for profile test"
+    assert (
+        tui(vault, "mcp", "disable", "fx", "--profile", "test").stdout.strip() == "MCP server fx off for profile test"
+    )
     assert tui(vault, "mcp", "list").stdout.startswith("off fx")
     assert tui(vault, "mcp", "list", "--profile", "default").returncode == 2  # no such profile: error, not a guess
     tui(vault, "mcp", "enable", "fx", "--profile", "test")
@@ -79,7 +81,9 @@ def test_test_reports_a_server_that_cannot_start(env):
     assert tui(vault, "mcp", "add", "gone", "--", "no-such-mcp-server-binary").returncode == 0
     result = tui(vault, "mcp", "test", "gone")
     assert result.returncode == 1
-    assert result.stderr.splitlines()[0] == "error: MCP server gone failed: command not found: no-such-mcp-server-binary"
+    assert (
+        result.stderr.splitlines()[0] == "error: MCP server gone failed: command not found: no-such-mcp-server-binary"
+    )
 
 
 def test_ask_uses_mcp_tools_with_yes_and_every_child_is_gone(env, tmp_path):
@@ -113,7 +117,10 @@ def test_non_interactive_ask_without_yes_refuses_clearly(env):
 
 def test_ask_with_a_dead_server_still_answers(env):
     vault = env.vault.root
-    assert tui(vault, "mcp", "add", "broken", "--", sys.executable, str(FIXTURE), "stdio", "--die-on-start").returncode == 0
+    assert (
+        tui(vault, "mcp", "add", "broken", "--", sys.executable, str(FIXTURE), "stdio", "--die-on-start").returncode
+        == 0
+    )
     env.fake.script(Reply(text="Answered without it."))
     result = tui(vault, "ask", "--new", "hello")
     assert result.returncode == 0
@@ -128,7 +135,9 @@ def test_mcp_server_time_from_pypi(env):
     if command is None:
         pytest.skip("needs mcp-server-time: pip install mcp-server-time")
     vault = env.vault.root
-    added = tui(vault, "mcp", "add", "time", "--auto", "get_current_time", "--", "mcp-server-time", "--local-timezone", "UTC")
+    added = tui(
+        vault, "mcp", "add", "time", "--auto", "get_current_time", "--", "mcp-server-time", "--local-timezone", "UTC"
+    )
     assert added.returncode == 0, added.stderr
     tested = tui(vault, "mcp", "test", "time")
     assert tested.returncode == 0, tested.stderr

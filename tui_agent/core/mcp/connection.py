@@ -156,7 +156,11 @@ class ServerConnection:
         except McpConfigError as exc:
             self._fail(str(exc))
         except BaseException as exc:
-            self._fail(_describe(exc))
+            if self.state == "starting" and "Connection closed" in _describe(exc):
+                last = self._last_stderr_line()
+                self._fail(f"the server exited while starting{': ' + last if last else ''} (see {self.log_path.name})")
+            else:
+                self._fail(_describe(exc))
         finally:
             self._client = None
             errlog.close()
@@ -295,6 +299,13 @@ class ServerConnection:
         return message
 
     # -------------------------------------------------------------- helpers
+    def _last_stderr_line(self) -> str:
+        try:
+            lines = [line.strip() for line in self.log_path.read_text(errors="replace").splitlines() if line.strip()]
+        except OSError:
+            return ""
+        return lines[-1][:200] if lines else ""
+
     def _fail(self, error: str) -> None:
         self.error = error
         log.warning("MCP server %s: %s", self.name, error)

@@ -68,7 +68,9 @@ class McpManager:
     async def start(self, profile: Profile) -> None:
         """Start every enabled server that is not running (the failed and the dead again too)."""
         async with self._lock:
-            for connection in self.configure(profile):
+            obsolete = self.configure(profile)
+            self.sync()  # switched-off servers' tools go at once
+            for connection in obsolete:
                 await connection.stop()
             pending = [c for c in self.connections.values() if c.state != "ready" or not c.running]
             await asyncio.gather(*(c.start() for c in pending))

@@ -48,6 +48,9 @@ class McpServerList(Vertical):
                 yield Switch(value=server.enabled, id=f"mcp-switch-{key}", name=server.name, tooltip=server.describe())
                 yield Static(self._text(server, states), id=f"mcp-state-{key}", classes="mcp-state", markup=False)
 
+    def on_mount(self) -> None:
+        self.refresh_states()
+
     def _states(self) -> dict[str, tuple[str, str]]:
         control: Any = getattr(self.app, "mcp", None)
         return control.states() if control is not None else {}
