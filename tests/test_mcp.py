@@ -166,6 +166,13 @@ async def test_garbage_on_stdout_is_isolated(env, pids):
         result = await connection.call("noisy", {}, 10)
         assert result.content[0].text == "noisy answered"
         assert (await connection.call("echo", {"text": "fine"}, 10)).content[0].text == "echo: fine"
+        # a malformed JSON-RPC result is an error for that call only
+        env.fake.script(Reply(tool_calls=[("malformed", "{}")]), Reply(text="that failed"))
+        events = await _turn(env, registry, "malformed")
+        failed = next(e for e in events if isinstance(e, ev.ToolFinished)).result
+        assert not failed.is_ok and failed.error.startswith("MCP server noisy sent a malformed result for malformed")
+        assert (await connection.call("echo", {"text": "after"}, 10)).content[0].text == "echo: after"
+        assert connection.state == "ready"
         assert connection.garbage_lines >= 3
         assert "garbage between messages" in connection.last_garbage
         log = (env.vault.logs / "agent.log").read_text()

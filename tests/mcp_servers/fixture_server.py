@@ -82,6 +82,20 @@ def noisy() -> str:
     return "noisy answered"
 
 
+@server.tool()
+def malformed() -> str:
+    """With --garbage, the relay turns this tool's response into a malformed JSON-RPC result."""
+    return "MALFORM_ME"
+
+
+def _malform(line: bytes) -> bytes:
+    """A response whose result breaks the CallToolResult schema (content must be a list)."""
+    import json
+
+    message = json.loads(line)
+    return json.dumps({"jsonrpc": "2.0", "id": message.get("id"), "result": {"content": 42}}).encode() + b"\n"
+
+
 def relay_with_garbage() -> None:
     """--garbage: run the real server as a child and relay its stdout, writing a line that is not
     JSON-RPC before every message (what a server built with a careless library does)."""
@@ -103,6 +117,8 @@ def relay_with_garbage() -> None:
     out.write(b"garbage before the first message\n")
     out.flush()
     for line in child.stdout:
+        if b"MALFORM_ME" in line:
+            line = _malform(line)
         out.write(b"{not json: garbage between messages\n" + line)
         out.flush()
     sys.exit(child.wait())
