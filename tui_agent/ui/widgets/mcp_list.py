@@ -31,6 +31,8 @@ class McpServerList(Vertical):
     DEFAULT_CSS = """
     McpServerList { height: auto; padding: 0 0 1 0; }
     McpServerList .mcp-row { height: auto; }
+    McpServerList Switch { border: none; padding: 0 1; height: 1; }
+    McpServerList Switch:focus { border: none; text-style: reverse; }
     McpServerList .mcp-state { padding: 0 1; width: 1fr; }
     McpServerList .mcp-state.-failed { color: $error; }
     McpServerList .mcp-empty { color: $text-muted; padding: 0 1; }
