@@ -166,7 +166,7 @@ class ServerConnection:
             errlog.close()
             self._ready.set()
         if not self._stopping and self.state == "ready":
-            self._fail("the server exited (see " + self.log_path.name + ")")
+            self._fail(self._gone_text())
 
     def _transport(self, errlog: TextIO) -> Any:
         config = self.config
@@ -279,7 +279,7 @@ class ServerConnection:
             if exc.code == CONNECTION_CLOSED:
                 self._gone.set()
                 if self.state == "ready":  # now, so the very next request leaves its tools out
-                    self._fail(f"the server exited during a call to {tool} (see {self.log_path.name})")
+                    self._fail(f"{self._gone_text()} during a call to {tool}")
                 raise McpCallError(f"MCP server {self.name} closed the connection during the call") from None
             raise McpCallError(f"MCP server {self.name} answered with error {exc.code}: {exc.message}") from None
         except ValidationError as exc:
@@ -299,6 +299,11 @@ class ServerConnection:
         return message
 
     # -------------------------------------------------------------- helpers
+    def _gone_text(self) -> str:
+        if self.config.transport == "http":
+            return "the server closed the connection"
+        return f"the server exited (see {self.log_path.name})"
+
     def _last_stderr_line(self) -> str:
         try:
             lines = [line.strip() for line in self.log_path.read_text(errors="replace").splitlines() if line.strip()]
