@@ -77,3 +77,20 @@ def start_http_fixture(port: int, log: Path) -> subprocess.Popen[bytes]:
             time.sleep(0.2)
     process.kill()
     raise RuntimeError("the HTTP fixture server did not listen within 60 s")
+
+
+def my_children_running(word: str) -> list[int]:
+    """Live (not zombie) children of this process whose command line contains ``word``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[1]) == os.getpid() and fields[0] != "Z" and word in cmdline:
+            found.append(int(entry.name))
+    return found

@@ -12,7 +12,7 @@ import time
 
 import pytest
 from fake_openai import Reply
-from mcp_helpers import add_fixture, alive, started_pids, wait_gone
+from mcp_helpers import add_fixture, alive, my_children_running, started_pids, wait_gone
 from test_app import make, send
 from textual.widgets import Switch
 
@@ -129,3 +129,32 @@ def test_real_terminal_quit_and_sighup_leave_no_child(env, tmp_path, pids):
             assert wait_gone(started_pids(pids)[before:], timeout_s=30) == [], ending
         finally:
             subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
+async def test_mcp_server_time_in_the_app(env):
+    """The reference time server from PyPI, added as the README says (policy ask), used in the app."""
+    if shutil.which("mcp-server-time") is None:
+        pytest.skip("needs mcp-server-time: pip install mcp-server-time")
+    mcp_config.add_server(
+        mcp_config.ServerConfig(
+            name="time", transport="stdio", command="mcp-server-time", args=["--local-timezone", "UTC"]
+        )
+    )
+    env.fake.script(
+        Reply(tool_calls=[("get_current_time", '{"timezone": "Asia/Tokyo"}')]), Reply(text="It is late in Tokyo.")
+    )
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.mcp.states().get("time", ("",))[0] == "ready")
+        assert len(my_children_running("mcp-server-time")) == 1
+        app.composer.load_text("time in Tokyo?")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        assert "Run tool 'get_current_time' of MCP server 'time'" in app.screen.question
+        await pilot.press("y")
+        await wait_until(pilot, lambda: not app.turns)
+        view = list(app.chat_log.query(ToolResultView))[-1]
+        assert view.block.title == "Tool result · get_current_time · ✓ ok"
+        fed_back = env.fake.chat_requests[1]["messages"][-1]
+        assert fed_back["role"] == "tool" and "Asia/Tokyo" in fed_back["content"]
+    assert my_children_running("mcp-server-time") == []  # gone after quit
