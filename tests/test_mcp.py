@@ -134,13 +134,18 @@ async def test_error_huge_and_slow_results(env, pids):
         await manager.aclose()
 
 
-async def test_list_changed_refreshes_the_schemas(env, pids):
-    add_fixture()
+@pytest.mark.parametrize("era", ["2026 (subscriptions/listen)", "handshake (notification)"])
+async def test_list_changed_refreshes_the_schemas(env, pids, era):
+    add_fixture("fx", *(["--legacy"] if era.startswith("handshake") else []))
     registry = ToolRegistry()
     manager = McpManager(env.vault, registry)
     await manager.start(env.profile)
     try:
         assert "extra" not in registry
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        modern = manager.connections["fx"]._client.protocol_version in MODERN_PROTOCOL_VERSIONS
+        assert modern == era.startswith("2026")
         env.fake.script(Reply(tool_calls=[("grow", "{}")]), Reply(text="grown"))
         await _turn(env, registry, "grow")
         for _ in range(200):

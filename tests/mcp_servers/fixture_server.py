@@ -4,7 +4,8 @@ Usage: ``python fixture_server.py stdio [--garbage] [--die-on-start] [--hang-on-
 or ``python fixture_server.py http PORT``. Tools: echo (text), picture (an image), broken (the
 tool raises: an isError result), slow (sleeps), huge (a very long text), grow (adds a tool and
 announces tools/list_changed), noisy (prints to stdout, then answers); with --garbage
-the server's wire itself carries lines that are not JSON-RPC, die (the process
+the server's wire itself carries lines that are not JSON-RPC; --legacy makes it a
+handshake-era (pre-2026) server, die (the process
 exits mid-call), header (an HTTP request header). Each start appends a line to $FIXTURE_MCP_PIDS (when set) so tests can check
 that every child is gone.
 """
@@ -71,7 +72,11 @@ async def grow(ctx: Context) -> str:
         return "extra tool here"
 
     server.add_tool(extra)
-    await ctx.notify_tools_changed()
+    await ctx.notify_tools_changed()  # 2026-era clients: their subscriptions/listen stream
+    try:  # handshake-era clients: the notifications/tools/list_changed notification
+        await ctx.session.send_tool_list_changed()
+    except Exception as exc:
+        print(f"no legacy list_changed: {exc!r}", file=sys.stderr)
     return "added extra"
 
 
@@ -96,9 +101,11 @@ def _malform(line: bytes) -> bytes:
     return json.dumps({"jsonrpc": "2.0", "id": message.get("id"), "result": {"content": 42}}).encode() + b"\n"
 
 
-def relay_with_garbage() -> None:
-    """--garbage: run the real server as a child and relay its stdout, writing a line that is not
-    JSON-RPC before every message (what a server built with a careless library does)."""
+def relay(garbage: bool, legacy: bool) -> None:
+    """Run the real server as a child and relay its pipes. --garbage writes a line that is not
+    JSON-RPC before every message (what a server built with a careless library does); --legacy
+    refuses ``server/discover`` so the client falls back to the handshake-era protocol."""
+    import json
     import subprocess
     import threading
 
@@ -107,20 +114,31 @@ def relay_with_garbage() -> None:
     )
     assert child.stdin is not None and child.stdout is not None
 
+    out = sys.stdout.buffer
+    lock = threading.Lock()
+
+    def send(data: bytes) -> None:
+        with lock:
+            out.write(data)
+            out.flush()
+
     def pump_in() -> None:
         for line in sys.stdin.buffer:
+            if legacy and b'"server/discover"' in line:
+                request = json.loads(line)
+                error = {"code": -32601, "message": "Method not found"}
+                send(json.dumps({"jsonrpc": "2.0", "id": request["id"], "error": error}).encode() + b"\n")
+                continue
             child.stdin.write(line)
         child.stdin.close()
 
     threading.Thread(target=pump_in, daemon=True).start()
-    out = sys.stdout.buffer
-    out.write(b"garbage before the first message\n")
-    out.flush()
+    if garbage:
+        send(b"garbage before the first message\n")
     for line in child.stdout:
         if b"MALFORM_ME" in line:
             line = _malform(line)
-        out.write(b"{not json: garbage between messages\n" + line)
-        out.flush()
+        send((b"{not json: garbage between messages\n" if garbage else b"") + line)
     sys.exit(child.wait())
 
 
@@ -148,8 +166,8 @@ def main() -> None:
         sys.exit("fixture server: dying on start as asked")
     if "--hang-on-start" in args:
         time.sleep(3600)
-    if "--garbage" in args:
-        relay_with_garbage()
+    if "--garbage" in args or "--legacy" in args:
+        relay("--garbage" in args, "--legacy" in args)
         return
     if args and args[0] == "http":
         server.run("streamable-http", host="127.0.0.1", port=int(args[1]))
