@@ -355,3 +355,29 @@ def test_configuration_errors_name_the_field(env):
     assert mcp_config.expand("TUI_X", {"TUI_X": "v"}, whole_name=True) == "v"
     with pytest.raises(mcp_config.McpConfigError, match="TUI_Y is not set"):
         mcp_config.expand("${TUI_Y}", {})
+
+
+async def test_a_server_killed_while_idle_is_noticed_without_a_call(env, pids):
+    import os
+    import signal
+
+    add_fixture()
+    notices: list[str] = []
+    registry = ToolRegistry()
+    manager = McpManager(env.vault, registry, notice=notices.append)
+    await manager.start(env.profile)
+    try:
+        assert "echo" in registry
+        os.kill(started_pids(pids)[0], signal.SIGKILL)
+        for _ in range(400):
+            if manager.states()["fx"][0] == "dead":
+                break
+            await asyncio.sleep(0.05)
+        assert manager.states()["fx"] == ("dead", "the server exited (see mcp-fx.log)")
+        assert "echo" not in registry
+        assert notices == [
+            "MCP server fx stopped: the server exited (see mcp-fx.log). Its tools are left out; "
+            "it is started again on the next turn."
+        ]
+    finally:
+        await manager.aclose()
