@@ -152,3 +152,35 @@ def test_mcp_server_time_from_pypi(env):
     assert "Europe/Paris" in fed_back and '"status": "ok"' in fed_back
     schema = {t["function"]["name"]: t["function"] for t in env.fake.chat_requests[0]["tools"]}
     assert "timezone" in schema["get_current_time"]["parameters"]["properties"]
+
+
+def test_sigterm_during_ask_stops_the_servers(env, tmp_path):
+    import signal
+    import time
+
+    vault = env.vault.root
+    pids = tmp_path / "pids.txt"
+    add_fixture(vault, "fx", "--auto", "slow", "--env", "FIXTURE_MCP_PIDS=${FIXTURE_MCP_PIDS}")
+    env.fake.script(Reply(tool_calls=[("slow", '{"seconds": 600}')]))
+    argv = [sys.executable, "-m", "tui_agent", "--vault", str(vault), "ask", "--new", "wait"]
+    process = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "FIXTURE_MCP_PIDS": str(pids)},
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while len(env.fake.chat_requests) < 1 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1.0)  # the slow call is under way
+        process.send_signal(signal.SIGTERM)
+        _out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 143, err
+    assert "terminated" in err
+    assert len(started_pids(pids)) == 1 and wait_gone(started_pids(pids), timeout_s=5) == []

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import signal
 import sys
 
 from tui_agent.core import events as ev
@@ -42,7 +44,11 @@ def run_ask(vault_arg: str | None, args: argparse.Namespace) -> int:
         return 2
     text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
     interactive = args.text != ["-"] and sys.stdin.isatty() and sys.stderr.isatty()
-    return asyncio.run(_turn(session, profile, conversation_id, text, args.yes, interactive))
+    try:
+        return asyncio.run(_turn(session, profile, conversation_id, text, args.yes, interactive))
+    except asyncio.CancelledError:  # SIGTERM: the turn was cancelled and the MCP servers stopped
+        _err("terminated")
+        return 143
 
 
 async def _turn(
@@ -62,6 +68,10 @@ async def _turn(
         answer = await asyncio.to_thread(sys.stdin.readline)
         return answer.strip().lower() in ("y", "yes")
 
+    task = asyncio.current_task()
+    if task is not None:
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
     registry = default_registry()
     servers = McpManager(session.vault, registry, notice=lambda notice: _err(f"⚠ {notice}"))
     await servers.start(profile)  # MCP servers start before the turn (none configured: nothing happens)
