@@ -111,7 +111,7 @@ class McpManager:
                 counts[remote.name] = counts.get(remote.name, 0) + 1
         for connection in ready:
             for remote in connection.tools:
-                clash = counts[remote.name] > 1 or remote.name in self.registry
+                clash = counts[remote.name] > 1 or tool_name(connection.name, remote.name, False) in self.registry
                 name = tool_name(connection.name, remote.name, namespaced=clash)
                 if name in self.registry:
                     log.warning("MCP tool %s of %s left out: the name %s is taken", remote.name, connection.name, name)
