@@ -184,3 +184,31 @@ def test_sigterm_during_ask_stops_the_servers(env, tmp_path):
     assert process.returncode == 143, err
     assert "terminated" in err
     assert len(started_pids(pids)) == 1 and wait_gone(started_pids(pids), timeout_s=5) == []
+
+
+def test_interactive_ask_asks_on_the_terminal(env):
+    """On a terminal (stdin and stderr a tty), ask prints the question and waits for y/N."""
+    import time
+
+    vault = env.vault.root
+    add_fixture(vault)
+    env.fake.script(Reply(tool_calls=[("echo", '{"text": "tty"}')]), Reply(text="Approved on the tty."))
+    leader, follower = os.openpty()
+    argv = [sys.executable, "-m", "tui_agent", "--vault", str(vault), "ask", "--new", "use", "echo"]
+    process = subprocess.Popen(argv, stdin=follower, stdout=subprocess.PIPE, stderr=follower, text=True)
+    os.close(follower)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 90
+        while b"approve? [y/N]" not in seen and time.monotonic() < deadline:
+            seen += os.read(leader, 4096)
+        assert b"Run tool 'echo' of MCP server 'fx'" in seen
+        os.write(leader, b"y\n")
+        out, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(leader)
+    assert process.returncode == 0
+    assert out == "Approved on the tty.\n"
+    assert "echo: tty" in env.fake.chat_requests[1]["messages"][-1]["content"]
