@@ -19,6 +19,7 @@ commands:
   profile    list, show, create, use and set profiles
   history    list, search, export and import conversations; message revisions
   serve      serve the app in a browser (textual-serve) behind a token
+  mcp        MCP servers: list, add, remove, enable, disable, policy, test
 
 The vault (all data) is --vault > $TUI_AGENT_VAULT > ./jj_vault > the user data dir.
 """
@@ -43,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     which = ask.add_mutually_exclusive_group()
     which.add_argument("--new", action="store_true", help="start a new conversation")
     which.add_argument("--conversation", type=int, metavar="ID", help="continue conversation ID")
-    ask.add_argument("--yes", action="store_true", help="approve memory_sql UPDATEs without asking")
+    ask.add_argument("--yes", action="store_true", help="approve memory_sql UPDATEs and MCP tool calls without asking")
     ask.add_argument("text", nargs="+", help="the message (slash commands work too); - reads it from stdin")
 
     tool = sub.add_parser("tool", parents=[common], help="run one tool, print its JSON result")
@@ -96,12 +97,21 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--max-sessions", type=int, default=4, metavar="N", help="browser sessions (app processes) at once"
     )
+
+    from tui_agent.commands.mcp import add_parser as add_mcp_parser
+
+    add_mcp_parser(sub, common)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    from tui_agent.commands.mcp import split_command_line
+
+    argv, mcp_command_line = split_command_line(list(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(argv)
+    if mcp_command_line is not None:
+        args.command_line = mcp_command_line
     vault = getattr(args, "vault", None)
     command = args.command
     try:
@@ -129,6 +139,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from tui_agent.commands.serve import run_serve
 
             return run_serve(vault, args)
+        if command == "mcp":
+            from tui_agent.commands.mcp import run_mcp
+
+            return run_mcp(vault, args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import signal
 import sys
 
 from tui_agent.core import events as ev
@@ -41,18 +43,39 @@ def run_ask(vault_arg: str | None, args: argparse.Namespace) -> int:
         _err(f"error: {exc}")
         return 2
     text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
-    return asyncio.run(_turn(session, profile, conversation_id, text, args.yes))
+    interactive = args.text != ["-"] and sys.stdin.isatty() and sys.stderr.isatty()
+    try:
+        return asyncio.run(_turn(session, profile, conversation_id, text, args.yes, interactive))
+    except asyncio.CancelledError:  # SIGTERM: the turn was cancelled and the MCP servers stopped
+        _err("terminated")
+        return 143
 
 
-async def _turn(session: Session, profile: Profile, conversation_id: int | None, text: str, yes: bool) -> int:
+async def _turn(
+    session: Session, profile: Profile, conversation_id: int | None, text: str, yes: bool, interactive: bool = False
+) -> int:
     from tui_agent.core.loop import AgentLoop
+    from tui_agent.core.mcp.manager import McpManager
     from tui_agent.core.tools.registry import default_registry
 
     async def approve(tool: str, question: str) -> bool:
-        _err(f"[{tool}] {'approved (--yes)' if yes else 'refused: pass --yes to approve'}: {question}")
-        return yes
+        if yes or not interactive:
+            _err(f"[{tool}] {'approved (--yes)' if yes else 'refused: pass --yes to approve'}: {question}")
+            return yes
+        _err(f"[{tool}] {question}")
+        sys.stderr.write("approve? [y/N] ")
+        sys.stderr.flush()
+        answer = await asyncio.to_thread(sys.stdin.readline)
+        return answer.strip().lower() in ("y", "yes")
 
-    loop = AgentLoop(session.vault, profile, default_registry(), approve=approve)
+    task = asyncio.current_task()
+    if task is not None:
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    registry = default_registry()
+    servers = McpManager(session.vault, registry, notice=lambda notice: _err(f"⚠ {notice}"))
+    await servers.start(profile)  # MCP servers start before the turn (none configured: nothing happens)
+    loop = AgentLoop(session.vault, profile, registry, approve=approve)
     status = "error"
     wrote_text = False
     try:
@@ -89,4 +112,5 @@ async def _turn(session: Session, profile: Profile, conversation_id: int | None,
                 status = event.status
     finally:
         await loop.aclose()
+        await servers.aclose()
     return 0 if status == "complete" else 1

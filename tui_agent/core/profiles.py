@@ -127,6 +127,7 @@ FIELDS: list[FieldSpec] = [
     FieldSpec("sql_update_approval", _choice("ask", "auto"), "ask: memory_sql UPDATE waits for your yes"),
     FieldSpec("request_timeout_s", _number(float, 1, 3600), "seconds to wait for the model"),
     FieldSpec("context_budget_tokens", _number(int, 500, 2_000_000), "approximate token budget for history"),
+    FieldSpec("mcp_timeout_s", _number(float, 1, 3600), "seconds an MCP server may take to start or answer a call"),
 ]
 FIELD_NAMES = [spec.name for spec in FIELDS]
 _SPECS = {spec.name: spec for spec in FIELDS}

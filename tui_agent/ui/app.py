@@ -29,6 +29,7 @@ from tui_agent.core.tools.registry import ToolRegistry, default_registry
 from tui_agent.core.vault import Vault
 from tui_agent.ui.commands import AgentCommands, HistorySearch
 from tui_agent.ui.errors import friendly, setup_text
+from tui_agent.ui.mcp_control import McpControl
 from tui_agent.ui.message_actions import MessageActionsMixin
 from tui_agent.ui.paths import styles_dir
 from tui_agent.ui.turn_view import TurnView
@@ -88,6 +89,7 @@ class AgentApp(MessageActionsMixin):
         self.turns: dict[int | None, Worker[None]] = {}
         self.always_approve = False
         self.pending_attachments: list[str] = []
+        self.mcp = McpControl(self)
 
     # ----------------------------------------------------------------- layout
     def compose(self) -> ComposeResult:
@@ -134,6 +136,7 @@ class AgentApp(MessageActionsMixin):
         await self.open_conversation(last.id if last else None)
         self.composer.focus()
         self.status_line.ready(self.profile.chat_model)
+        self.mcp.install_signal_handlers()
         log.info("chat screen ready (pid %d)", os.getpid())
         # Background work starts well after the first paint so it does not compete with it for the GIL.
         self.set_timer(1.0, self._after_first_paint)
@@ -165,6 +168,7 @@ class AgentApp(MessageActionsMixin):
     def _preload_finished(self) -> None:
         self.registry  # noqa: B018 - builds the tool registry on the event loop
         self._preload_done.set()
+        self.mcp.start_in_background()
 
     def probe_endpoint(self) -> None:
         import httpx
@@ -235,6 +239,7 @@ class AgentApp(MessageActionsMixin):
         # Two threads importing openai at once can see a half-initialised module: wait for the preload.
         self._preloaded()
         await self._preload_done.wait()
+        await self.mcp.before_turn()
         try:
             loop = AgentLoop(self.vault, self.profile, self.registry, approve=self.approve)
             try:
@@ -269,6 +274,9 @@ class AgentApp(MessageActionsMixin):
                     del self.turns[key]
             if not view.attached and view.conversation_id == self.conversation_id:
                 await self.chat_log.show_conversation(self.conversation_id)
+
+    async def on_unmount(self) -> None:
+        await self.mcp.aclose()  # every MCP server process ends with the app
 
     async def approve(self, tool: str, question: str) -> bool:
         if self.always_approve:

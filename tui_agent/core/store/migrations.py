@@ -101,7 +101,33 @@ ALTER TABLE conversations ADD COLUMN leaf_id INTEGER;
 CREATE INDEX messages_parent ON messages(parent_id);
 """
 
-STEPS: list[str] = [V1, V2, V_BRANCHES]
+V_MCP = """
+ALTER TABLE profiles ADD COLUMN mcp_timeout_s REAL NOT NULL DEFAULT 60;
+CREATE TABLE mcp_servers (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    transport TEXT NOT NULL,
+    command TEXT NOT NULL DEFAULT '',
+    args TEXT NOT NULL DEFAULT '[]',
+    env TEXT NOT NULL DEFAULT '{}',
+    cwd TEXT NOT NULL DEFAULT '',
+    url TEXT NOT NULL DEFAULT '',
+    headers TEXT NOT NULL DEFAULT '{}',
+    policy TEXT NOT NULL DEFAULT 'ask',
+    tool_policies TEXT NOT NULL DEFAULT '{}',
+    timeout_s REAL,
+    enabled INTEGER NOT NULL DEFAULT 1,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE mcp_server_profiles (
+    server_id INTEGER NOT NULL REFERENCES mcp_servers(id) ON DELETE CASCADE,
+    profile_id INTEGER NOT NULL REFERENCES profiles(id) ON DELETE CASCADE,
+    enabled INTEGER NOT NULL,
+    PRIMARY KEY (server_id, profile_id)
+);
+"""
+
+STEPS: list[str] = [V1, V2, V_BRANCHES, V_MCP]
 LATEST = len(STEPS)
 
 

@@ -47,6 +47,7 @@ class Profile(BaseModel):
     sql_update_approval = pw.TextField(default="ask")
     request_timeout_s = pw.FloatField(default=60)
     context_budget_tokens = pw.IntegerField(default=12000)
+    mcp_timeout_s = pw.FloatField(default=60)
     created_at = pw.TextField(default=utcnow)
     updated_at = pw.TextField(default=utcnow)
 
@@ -110,4 +111,37 @@ class MessageRevision(BaseModel):
         table_name = "message_revisions"
 
 
+class McpServer(BaseModel):
+    """An MCP server the user added (global); ``McpServerProfile`` rows turn it on or off per profile."""
+
+    id = pw.AutoField()
+    name = pw.TextField(unique=True)
+    transport = pw.TextField()
+    command = pw.TextField(default="")
+    args = pw.TextField(default="[]")
+    env = pw.TextField(default="{}")
+    cwd = pw.TextField(default="")
+    url = pw.TextField(default="")
+    headers = pw.TextField(default="{}")
+    policy = pw.TextField(default="ask")
+    tool_policies = pw.TextField(default="{}")
+    timeout_s = pw.FloatField(null=True)
+    enabled = pw.BooleanField(default=True)
+    created_at = pw.TextField(default=utcnow)
+
+    class Meta:
+        table_name = "mcp_servers"
+
+
+class McpServerProfile(BaseModel):
+    server = pw.ForeignKeyField(McpServer, on_delete="CASCADE")
+    profile = pw.ForeignKeyField(Profile, on_delete="CASCADE")
+    enabled = pw.BooleanField()
+
+    class Meta:
+        table_name = "mcp_server_profiles"
+        primary_key = pw.CompositeKey("server", "profile")
+
+
 MODELS: list[type[BaseModel]] = [Setting, Profile, Conversation, Message, Attachment, MessageRevision]
+MODELS += [McpServer, McpServerProfile]

@@ -10,7 +10,7 @@ from textual.widgets import Button, Input, Label, ListItem, ListView, Select, St
 
 from tui_agent.core import profiles
 from tui_agent.core.store import history
-from tui_agent.core.store.models import Profile
+from tui_agent.core.store.models import McpServer, Profile
 from tui_agent.ui.widgets.sidebar_messages import ConversationsAction, ConversationSelected, ProfileChanged
 
 
@@ -139,4 +139,8 @@ class Sidebar(Vertical):
     def compose(self) -> ComposeResult:
         yield ConversationList(id="conversations")
         yield ThemePicker(id="theme-picker")
+        if McpServer.select().exists():  # the MCP section appears once a server is added
+            from tui_agent.ui.widgets.mcp_list import McpServerList
+
+            yield McpServerList(id="mcp-servers")
         yield ProfileEditor(id="profile-editor")
