@@ -6,7 +6,7 @@ import time
 
 import pytest
 from mcp_helpers import add_fixture, started_pids, wait_gone
-from test_serve import launch, needs_browser, open_app, served  # noqa: F401 - served is a fixture
+from serve_helpers import launch, needs_browser, open_app, start_serve
 
 
 @pytest.fixture
@@ -17,19 +17,20 @@ def pids(tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def mcp_served(env, pids):
+def mcp_served(env, pids, tmp_path):
     add_fixture()  # before serve starts: each tab's app process starts it
-    return None
+    server = start_serve(env.vault.root, tmp_path / "serve.out")
+    yield server
+    server.stop()
 
 
-@needs_browser
-def test_closing_the_tab_ends_the_servers(env, pids, mcp_served, served):  # noqa: F811
+@needs_browser()
+def test_closing_the_tab_ends_the_servers(env, pids, mcp_served):
     from playwright.sync_api import sync_playwright
 
-    _process, port = served
     with sync_playwright() as playwright:
         browser = launch(playwright)
-        page = open_app(browser, port, env.vault.root)
+        page = open_app(browser, mcp_served.url, env.vault.root)
         deadline = time.monotonic() + 90
         while not started_pids(pids) and time.monotonic() < deadline:
             page.wait_for_timeout(200)
