@@ -242,7 +242,11 @@ async def test_update_waits_for_approval(mem):
 
     result = await sql(mem, "UPDATE messages SET content = 'x' WHERE id = 1", no)
     assert result.error == "the user declined this UPDATE; nothing was changed"
-    assert "UPDATE messages SET content = 'x' WHERE id = 1" in asked[0] and "1 message(s): 1" in asked[0]
+    assert asked == [
+        "This UPDATE changes the content of 1 message.\n"
+        "Each previous text is kept as a revision (tui-agent history restore ID).\n\n"
+        "#1 user\n  old: What is a 1T parameter model?\n  new: x"
+    ]
     assert fingerprint(mem)[2] == before[2]
 
     async def yes(tool, question):
