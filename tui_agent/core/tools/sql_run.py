@@ -25,6 +25,7 @@ from tui_agent.core.tools.sql_guard import (
     precheck,
     refusal,
     setup_script,
+    tokens,
 )
 
 
@@ -155,6 +156,11 @@ def _explain(exc: BaseException, guard: Guard, collector: _Collector, request: R
     if "LIKE or GLOB pattern too complex" in text:
         return f"refused: a LIKE or GLOB pattern is longer than {limits.like_pattern_bytes:,} bytes"
     if "cannot modify messages because it is a view" in text:
+        words = {tok.word for tok in tokens(request.query) if tok.kind == "name" and not tok.quoted}
+        if "delete" in words:
+            return f"refused: DELETE FROM messages is not allowed; {ALLOWED}"
+        if words & {"insert", "replace"}:
+            return f"refused: INSERT INTO messages is not allowed; {ALLOWED}"
         return f"refused: only messages.content may be updated; {ALLOWED}"
     if "disk is full" in text or "disk I/O error" in text:
         return f"stopped: the query needed more than {limits.temp_bytes // 2**20} MB of temporary space; narrow it"
