@@ -237,6 +237,9 @@ HIDING = [
     "WITH RECURSIVE r(id) AS (SELECT 1 UNION ALL SELECT id + 1 FROM r WHERE id < 10) SELECT m.content FROM r JOIN messages m USING (id)",
     "SELECT c.title, m.content FROM conversations c JOIN messages m ON m.conversation_id = c.id",
     "SELECT * FROM messages WHERE id IN (SELECT id FROM messages WHERE content LIKE '%SECRET%')",
+    "SELECT count(*) FROM (SELECT id FROM messages)",
+    "WITH recent AS (SELECT * FROM messages ORDER BY id DESC) SELECT count(*), group_concat(content) FROM recent",
+    "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 5) SELECT count(*) FROM r",
 ]
 
 

@@ -212,6 +212,8 @@ class Guard:
             return sqlite3.SQLITE_OK
         table = (arg1 or "").casefold()
         if action == sqlite3.SQLITE_READ:
+            if dbname is None:  # a CTE or subquery (count(*) over it): its own reads were checked
+                return sqlite3.SQLITE_OK
             if dbname == "temp" and table in ("messages", self.secret_view):
                 return sqlite3.SQLITE_OK
             if table == "messages" and dbname == "main" and (source or "").casefold() == self.secret_view:
