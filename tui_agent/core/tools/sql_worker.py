@@ -27,6 +27,7 @@ RUNNING: set[int] = set()
 START_SLACK_S = 5.0
 #: Seconds the worker lives past its soft deadline before SIGALRM ends it.
 HARD_SLACK_S = 1.0
+_PASSED_ENV = frozenset({"PATH", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "LANG", "LC_ALL", "LC_CTYPE", "HOME"})
 
 
 class WorkerFailed(Exception):
@@ -42,7 +43,8 @@ async def run_in_worker(
 ) -> dict[str, Any]:
     """Run the request in a fresh worker; kill it on the deadline or when this task is cancelled."""
     temp_dir.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, SQLITE_TMPDIR=str(temp_dir), TMPDIR=str(temp_dir), PYTHONDONTWRITEBYTECODE="1")
+    env = {key: value for key, value in os.environ.items() if key in _PASSED_ENV}  # no API keys
+    env.update(SQLITE_TMPDIR=str(temp_dir), TMPDIR=str(temp_dir), PYTHONDONTWRITEBYTECODE="1")
     payload = json.dumps({"db_path": request.db_path, "query": request.query, "limits": asdict(request.limits)})
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -93,7 +95,10 @@ def _limit_process(limits: Limits) -> None:
         _soft, hard = resource.getrlimit(which)
         if hard != resource.RLIM_INFINITY:
             value = min(value, hard)
-        resource.setrlimit(which, (value, hard))
+        try:
+            resource.setrlimit(which, (value, hard))
+        except (ValueError, OSError):  # some systems refuse RLIMIT_AS; the deadline still holds
+            pass
     try:
         import ctypes
 
