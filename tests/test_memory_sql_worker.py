@@ -194,3 +194,75 @@ def test_the_authorizer_alone_still_hides_memory_rows(env, monkeypatch, query):
     answer = sql_run.run_guarded(Request(str(env.vault.db_path), query))
     assert answer["ok"] is False and answer["error"].startswith("refused: reading main.messages"), answer
     assert SECRET not in json.dumps(answer)
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def has_open(pid: int, path: Path) -> bool:
+    """The worker opened ``path`` itself (after exec: a forked child also holds its parent's files)."""
+    try:
+        if b"sql_worker" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+            return False
+        return any(os.readlink(fd) == str(path) for fd in Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:
+        return False
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/status").read_text()[:400] + Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "gone"
+
+
+def dead_or_dying(pid: int) -> bool:
+    """Gone, a zombie, or with SIGKILL already pending: it will not run another instruction of SQL."""
+    try:
+        status = dict(line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
+    except (OSError, ValueError):
+        return gone(pid)
+    pending = int(status.get("SigPnd", "0"), 16) | int(status.get("ShdPnd", "0"), 16)
+    try:
+        flags = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[6])
+    except (OSError, IndexError, ValueError):
+        return gone(pid)
+    exiting = bool(flags & 0x4)  # PF_EXITING: SIGKILL taken, the process is tearing down
+    return status.get("State", "").startswith(("Z", "X")) or bool(pending & (1 << 8)) or exiting
+
+
+@pytest.mark.parametrize("signal_name", ["SIGINT", "SIGKILL"])
+def test_ctrl_c_or_a_killed_parent_leaves_no_worker_behind(env, signal_name):
+    """`tui-agent tool memory_sql` on a runaway query: Ctrl+C ends the worker; so does killing the parent.
+
+    Checked the moment the parent is gone, long before the worker's own deadline could end it.
+    """
+    import signal
+    import subprocess
+    import sys
+
+    if not Path("/proc/self/task").exists():
+        pytest.skip("needs Linux /proc to find the worker process")
+    vault = ["--vault", str(env.vault.root)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tui_agent", "tool", "memory_sql", json.dumps({"query": INSTR_BOMB}), *vault],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        workers: list[int] = []
+        while not (workers and all(has_open(pid, env.vault.db_path) for pid in workers)) and proc.poll() is None:
+            workers = _children(proc.pid)  # wait until the worker runs SQL (its set-up is done)
+        assert workers, "the tool ended before its worker started"
+        assert not any(dead_or_dying(pid) for pid in workers)
+        proc.send_signal(getattr(signal, signal_name))
+        proc.wait(timeout=60)
+        assert all(dead_or_dying(pid) for pid in workers), [_state(pid) for pid in workers]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -45,7 +45,9 @@ async def run_in_worker(
     temp_dir.mkdir(parents=True, exist_ok=True)
     env = {key: value for key, value in os.environ.items() if key in _PASSED_ENV}  # no API keys
     env.update(SQLITE_TMPDIR=str(temp_dir), TMPDIR=str(temp_dir), PYTHONDONTWRITEBYTECODE="1")
-    payload = json.dumps({"db_path": request.db_path, "query": request.query, "limits": asdict(request.limits)})
+    payload = json.dumps(
+        {"db_path": request.db_path, "query": request.query, "limits": asdict(request.limits), "parent": os.getpid()}
+    )
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -84,7 +86,7 @@ async def run_in_worker(
     return answer
 
 
-def _limit_process(limits: Limits) -> None:
+def _limit_process(limits: Limits, parent: int | None) -> None:
     """Bounds of the child itself: hard deadline, memory, temp file size, die with the parent."""
     import resource
     import signal
@@ -105,14 +107,14 @@ def _limit_process(limits: Limits) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
-    if os.getppid() == 1:  # the parent is already gone
+    if parent is not None and os.getppid() != parent:  # the parent died before prctl took effect
         os._exit(1)
 
 
 def main() -> int:
     raw = json.loads(sys.stdin.buffer.read())
     limits = Limits(**raw.get("limits", {}))
-    _limit_process(limits)
+    _limit_process(limits, raw.get("parent"))
     answer = run_guarded(Request(str(raw["db_path"]), str(raw["query"]), limits))
     sys.stdout.buffer.write(json.dumps(answer, ensure_ascii=False).encode("utf-8", "surrogatepass"))
     sys.stdout.buffer.flush()
