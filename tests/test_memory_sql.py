@@ -134,6 +134,7 @@ HOSTILE = [
     "SELECT * FROM profiles",
     "SELECT * FROM settings",
     "SELECT _memory_collect_update(1, 'pwned')",
+    "SELECT _memory_collect_update(1, 'x', 'pwned')",
     "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r",
     "WITH RECURSIVE r(x) AS (SELECT 'a' UNION ALL SELECT x || x FROM r) SELECT length(x) FROM r",
     "SELECT randomblob(2000000000)",

@@ -139,3 +139,17 @@ def test_the_migration_step_adds_the_fields_with_defaults(tmp_path):
         65536,
     )
     conn.close()
+
+
+async def test_rows_whose_content_stays_the_same_are_not_counted(three):
+    asked: list[str] = []
+
+    async def yes(tool, question):
+        asked.append(question)
+        return True
+
+    result = await sql(three, "UPDATE messages SET content = content", yes)
+    assert result.data == {"kind": "update", "updated": 0, "ids": []} and asked == []
+    result = await sql(three, "UPDATE messages SET content = replace(content, 'ir', 'IR')", yes)
+    assert result.data["ids"] == [1, 3]
+    assert asked[0].startswith("This UPDATE changes the content of 2 messages.")

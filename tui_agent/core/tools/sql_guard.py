@@ -69,7 +69,7 @@ def setup_script(secret_view: str) -> str:
 CREATE TEMP VIEW {secret_view} AS SELECT * FROM main.messages WHERE role IS NOT '{HIDDEN_ROLE}';
 CREATE TEMP VIEW messages AS SELECT * FROM temp.{secret_view};
 CREATE TEMP TRIGGER {TRIGGER} INSTEAD OF UPDATE OF content ON messages
-BEGIN SELECT {COLLECT_FUNCTION}(OLD.id, NEW.content); END;
+BEGIN SELECT {COLLECT_FUNCTION}(OLD.id, OLD.content, NEW.content); END;
 """
 
 

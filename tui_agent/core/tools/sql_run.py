@@ -63,7 +63,9 @@ class _Collector:
         self.kept: dict[int, str] = {}
         self.problem = ""
 
-    def __call__(self, message_id: Any, content: Any) -> None:
+    def __call__(self, message_id: Any, old: Any, content: Any) -> None:
+        if isinstance(content, str) and content == old:
+            return  # unchanged: nothing to write, nothing to ask
         if isinstance(content, bytes):
             self.problem = (
                 f"refused: the new content of message {message_id} is a blob ({len(content):,} bytes); "
@@ -104,7 +106,7 @@ def _run(request: Request) -> dict[str, Any]:
         protected = [row[0] for row in conn.execute("SELECT name FROM sqlite_master")]
         precheck(request.query, [*protected, "messages", secret_view])
         collector = _Collector(limits)
-        conn.create_function(COLLECT_FUNCTION, 2, collector, deterministic=False)
+        conn.create_function(COLLECT_FUNCTION, 3, collector, deterministic=False)
         # before the temp objects: changing temp_store drops the TEMP database
         for pragma in (
             "temp_store = FILE",
