@@ -239,6 +239,9 @@ HIDING = [
     "SELECT c.title, m.content FROM conversations c JOIN messages m ON m.conversation_id = c.id",
     "SELECT * FROM messages WHERE id IN (SELECT id FROM messages WHERE content LIKE '%SECRET%')",
     "SELECT count(*) FROM (SELECT id FROM messages)",
+    "SELECT id FROM messages WHERE content LIKE '%main.messages%' OR content = 'WITH messages AS (x)'",
+    "SELECT 1 AS \"main.messages\", 'with messages as' -- WITH messages AS (SELECT * FROM main.messages)",
+    "WITH Recent(id, body) AS (SELECT id, content FROM messages), older AS (SELECT 1) SELECT * FROM Recent",
     "WITH recent AS (SELECT * FROM messages ORDER BY id DESC) SELECT count(*), group_concat(content) FROM recent",
     "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 5) SELECT count(*) FROM r",
 ]
