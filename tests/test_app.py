@@ -120,7 +120,12 @@ async def test_sql_update_asks_for_approval(env):
             if isinstance(app.screen, ApprovalScreen):
                 break
         assert isinstance(app.screen, ApprovalScreen)
-        assert "UPDATE messages SET content = 'edited' WHERE id = 1" in app.screen.question
+        assert app.screen.question.startswith("This UPDATE changes the content of 1 message.")
+        assert "UPDATE messages" not in app.screen.question
+        for _ in range(100):
+            if app.screen.armed:
+                break
+            await pilot.pause(0.05)
         await pilot.press("y")
         await settle(app, pilot)
     assert history.recent_messages(1)[0].content == "edited"

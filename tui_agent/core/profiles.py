@@ -128,6 +128,10 @@ FIELDS: list[FieldSpec] = [
     FieldSpec("request_timeout_s", _number(float, 1, 3600), "seconds to wait for the model"),
     FieldSpec("context_budget_tokens", _number(int, 500, 2_000_000), "approximate token budget for history"),
     FieldSpec("mcp_timeout_s", _number(float, 1, 3600), "seconds an MCP server may take to start or answer a call"),
+    FieldSpec("sql_update_max_rows", _number(int, 1, 10_000), "most messages one memory_sql UPDATE may change"),
+    FieldSpec(
+        "sql_update_max_value_bytes", _number(int, 1, 1_000_000), "largest new content (UTF-8 bytes) memory_sql writes"
+    ),
 ]
 FIELD_NAMES = [spec.name for spec in FIELDS]
 _SPECS = {spec.name: spec for spec in FIELDS}

@@ -127,7 +127,12 @@ CREATE TABLE mcp_server_profiles (
 );
 """
 
-STEPS: list[str] = [V1, V2, V_BRANCHES, V_MCP]
+V_SQL_CAPS = """
+ALTER TABLE profiles ADD COLUMN sql_update_max_rows INTEGER NOT NULL DEFAULT 50;
+ALTER TABLE profiles ADD COLUMN sql_update_max_value_bytes INTEGER NOT NULL DEFAULT 65536;
+"""
+
+STEPS: list[str] = [V1, V2, V_BRANCHES, V_MCP, V_SQL_CAPS]
 LATEST = len(STEPS)
 
 

@@ -48,6 +48,8 @@ class Profile(BaseModel):
     request_timeout_s = pw.FloatField(default=60)
     context_budget_tokens = pw.IntegerField(default=12000)
     mcp_timeout_s = pw.FloatField(default=60)
+    sql_update_max_rows = pw.IntegerField(default=50)
+    sql_update_max_value_bytes = pw.IntegerField(default=65536)
     created_at = pw.TextField(default=utcnow)
     updated_at = pw.TextField(default=utcnow)
 

@@ -1,4 +1,4 @@
-"""Modal dialogs: memory_sql UPDATE approval, confirmation, text prompt, attach picker."""
+"""Modal dialogs: confirmation, text prompt, attach picker (the approval modal lives in approval.py)."""
 
 from __future__ import annotations
 
@@ -12,39 +12,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, DirectoryTree, Input, Label, Static
 
-
-class ApprovalScreen(ModalScreen[str]):
-    """Returns "yes", "no" or "always" (yes for the rest of this session)."""
-
-    BINDINGS = [
-        Binding("y", "choose('yes')", "Yes", id="approval.yes"),
-        Binding("n,escape", "choose('no')", "No", id="approval.no"),
-        Binding("a", "choose('always')", "Always this session", id="approval.always"),
-    ]
-
-    def __init__(self, tool: str, question: str) -> None:
-        super().__init__()
-        self.tool = tool
-        self.question = question
-
-    def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog approval"):
-            yield Label(f"Allow {self.tool} to change your history?", classes="dialog-title")
-            yield Static(self.question, classes="dialog-body", markup=False)
-            with Horizontal(classes="dialog-buttons"):
-                yield Button("Yes (y)", id="yes", variant="warning")
-                yield Button("No (n)", id="no", variant="primary")
-                yield Button("Always this session (a)", id="always")
-
-    def on_mount(self) -> None:
-        self.query_one("#no", Button).focus()
-
-    @on(Button.Pressed)
-    def _pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id or "no")
-
-    def action_choose(self, choice: str) -> None:
-        self.dismiss(choice)
+from tui_agent.ui.screens.approval import ApprovalScreen as ApprovalScreen  # re-export for older imports
 
 
 class ConfirmScreen(ModalScreen[bool]):
