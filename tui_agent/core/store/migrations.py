@@ -92,7 +92,12 @@ END;
 INSERT INTO messages_fts(messages_fts) VALUES ('rebuild');
 """
 
-STEPS: list[str] = [V1, V2]
+# Reasoning (thinking) of a reply, kept apart from its content and never sent back to the model.
+V_REASONING = """
+ALTER TABLE messages ADD COLUMN reasoning TEXT;
+"""
+
+STEPS: list[str] = [V1, V2, V_REASONING]
 LATEST = len(STEPS)
 
 
