@@ -157,6 +157,10 @@ class LLMClient:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
+                if isinstance(exc, LLMError) and exc.kind == "bad_stream":
+                    # A shape we do not understand: never retried, the partial reply is kept.
+                    log.warning("%s sent %s", self.base_url, exc)
+                    raise LLMError(f"{self.base_url} sent {exc}", "bad_stream") from exc
                 error = self.translate(exc, model)
                 body = _body_text(exc)
                 if not yielded and self.stream_usage and _status(exc) in (400, 422) and refuses_stream_options(body):
@@ -323,7 +327,7 @@ def _loads(text: str, url: str) -> Any:
         return json.loads(text)
     except ValueError:
         line = " ".join(text.split())[:120]
-        raise LLMError(f"{url} sent something that is not JSON: {line!r}", "stream") from None
+        raise LLMError(f"data that is not JSON: {line!r}", "bad_stream") from None
 
 
 def _whole_reply(payload: Any) -> Any:

@@ -150,14 +150,14 @@ class StreamAssembler:
 
     def feed(self, chunk: Any) -> list[Piece]:
         if not isinstance(chunk, dict):
-            raise LLMError(f"unexpected stream data (a JSON {type(chunk).__name__}, not an object)", "stream")
+            raise LLMError(f"unexpected stream data (a JSON {type(chunk).__name__}, not an object)", "bad_stream")
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             self._usage(usage)
         out: list[Piece] = []
         choices = chunk.get("choices") or []
         if not isinstance(choices, list):
-            raise LLMError("unexpected stream data: 'choices' is not a list", "stream")
+            raise LLMError("unexpected stream data: 'choices' is not a list", "bad_stream")
         for choice in choices:
             if not isinstance(choice, dict) or choice.get("index", 0) not in (0, None):
                 continue
@@ -165,7 +165,7 @@ class StreamAssembler:
             if delta is None:
                 delta = choice.get("message")  # a non-streamed reply, or a server mixing the two
             if delta is not None and not isinstance(delta, dict):
-                raise LLMError("unexpected stream data: 'delta' is not an object", "stream")
+                raise LLMError("unexpected stream data: 'delta' is not an object", "bad_stream")
             if delta:
                 out.extend(self._delta(delta))
             if choice.get("finish_reason"):
@@ -192,10 +192,10 @@ class StreamAssembler:
         elif isinstance(content, list):
             out.extend(self._parts(content))
         elif content is not None:
-            raise LLMError(f"unexpected stream data: 'content' is a {type(content).__name__}", "stream")
+            raise LLMError(f"unexpected stream data: 'content' is a {type(content).__name__}", "bad_stream")
         calls = delta.get("tool_calls")
         if calls is not None and not isinstance(calls, list):
-            raise LLMError("unexpected stream data: 'tool_calls' is not a list", "stream")
+            raise LLMError("unexpected stream data: 'tool_calls' is not a list", "bad_stream")
         for raw in calls or []:
             self._tool_call(raw)
         return out
@@ -207,7 +207,7 @@ class StreamAssembler:
                 out.extend(self.splitter.feed(part))
                 continue
             if not isinstance(part, dict):
-                raise LLMError(f"unexpected stream data: a content part is a {type(part).__name__}", "stream")
+                raise LLMError(f"unexpected stream data: a content part is a {type(part).__name__}", "bad_stream")
             kind = part.get("type")
             if kind == "thinking":
                 text = _thinking_text(part.get("thinking"))
@@ -222,7 +222,7 @@ class StreamAssembler:
 
     def _tool_call(self, raw: Any) -> None:
         if not isinstance(raw, dict):
-            raise LLMError("unexpected stream data: a tool call is not an object", "stream")
+            raise LLMError("unexpected stream data: a tool call is not an object", "bad_stream")
         call_id = raw.get("id") or ""
         index = raw.get("index")
         call: ToolCall | None
@@ -239,7 +239,7 @@ class StreamAssembler:
             call.id = str(call_id)
         function = raw.get("function") or {}
         if not isinstance(function, dict):
-            raise LLMError("unexpected stream data: a tool call's 'function' is not an object", "stream")
+            raise LLMError("unexpected stream data: a tool call's 'function' is not an object", "bad_stream")
         name = function.get("name")
         if isinstance(name, str) and name and name != call.name:
             # Some servers repeat the whole name in every delta; others could split it.
@@ -268,7 +268,7 @@ class StreamAssembler:
         calls = [c for c in self.calls if c.name or c.arguments]
         for position, call in enumerate(calls):
             if not call.name:
-                raise LLMError("the model sent a tool call without a function name", "stream")
+                raise LLMError("the model sent a tool call without a function name", "bad_stream")
             if not call.id:
                 call.id = f"call_{position}_{random.getrandbits(32):08x}"
         reasoning = ("".join(self.field_reasoning) + "".join(self.splitter.reasoning)).strip()
