@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import sys
 
+from tui_agent.commands.reasoning_output import ReasoningPrinter
 from tui_agent.core import events as ev
 from tui_agent.core.profiles import ProfileError
 from tui_agent.core.session import Session, open_session
@@ -41,10 +42,13 @@ def run_ask(vault_arg: str | None, args: argparse.Namespace) -> int:
         _err(f"error: {exc}")
         return 2
     text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
-    return asyncio.run(_turn(session, profile, conversation_id, text, args.yes))
+    show_reasoning = not getattr(args, "no_reasoning", False)
+    return asyncio.run(_turn(session, profile, conversation_id, text, args.yes, show_reasoning))
 
 
-async def _turn(session: Session, profile: Profile, conversation_id: int | None, text: str, yes: bool) -> int:
+async def _turn(
+    session: Session, profile: Profile, conversation_id: int | None, text: str, yes: bool, show_reasoning: bool = True
+) -> int:
     from tui_agent.core.loop import AgentLoop
     from tui_agent.core.tools.registry import default_registry
 
@@ -55,8 +59,13 @@ async def _turn(session: Session, profile: Profile, conversation_id: int | None,
     loop = AgentLoop(session.vault, profile, default_registry(), approve=approve)
     status = "error"
     wrote_text = False
+    thinking = ReasoningPrinter(sys.stderr, show_reasoning)
     try:
         async for event in loop.run_turn(conversation_id, text):
+            if isinstance(event, (ev.ReasoningDelta, ev.TextToReasoning)):
+                thinking.write(event)
+                continue
+            thinking.end()
             if isinstance(event, ev.TextDelta):
                 sys.stdout.write(event.text)
                 sys.stdout.flush()
