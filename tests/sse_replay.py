@@ -33,6 +33,7 @@ class Recorded:
     content_type: str = "text/event-stream"
     body: bytes = b""
     source: list[str] = field(default_factory=list)
+    hold_before: int | None = None  # stop before this SSE event until the test calls release()
 
 
 def load(name: str) -> Recorded:
@@ -59,9 +60,17 @@ def load(name: str) -> Recorded:
     return answer
 
 
+def held(name: str, before_event: int) -> Recorded:
+    """A fixture served up to ``before_event`` (0-based), then held until ``ReplayServer.release()``."""
+    answer = load(name)
+    answer.hold_before = before_event
+    return answer
+
+
 class ReplayServer:
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
         self.queue: deque[Recorded] = deque()
+        self.gate = threading.Event()
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self.server = ThreadingHTTPServer((host, port), self._handler())
@@ -81,8 +90,11 @@ class ReplayServer:
         self.server.shutdown()
         self.server.server_close()
 
-    def script(self, *names: str) -> None:
-        self.queue.extend(load(name) for name in names)
+    def script(self, *names: str | Recorded) -> None:
+        self.queue.extend(load(name) if isinstance(name, str) else name for name in names)
+
+    def release(self) -> None:
+        self.gate.set()
 
     @property
     def bodies(self) -> list[dict[str, Any]]:
@@ -114,7 +126,27 @@ class ReplayServer:
                 with replay.lock:
                     replay.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
                 answer = replay._next()
-                self._send(answer.status, answer.content_type, answer.body)
+                if answer.hold_before is not None:
+                    self._send_held(answer)
+                else:
+                    self._send(answer.status, answer.content_type, answer.body)
+
+            def _send_held(self, answer: Recorded) -> None:
+                sep = b"\r\n\r\n" if b"\r\n\r\n" in answer.body else b"\n\n"
+                events = [e + sep for e in answer.body.split(sep) if e.strip()]
+                self.send_response(answer.status)
+                self.send_header("Content-Type", answer.content_type)
+                self.send_header("Connection", "close")
+                self.end_headers()
+                try:
+                    for index, event in enumerate(events):
+                        if index == answer.hold_before:
+                            replay.gate.wait(30)
+                        self.wfile.write(event)
+                        self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                self.close_connection = True
 
             def _send(self, status: int, content_type: str, body: bytes) -> None:
                 self.send_response(status)
