@@ -161,6 +161,16 @@ async def test_tool_call_shapes_run_the_right_tools_once(penv, fixture, expected
     assert len({c["id"] for c in sent_calls[0]["tool_calls"]}) == len(expected)
 
 
+async def test_usage_is_read_from_the_final_chunk_and_from_x_groq(penv):
+    penv.replay.script("openai_args_split.sse", "after_tool.sse", "groq_whole_call_reasoning.sse")
+    events = await penv.turn("weather?")
+    finished = [e for e in events if isinstance(e, ev.AssistantFinished)]
+    assert (finished[0].prompt_tokens, finished[0].completion_tokens) == (61, 16)
+    events = await penv.turn("again", done(events).conversation_id)
+    finished = [e for e in events if isinstance(e, ev.AssistantFinished)]
+    assert (finished[0].prompt_tokens, finished[0].completion_tokens) == (210, 41)
+
+
 async def test_gemini_thought_signature_is_stored_and_sent_back_unchanged(penv):
     penv.replay.script("gemini_no_index_signature.sse")
     await penv.turn("weather in Paris and London?")

@@ -154,6 +154,9 @@ class StreamAssembler:
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             self._usage(usage)
+        groq = chunk.get("x_groq")  # Groq reports usage here on the last chunk
+        if isinstance(groq, dict) and isinstance(groq.get("usage"), dict):
+            self._usage(groq["usage"])
         out: list[Piece] = []
         choices = chunk.get("choices") or []
         if not isinstance(choices, list):
