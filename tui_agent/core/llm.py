@@ -209,7 +209,7 @@ class LLMClient:
         done = False
         async with self.client.chat.completions.with_streaming_response.create(**kwargs) as response:
             content_type = response.headers.get("content-type", "")
-            if "event-stream" not in content_type:
+            if "event-stream" not in content_type and (not streaming or "json" in content_type):
                 # A whole reply (non-streaming request, or a server that ignored stream=true).
                 payload = _loads(await response.text(), self.base_url)
                 self._raise_if_error(payload)

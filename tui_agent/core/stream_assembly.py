@@ -70,6 +70,7 @@ class ThinkSplitter:
         self.inside = False
         self.seen_tag = False
         self.pending = ""  # a possible partial tag held back
+        self.after_close = False  # newlines right after </think> are not part of the answer
         self.text: list[str] = []
         self.reasoning: list[str] = []
 
@@ -91,16 +92,15 @@ class ThinkSplitter:
                     self.reasoning.insert(0, moved)
                     out.insert(0, TextToReasoning(moved))
                 self.seen_tag = True
+                self.after_close = True
                 buffer = buffer[orphan + len(CLOSE_TAG) :]
-                buffer = buffer.lstrip("\n") if not self.text else buffer
                 continue
             if at != -1:
                 self._emit(out, buffer[:at], reasoning=self.inside)
                 self.inside = not self.inside
                 self.seen_tag = True
                 buffer = buffer[at + len(tag) :]
-                if not self.inside:
-                    buffer = buffer.lstrip("\n")
+                self.after_close = not self.inside
                 continue
             keep = _partial_tag_suffix(buffer, (tag,) if self.seen_tag else (tag, CLOSE_TAG))
             self._emit(out, buffer[: len(buffer) - keep], reasoning=self.inside)
@@ -121,6 +121,11 @@ class ThinkSplitter:
             self.reasoning.append(text)
             out.append(ReasoningDelta(text))
         else:
+            if self.after_close:
+                text = text.lstrip("\r\n")
+                if not text:
+                    return
+                self.after_close = False
             self.text.append(text)
             out.append(TextDelta(text))
 
@@ -229,10 +234,20 @@ class StreamAssembler:
         call_id = raw.get("id") or ""
         index = raw.get("index")
         call: ToolCall | None
+        function = raw.get("function") or {}
+        if not isinstance(function, dict):
+            raise LLMError("unexpected stream data: a tool call's 'function' is not an object", "bad_stream")
         if index is None:
-            # Gemini sends parallel calls without index: a new id starts a new call.
+            # Gemini sends parallel calls without index: a new id starts a new call; without ids,
+            # a different name, or a name again after complete arguments, does.
             call = self.calls[-1] if self.calls else None
-            if call is None or (call_id and call.id and call_id != call.id):
+            name = function.get("name")
+            if (
+                call is None
+                or (call_id and call.id and call_id != call.id)
+                or (not call_id and name and call.name and name != call.name and not name.startswith(call.name))
+                or (not call_id and name and call.name == name and _complete_json(call.arguments))
+            ):
                 call = self._new_call(None)
         else:
             call = self.by_index.get(index)
@@ -240,9 +255,6 @@ class StreamAssembler:
                 call = self._new_call(index)
         if call_id and not call.id:
             call.id = str(call_id)
-        function = raw.get("function") or {}
-        if not isinstance(function, dict):
-            raise LLMError("unexpected stream data: a tool call's 'function' is not an object", "bad_stream")
         name = function.get("name")
         if isinstance(name, str) and name and name != call.name:
             # Some servers repeat the whole name in every delta; others could split it.
@@ -284,6 +296,16 @@ class StreamAssembler:
             completion_tokens=self.completion_tokens,
             reasoning=reasoning,
         )
+
+
+def _complete_json(text: str) -> bool:
+    if not text.strip():
+        return False
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _thinking_text(value: Any) -> str:
