@@ -156,3 +156,18 @@ def test_ask_errors_are_one_line_naming_the_servers_message(replay_vault, fixtur
     assert "Traceback" not in result.stderr
     assert len(replay.requests) == requests
     assert all(r[3] != "streaming" for r in stored(vault))
+
+
+def test_ask_transient_midstream_error_keeps_the_partial_and_asks_once_more(replay_vault):
+    replay, vault = replay_vault
+    replay.script("openrouter_midstream_transient.sse")
+    result = ask(vault, "hi")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "The first half of \nAll done.\n"
+    assert "asking again" in result.stderr
+    assert len(replay.requests) == 2
+    assert [(r[0], r[1], r[3]) for r in stored(vault)] == [
+        ("user", "hi", "complete"),
+        ("assistant", "The first half of ", "error"),
+        ("assistant", "All done.", "complete"),
+    ]

@@ -70,9 +70,12 @@ async def _turn(
                 sys.stdout.write(event.text)
                 sys.stdout.flush()
                 wrote_text = True
-            elif isinstance(event, ev.AssistantFinished) and wrote_text:
-                sys.stdout.write("\n")
-                wrote_text = False
+            elif isinstance(event, ev.AssistantFinished):
+                if wrote_text:
+                    sys.stdout.write("\n")
+                    wrote_text = False
+                if event.status == "error":
+                    _err("↻ the reply broke off (the server said the error is transient); asking again")
             elif isinstance(event, ev.ToolStarted):
                 _err(f"→ {event.summary}")
             elif isinstance(event, ev.ToolFinished):

@@ -241,7 +241,7 @@ class StreamAssembler:
             # Gemini sends parallel calls without index: a new id starts a new call; without ids,
             # a different name, or a name again after complete arguments, does.
             call = self.calls[-1] if self.calls else None
-            name = function.get("name")
+            name = function.get("name") if isinstance(function.get("name"), str) else None
             if (
                 call is None
                 or (call_id and call.id and call_id != call.id)
