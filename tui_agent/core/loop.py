@@ -165,7 +165,7 @@ class AgentLoop:
         """One streamed request; the assistant row is written as text arrives and finished at the end."""
         messages = self.builder.build(conversation_id, self.profile)
         yield ev.AssistantStarted(model)
-        reply = _Reply(conversation_id, model)
+        reply = _Reply(conversation_id, model, FLUSH_INTERVAL_S)
         try:
             stream = self.client.stream(
                 model=model,
@@ -192,7 +192,7 @@ class AgentLoop:
                     yield ev.AssistantFinished(
                         partial.id if partial else None, reply.text, model, "error", reasoning=reply.reasoning
                     )
-                    reply = _Reply(conversation_id, model)
+                    reply = _Reply(conversation_id, model, FLUSH_INTERVAL_S)
                     yield ev.AssistantStarted(model)
                 else:
                     event = reply.add(item)

@@ -30,7 +30,8 @@ def temperature(profile: Profile) -> float | None:
 class Reply:
     """The assistant row of one streamed reply: created on the first piece, flushed now and then."""
 
-    def __init__(self, conversation_id: int, model: str) -> None:
+    def __init__(self, conversation_id: int, model: str, flush_interval_s: float = FLUSH_INTERVAL_S) -> None:
+        self.flush_interval_s = flush_interval_s
         self.conversation_id = conversation_id
         self.model = model
         self.parts: list[str] = []
@@ -70,7 +71,7 @@ class Reply:
                 status="streaming",
             )
             self.last_flush = time.monotonic()
-        elif time.monotonic() - self.last_flush > FLUSH_INTERVAL_S:
+        elif time.monotonic() - self.last_flush > self.flush_interval_s:
             history.update_message(self.row, content=self.text, reasoning=self.reasoning or None)
             self.last_flush = time.monotonic()
         return event
