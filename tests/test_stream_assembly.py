@@ -29,7 +29,9 @@ def test_parallel_calls_without_index_or_id_are_told_apart_by_name_and_complete_
         ("a", {"x": 2}),
         ("b", {}),
     ]
-    assert len({c.id for c in result.tool_calls}) == 3  # ids made up where the server sent none
+    ids = [c.id for c in result.tool_calls]
+    assert len(set(ids)) == 3  # made up where the server sent none, in the form Mistral accepts
+    assert all(len(i) == 9 and i.isalnum() for i in ids)
 
 
 def test_same_index_with_a_new_id_starts_a_new_call_and_arguments_may_be_an_object():

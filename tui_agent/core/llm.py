@@ -33,6 +33,7 @@ from tui_agent.core.stream_assembly import (
     TextDelta,
     TextToReasoning,
     ToolCall,
+    new_call_id,
 )
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "TextDelta",
     "TextToReasoning",
     "ToolCall",
+    "new_call_id",
     "resolve_api_key",
 ]
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import secrets
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -105,7 +104,7 @@ class AgentLoop:
 
         pending: list[llm.ToolCall] = []
         if command is not None and command.tool is not None:
-            call = llm.ToolCall(f"slash_{secrets.token_hex(6)}", command.tool, json.dumps(command.arguments))
+            call = llm.ToolCall(llm.new_call_id(), command.tool, json.dumps(command.arguments))
             history.add_message(conversation_id, "assistant", "", tool_calls=[_call_dict(call)], model="user-command")
             pending = [call]
         async for event in self._rounds(conversation_id, pending):

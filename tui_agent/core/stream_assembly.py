@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import logging
-import random
+import secrets
+import string
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -281,11 +282,11 @@ class StreamAssembler:
 
     def finish(self) -> Completion:
         calls = [c for c in self.calls if c.name or c.arguments]
-        for position, call in enumerate(calls):
+        for call in calls:
             if not call.name:
                 raise LLMError("the model sent a tool call without a function name", "bad_stream")
             if not call.id:
-                call.id = f"call_{position}_{random.getrandbits(32):08x}"
+                call.id = new_call_id()
         reasoning = ("".join(self.field_reasoning) + "".join(self.splitter.reasoning)).strip()
         text = "".join(self.splitter.text)
         return Completion(
@@ -296,6 +297,13 @@ class StreamAssembler:
             completion_tokens=self.completion_tokens,
             reasoning=reasoning,
         )
+
+
+def new_call_id() -> str:
+    """An id for a call the server sent without one: 9 letters and digits, the strictest form
+    servers accept (Mistral rejects any other)."""
+    alphabet = string.ascii_letters + string.digits
+    return "".join(secrets.choice(alphabet) for _ in range(9))
 
 
 def _complete_json(text: str) -> bool:
