@@ -191,6 +191,7 @@ REASONING_CASES = [
     ("llamacpp_unopened_think.sse", "Hello! How can I help?", "Okay, the user greets me."),
     ("azure_filter_results.sse", "Hello from Azure.", ""),
     ("done_without_finish_reason.sse", "Complete answer.", ""),
+    ("keepalive_empty_events.sse", "Still here.", ""),
 ]
 
 

@@ -220,7 +220,9 @@ class LLMClient:
                 done = True
             else:
                 async for data in _sse_data(response):
-                    if data == "[DONE]":
+                    if not data.strip():
+                        continue  # an empty keep-alive event
+                    if data.strip() == "[DONE]":
                         done = True
                         break
                     for payload in _payloads(data, self.base_url):
