@@ -366,3 +366,28 @@ async def test_empty_temperature_sends_none(penv):
     profiles.set_field(penv.profile, "temperature", "0.3")
     await penv.turn("hi")
     assert penv.replay.bodies[1]["temperature"] == 0.3
+
+
+async def test_a_timeout_after_the_request_went_out_is_not_sent_again(env):
+    from fake_openai import Reply
+
+    env.profile.request_timeout_s = 1
+    env.profile.save()
+    env.fake.script(*[Reply(text="late", hang_s=2) for _ in range(3)])
+    client = LLMClient(env.fake.base_url, "k", timeout=1, backoff_s=0.01)
+    loop = AgentLoop(env.vault, env.profile, ToolRegistry([GetWeather()]), client=client)
+    events = [e async for e in loop.run_turn(None, "hi")]
+    await loop.aclose()
+    (error,) = [e for e in events if isinstance(e, ev.ErrorEvent)]
+    assert error.kind == "timeout"
+    assert len(env.fake.chat_requests) == 1  # the server may be working on it (and billing it)
+
+
+async def test_a_refused_connection_is_retried_and_each_retry_logged(env):
+    client = LLMClient("http://127.0.0.1:9/v1", "k", backoff_s=0.01)
+    loop = AgentLoop(env.vault, env.profile, ToolRegistry([GetWeather()]), client=client)
+    events = [e async for e in loop.run_turn(None, "hi")]
+    await loop.aclose()
+    assert [e.kind for e in events if isinstance(e, ev.ErrorEvent)] == ["connection"]
+    log = env.vault.log_file.read_text()
+    assert log.count("failed before any output): cannot reach http://127.0.0.1:9/v1") == 2

@@ -258,8 +258,12 @@ class LLMClient:
         if isinstance(exc, LLMError):
             return exc
         if isinstance(exc, (openai.APITimeoutError, httpx2.TimeoutException)):
+            # Retried only when the connection was never made; a request that went out may be billed.
+            never_sent = isinstance(exc, httpx2.ConnectTimeout) or isinstance(exc.__cause__, httpx2.ConnectTimeout)
             return LLMError(
-                f"{url} did not answer within {self.timeout:g}s (profile field request_timeout_s)", "timeout"
+                f"{url} did not answer within {self.timeout:g}s (profile field request_timeout_s)",
+                "timeout",
+                never_sent,
             )
         if isinstance(exc, openai.APIConnectionError):
             # Retried only when the connection was never made: then nothing reached the server.
