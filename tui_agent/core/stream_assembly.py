@@ -284,7 +284,7 @@ class StreamAssembler:
         calls = [c for c in self.calls if c.name or c.arguments]
         for call in calls:
             if not call.name:
-                raise LLMError("the model sent a tool call without a function name", "bad_stream")
+                raise LLMError("a tool call without a function name", "bad_stream")
             if not call.id:
                 call.id = new_call_id()
         reasoning = ("".join(self.field_reasoning) + "".join(self.splitter.reasoning)).strip()
