@@ -114,6 +114,8 @@ async def test_error_bodies_name_the_servers_own_message(penv, fixture, requests
     assert message in error.message and "\n" not in error.message
     assert error.message.startswith(penv.replay.base_url)
     assert len(penv.replay.requests) == requests  # 5xx: retried; 4xx: sent once
+    if fixture.endswith(".html"):
+        assert "nginx/1.24.0" in penv.vault.log_file.read_text()  # the rest of the page is logged
     assert [(r[0], r[3]) for r in penv.messages()] == [("user", "complete"), ("error", "error")]
 
 
