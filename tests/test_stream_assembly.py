@@ -76,6 +76,7 @@ def test_error_messages_of_every_body_shape():
     assert server_message('{"detail": "m3"}')[0] == "m3"
     assert server_message('[{"error": {"code": 400, "message": "m4"}}]')[0] == "m4"
     assert server_message("plain\nsecond line")[0:2] == ("plain", "second line")
+    assert server_message('data: {"error": {"message": "m5"}}\n\n')[0] == "m5"
     message, rest = server_message("<html><title>503 Service Unavailable</title><body>x</body></html>", "text/html")
     assert message == "503 Service Unavailable" and "<body>x</body>" in rest
     assert stream_error({"error": {"message": "slow", "code": 429}}) == ("slow", 429, True)

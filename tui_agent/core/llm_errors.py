@@ -34,6 +34,9 @@ def server_message(body: Any, content_type: str = "") -> tuple[str, str]:
         text = body.strip()
         if not text:
             return "", ""
+        if text.startswith("data:"):
+            # An error status with an SSE body: the first event holds the error.
+            text = text.splitlines()[0][5:].strip()
         try:
             parsed = json.loads(text)
         except ValueError:
