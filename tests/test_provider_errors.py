@@ -138,6 +138,12 @@ async def test_refused_stream_options_are_dropped_and_remembered_for_the_endpoin
     assert "stream_options" not in second and "stream_options" not in third
     logs = penv.vault.log_file.read_text()
     assert "retrying without stream_options" in logs
+    # Remembered in the vault too: a new process (here: a cleared memory) does not ask again.
+    from tui_agent.core import llm
+
+    llm._ENDPOINT_QUIRKS.clear()
+    await penv.turn("once more")
+    assert len(penv.replay.bodies) == 4 and "stream_options" not in penv.replay.bodies[3]
 
 
 async def test_server_refusing_tools_with_stream_gets_a_non_streaming_request(penv):

@@ -59,6 +59,39 @@ log = logging.getLogger("tui_agent.llm")
 NO_STREAM_OPTIONS = "no_stream_options"
 NO_STREAM_WITH_TOOLS = "no_stream_with_tools"
 _ENDPOINT_QUIRKS: dict[str, set[str]] = {}
+QUIRKS_KEY = "endpoint_quirks "  # settings key prefix, followed by the base URL
+
+
+def endpoint_quirks(base_url: str) -> set[str]:
+    """What this endpoint refused before: in this process, or saved in the vault's settings."""
+    key = base_url.rstrip("/")
+    if key not in _ENDPOINT_QUIRKS:
+        _ENDPOINT_QUIRKS[key] = set()
+        try:
+            from tui_agent.core.store.models import Setting
+
+            saved = Setting.get_or_none(Setting.key == QUIRKS_KEY + key)
+            if saved is not None:
+                _ENDPOINT_QUIRKS[key].update(json.loads(saved.value))
+        except Exception as exc:  # no vault open (a bare client): remembered for this process only
+            log.debug("endpoint quirks not loaded for %s: %s", key, exc)
+    return _ENDPOINT_QUIRKS[key]
+
+
+def remember_quirk(base_url: str, quirk: str, *, persist: bool) -> None:
+    """Remember a refusal for this process; ``persist`` also saves it in the vault's settings."""
+    quirks = endpoint_quirks(base_url)
+    quirks.add(quirk)
+    if not persist:
+        return
+    try:
+        from tui_agent.core.store.models import Setting
+
+        key = QUIRKS_KEY + base_url.rstrip("/")
+        saved = sorted(q for q in quirks if q == NO_STREAM_OPTIONS)
+        Setting.insert(key=key, value=json.dumps(saved)).on_conflict_replace().execute()
+    except Exception as exc:
+        log.debug("endpoint quirk %s not saved for %s: %s", quirk, base_url, exc)
 
 
 @dataclass
@@ -106,7 +139,7 @@ class LLMClient:
         self.backoff_s = backoff_s
         self._api_key = api_key
         self._client: Any = None
-        self.quirks = _ENDPOINT_QUIRKS.setdefault(base_url.rstrip("/"), set())
+        self.quirks = endpoint_quirks(base_url)
 
     @property
     def stream_usage(self) -> bool:
@@ -170,13 +203,14 @@ class LLMClient:
                 error = self.translate(exc, model)
                 body = _body_text(exc)
                 if not yielded and self.stream_usage and _status(exc) in (400, 422) and refuses_stream_options(body):
-                    self.quirks.add(NO_STREAM_OPTIONS)
+                    remember_quirk(self.base_url, NO_STREAM_OPTIONS, persist=True)
                     log.info("retrying without stream_options: %s refused them (%s)", self.base_url, error)
                     attempt -= 1
                     continue
                 if not yielded and tools and NO_STREAM_WITH_TOOLS not in self.quirks:
                     if refuses_tools_with_stream(body or str(error)):
-                        self.quirks.add(NO_STREAM_WITH_TOOLS)
+                        # Not saved: after a server upgrade, streaming with tools should come back.
+                        remember_quirk(self.base_url, NO_STREAM_WITH_TOOLS, persist=False)
                         log.info("retrying without streaming: %s refused tools with stream (%s)", self.base_url, error)
                         attempt -= 1
                         continue
