@@ -109,3 +109,13 @@ async def test_live_thinking_streams_open_then_collapses_when_the_answer_starts(
                 break
         assert block.collapsed and block.title == "Thought for 0s"
         assert bubble.text == "9.8 is greater."
+
+
+async def test_a_transient_midstream_error_shows_the_partial_marked_and_the_retried_reply(env, replay):
+    replay.script("openrouter_midstream_transient.sse")
+    app = make(env)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await run(app, pilot, "hi")
+        first, second = app.chat_log.query(AssistantBubble)
+        assert first.text == "The first half of " and first.status == "error"
+        assert second.text == "All done." and second.status == "complete"

@@ -77,7 +77,7 @@ class TurnView:
                 if not event.text and not event.reasoning.strip() and self.bubble.is_attached:
                     await self.bubble.remove()
                 elif self.bubble.is_attached:
-                    await self.bubble.finish("complete")
+                    await self.bubble.finish(event.status)
                     self.bubble.message_id = event.message_id
             self.bubble = None
         elif isinstance(event, ev.ToolStarted):
