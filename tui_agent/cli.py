@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--new", action="store_true", help="start a new conversation")
     which.add_argument("--conversation", type=int, metavar="ID", help="continue conversation ID")
     ask.add_argument("--yes", action="store_true", help="approve memory_sql UPDATEs and MCP tool calls without asking")
+    ask.add_argument("--no-reasoning", action="store_true", help="hide the model's reasoning (shown dimmed on stderr)")
     ask.add_argument("text", nargs="+", help="the message (slash commands work too); - reads it from stdin")
 
     tool = sub.add_parser("tool", parents=[common], help="run one tool, print its JSON result")

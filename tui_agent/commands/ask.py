@@ -8,6 +8,7 @@ import contextlib
 import signal
 import sys
 
+from tui_agent.commands.reasoning_output import ReasoningPrinter
 from tui_agent.core import events as ev
 from tui_agent.core.profiles import ProfileError
 from tui_agent.core.session import Session, open_session
@@ -44,15 +45,22 @@ def run_ask(vault_arg: str | None, args: argparse.Namespace) -> int:
         return 2
     text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
     interactive = args.text != ["-"] and sys.stdin.isatty() and sys.stderr.isatty()
+    show_reasoning = not getattr(args, "no_reasoning", False)
     try:
-        return asyncio.run(_turn(session, profile, conversation_id, text, args.yes, interactive))
+        return asyncio.run(_turn(session, profile, conversation_id, text, args.yes, interactive, show_reasoning))
     except asyncio.CancelledError:  # SIGTERM: the turn was cancelled and the MCP servers stopped
         _err("terminated")
         return 143
 
 
 async def _turn(
-    session: Session, profile: Profile, conversation_id: int | None, text: str, yes: bool, interactive: bool = False
+    session: Session,
+    profile: Profile,
+    conversation_id: int | None,
+    text: str,
+    yes: bool,
+    interactive: bool = False,
+    show_reasoning: bool = True,
 ) -> int:
     from tui_agent.core.loop import AgentLoop
     from tui_agent.core.mcp.manager import McpManager
@@ -78,15 +86,23 @@ async def _turn(
     loop = AgentLoop(session.vault, profile, registry, approve=approve)
     status = "error"
     wrote_text = False
+    thinking = ReasoningPrinter(sys.stderr, show_reasoning)
     try:
         async for event in loop.run_turn(conversation_id, text):
+            if isinstance(event, (ev.ReasoningDelta, ev.TextToReasoning)):
+                thinking.write(event)
+                continue
+            thinking.end()
             if isinstance(event, ev.TextDelta):
                 sys.stdout.write(event.text)
                 sys.stdout.flush()
                 wrote_text = True
-            elif isinstance(event, ev.AssistantFinished) and wrote_text:
-                sys.stdout.write("\n")
-                wrote_text = False
+            elif isinstance(event, ev.AssistantFinished):
+                if wrote_text:
+                    sys.stdout.write("\n")
+                    wrote_text = False
+                if event.status == "error":
+                    _err("↻ the reply broke off (the server said the error is transient); asking again")
             elif isinstance(event, ev.ToolStarted):
                 _err(f"→ {event.summary}")
             elif isinstance(event, ev.ToolFinished):

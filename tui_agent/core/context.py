@@ -32,6 +32,7 @@ Tool rules:
 """
 
 IMAGE_TOKENS = 1000
+IMAGES_FOLLOW = "The tool finished; its image output follows."
 CHARS_PER_TOKEN = 4
 EXCLUDED_ROLES = frozenset({"error", "system"})
 
@@ -95,6 +96,7 @@ class ContextBuilder:
                 if calls:
                     entry["tool_calls"] = [
                         {
+                            **(c.get("extra") or {}),  # provider fields that must round-trip, unchanged
                             "id": c["id"],
                             "type": "function",
                             "function": {"name": c["name"], "arguments": c["arguments"] or "{}"},
@@ -128,6 +130,10 @@ class ContextBuilder:
                 }
             )
         pending.clear()
+        if images:
+            # Strict servers (Mistral) reject a user turn right after tool results: a short assistant
+            # turn goes between, so the images still come right after the tool turn on every server.
+            out.append({"role": "assistant", "content": IMAGES_FOLLOW})
         for tool_name, paths in images:
             # The images a tool produced follow its result, in order, so the model sees what was made.
             parts: list[dict[str, Any]] = [{"type": "text", "text": f"Image(s) produced by {tool_name}:"}]

@@ -64,6 +64,20 @@ class TextDelta:
 
 
 @dataclass(frozen=True)
+class ReasoningDelta:
+    """A piece of the model's reasoning (shown apart from the answer, never sent back)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class TextToReasoning:
+    """The answer text streamed so far was reasoning after all (a reply that only closed ``</think>``)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class AssistantFinished:
     message_id: int | None
     text: str
@@ -71,6 +85,7 @@ class AssistantFinished:
     status: str
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    reasoning: str = ""
 
 
 @dataclass(frozen=True)
@@ -113,6 +128,8 @@ Event = (
     | ModelSwitched
     | AssistantStarted
     | TextDelta
+    | ReasoningDelta
+    | TextToReasoning
     | AssistantFinished
     | ToolStarted
     | ToolFinished

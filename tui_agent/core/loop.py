@@ -9,14 +9,15 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import secrets
-import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from tui_agent.core import events as ev
 from tui_agent.core import llm, slash
 from tui_agent.core.context import ContextBuilder
+from tui_agent.core.reply import Reply as _Reply
+from tui_agent.core.reply import call_dict as _call_dict
+from tui_agent.core.reply import temperature as _temperature
 from tui_agent.core.store import branches, history
 from tui_agent.core.store.models import Message, Profile
 from tui_agent.core.tools.base import ApprovalCallback, ToolContext, ToolResult
@@ -138,7 +139,7 @@ class AgentLoop:
 
         pending: list[llm.ToolCall] = []
         if command is not None and command.tool is not None:
-            call = llm.ToolCall(f"slash_{secrets.token_hex(6)}", command.tool, json.dumps(command.arguments))
+            call = llm.ToolCall(llm.new_call_id(), command.tool, json.dumps(command.arguments))
             history.add_message(conversation_id, "assistant", "", tool_calls=[_call_dict(call)], model="user-command")
             pending = [call]
         async for event in self._rounds(conversation_id, pending):
@@ -208,52 +209,44 @@ class AgentLoop:
                 window.truncated,
             )
         yield ev.AssistantStarted(model)
-        row: Message | None = None
-        parts: list[str] = []
-        last_flush = time.monotonic()
+        reply = _Reply(conversation_id, model, FLUSH_INTERVAL_S)
         try:
             stream = self.client.stream(
                 model=model,
                 messages=messages,
                 tools=self.registry.schemas(),
-                temperature=float(self.profile.temperature),
+                temperature=_temperature(self.profile),
             )
             async for item in stream:
-                if isinstance(item, llm.TextDelta):
-                    parts.append(item.text)
-                    if row is None:
-                        row = history.add_message(
-                            conversation_id, "assistant", item.text, model=model, status="streaming"
-                        )
-                        last_flush = time.monotonic()
-                    elif time.monotonic() - last_flush > FLUSH_INTERVAL_S:
-                        history.update_message(row, content="".join(parts))
-                        last_flush = time.monotonic()
-                    yield ev.TextDelta(item.text)
-                    continue
-                fields: dict[str, Any] = {
-                    "content": item.text,
-                    "status": "complete",
-                    "model": model,
-                    "prompt_tokens": item.prompt_tokens,
-                    "completion_tokens": item.completion_tokens,
-                    "tool_calls": [_call_dict(c) for c in item.tool_calls] or None,
-                }
-                if row is None:
-                    row = history.add_message(conversation_id, "assistant", **fields)
+                if isinstance(item, llm.Completion):
+                    row = reply.finish(item)
+                    yield ev.AssistantFinished(
+                        row.id,
+                        item.text,
+                        model,
+                        "complete",
+                        item.prompt_tokens,
+                        item.completion_tokens,
+                        reasoning=item.reasoning,
+                    )
+                    yield item
+                elif isinstance(item, llm.Restart):
+                    # The server said the failure is transient: the partial reply stays, the request goes again.
+                    partial = reply.save("error")
+                    yield ev.AssistantFinished(
+                        partial.id if partial else None, reply.text, model, "error", reasoning=reply.reasoning
+                    )
+                    reply = _Reply(conversation_id, model, FLUSH_INTERVAL_S)
+                    yield ev.AssistantStarted(model)
                 else:
-                    history.update_message(row, **fields)
-                yield ev.AssistantFinished(
-                    row.id, item.text, model, "complete", item.prompt_tokens, item.completion_tokens
-                )
-                yield item
+                    event = reply.add(item)
+                    if event is not None:
+                        yield event
         except (asyncio.CancelledError, GeneratorExit):
-            if row is not None:
-                history.update_message(row, content="".join(parts), status="cancelled")
+            reply.save("cancelled")
             raise
         except llm.LLMError as exc:
-            if row is not None:
-                history.update_message(row, content="".join(parts), status="error")
+            reply.save("error")
             history.add_message(conversation_id, "error", str(exc), model=model, status="error")
             yield ev.ErrorEvent(str(exc), exc.kind)
 
@@ -303,10 +296,6 @@ class AgentLoop:
                         status="cancelled",
                     )
             raise
-
-
-def _call_dict(call: llm.ToolCall) -> dict[str, str]:
-    return {"id": call.id, "name": call.name, "arguments": call.arguments}
 
 
 def _loads(raw: str) -> dict[str, Any]:

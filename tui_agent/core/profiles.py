@@ -74,6 +74,15 @@ def _number(kind: type, low: float, high: float) -> Callable[[str], Any]:
     return parse
 
 
+def _optional(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """Empty means "not set" (None); anything else must pass ``parse``."""
+
+    def parse_optional(raw: str) -> Any:
+        return None if str(raw).strip() in ("", "None") else parse(raw)
+
+    return parse_optional
+
+
 def _env_name(raw: str) -> str:
     value = raw.strip()
     if value.startswith("sk-") or len(value) > 64:
@@ -122,7 +131,11 @@ FIELDS: list[FieldSpec] = [
     FieldSpec("web_search_url", _url(False), "SearXNG base URL (required for searxng)"),
     FieldSpec("system_prompt", lambda raw: raw, "extra instructions added to the system message", multiline=True),
     FieldSpec("memory", lambda raw: raw, "notes injected into every request", multiline=True),
-    FieldSpec("temperature", _number(float, 0, 2), "sampling temperature (0-2)"),
+    FieldSpec(
+        "temperature",
+        _optional(_number(float, 0, 2)),
+        "sampling temperature (0-2); empty sends none (models that accept only the default)",
+    ),
     FieldSpec("max_tool_rounds", _number(int, 1, 50), "tool rounds per turn before the loop stops"),
     FieldSpec("sql_update_approval", _choice("ask", "auto"), "ask: memory_sql UPDATE waits for your yes"),
     FieldSpec("request_timeout_s", _number(float, 1, 3600), "seconds to wait for the model"),
@@ -170,6 +183,8 @@ def validate_profile(profile: Profile) -> None:
 
 def field_as_text(profile: Profile, name: str) -> str:
     value = getattr(profile, name)
+    if value is None:
+        return ""
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)

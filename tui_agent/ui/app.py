@@ -53,6 +53,7 @@ class AgentApp(MessageActionsMixin):
         Binding("ctrl+b", "toggle_sidebar", "Sidebar", id="app.sidebar"),
         Binding("ctrl+n", "new_conversation", "New chat", id="app.new"),
         Binding("ctrl+o", "toggle_tools", "Tools ±", id="app.tools"),
+        Binding("ctrl+r", "toggle_thinking", "Thinking ±", id="app.thinking", show=False),
         Binding("ctrl+t", "attach", "Attach", id="app.attach"),
         Binding("ctrl+l", "show_log", "Log", id="app.log"),
         Binding("f1", "help", "Help", id="app.help"),
@@ -324,8 +325,15 @@ class AgentApp(MessageActionsMixin):
     def _profile_changed(self) -> None:
         self.status_line.ready(self.profile.chat_model)
 
+    def action_toggle_thinking(self) -> None:
+        from tui_agent.ui.widgets.thinking import toggle_all
+
+        toggle_all(self)
+
     def action_toggle_tools(self) -> None:
-        blocks = list(self.chat_log.query(Collapsible))
+        from tui_agent.ui.widgets.thinking import ThinkingBlock
+
+        blocks = [b for b in self.chat_log.query(Collapsible) if not isinstance(b, ThinkingBlock)]
         expand = any(block.collapsed for block in blocks)
         for block in blocks:
             block.collapsed = not expand

@@ -16,6 +16,7 @@ ACTIONS = [
     ("New conversation", "new_conversation", "Start an empty conversation (Ctrl+N)"),
     ("Toggle sidebar", "toggle_sidebar", "Profile fields and conversations (Ctrl+B)"),
     ("Expand or collapse all tool results", "toggle_tools", "Ctrl+O"),
+    ("Show or hide all thinking blocks", "toggle_thinking", "The model's reasoning above its replies (Ctrl+R)"),
     ("Attach an image", "attach", "Pick a file or type a URL (Ctrl+T)"),
     (
         "Open image full size",

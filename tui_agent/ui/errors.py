@@ -14,6 +14,8 @@ HINTS = {
     "max_rounds": "The model kept calling tools. Ask again, or raise max_tool_rounds in the sidebar.",
     "attachment": "Check the file or URL: it must be a PNG, JPEG, GIF or WebP image.",
     "usage": "Type /help for the list of commands.",
+    "bad_request": "The message above is the server's own; check the profile's model and fields (Ctrl+B).",
+    "bad_stream": "The partial reply is kept; send again, or try another model or server.",
 }
 
 TITLES = {
@@ -27,6 +29,8 @@ TITLES = {
     "max_rounds": "Stopped a tool loop",
     "attachment": "Can't attach that",
     "usage": "Unknown command",
+    "bad_request": "The server refused the request",
+    "bad_stream": "The server sent something unexpected",
 }
 
 

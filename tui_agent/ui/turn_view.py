@@ -11,6 +11,7 @@ from tui_agent.core import events as ev
 from tui_agent.ui.errors import friendly
 from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard, NoticeCard, UserBubble
 from tui_agent.ui.widgets.context_meter import ContextMeter
+from tui_agent.ui.widgets.thinking import ThinkingBlock
 from tui_agent.ui.widgets.tool_block import ToolProgress
 
 if TYPE_CHECKING:
@@ -29,6 +30,7 @@ class TurnView:
         self.progress: dict[str, ToolProgress] = {}
         self.started = app.clock()
         self._pending: list[str] = []
+        self._thoughts: list[str] = []
         self._flusher: asyncio.Task[None] | None = None
         self.window_tokens: tuple[int, int] | None = None  # (estimated, budget) of the last request
 
@@ -75,20 +77,26 @@ class TurnView:
             status.thinking(event.model, self.started)
             self.bubble = AssistantBubble(thinking=True)
             await self._mount(self.bubble)
-        elif isinstance(event, ev.TextDelta):
-            self._pending.append(event.text)
+        elif isinstance(event, (ev.TextDelta, ev.ReasoningDelta)):
+            (self._pending if isinstance(event, ev.TextDelta) else self._thoughts).append(event.text)
             if self._flusher is None:
                 self._flusher = asyncio.create_task(self._flush_soon())
+        elif isinstance(event, ev.TextToReasoning):
+            await self.flush()
+            if self.bubble is not None and self.attached and self.bubble.is_attached:
+                await self.bubble.clear_text()
+                block = await self.bubble.live_thinking()
+                block.replace(event.text + block.text)
         elif isinstance(event, ev.AssistantFinished):
             await self.flush()
             if event.prompt_tokens is not None and self.window_tokens is not None and self.attached:
                 self.app.query_one(ContextMeter).show(event.prompt_tokens, self.window_tokens[1], estimated=False)
             status.finished(event.model, self.started, event.prompt_tokens, event.completion_tokens)
             if self.bubble is not None:
-                if not event.text and self.bubble.is_attached:
+                if not event.text and not event.reasoning.strip() and self.bubble.is_attached:
                     await self.bubble.remove()
                 elif self.bubble.is_attached:
-                    await self.bubble.finish("complete")
+                    await self.bubble.finish(event.status)
                     self.bubble.message_id = event.message_id
                     await self._show_alternatives(self.bubble)
             self.bubble = None
@@ -140,14 +148,22 @@ class TurnView:
         # Tokens are written to the Markdown stream once per frame: per-token writes re-wrap the
         # paragraph thousands of times (2,000 tokens: ~3 s per token vs ~0.3 s batched).
         text = "".join(self._pending)
+        thoughts = "".join(self._thoughts)
         self._pending.clear()
-        if text and self.bubble is not None and self.attached and self.bubble.is_attached:
+        self._thoughts.clear()
+        if self.bubble is None or not self.attached or not self.bubble.is_attached:
+            return
+        if thoughts.strip() or (thoughts and self.bubble.query(ThinkingBlock)):
+            (await self.bubble.live_thinking()).append(thoughts)
+        if text:
+            for block in self.bubble.query(ThinkingBlock):
+                block.finish()  # the answer started: the thinking collapses
             await self.bubble.write(text)
 
     async def close_bubble(self, status: str) -> None:
         await self.flush()
         if self.bubble is not None and self.bubble.is_attached:
-            if self.bubble.text:
+            if self.bubble.text or self.bubble.query(ThinkingBlock):
                 await self.bubble.finish(status)
             else:
                 await self.bubble.remove()  # nothing arrived: the error card or status line says why

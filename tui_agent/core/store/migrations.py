@@ -132,7 +132,12 @@ ALTER TABLE profiles ADD COLUMN sql_update_max_rows INTEGER NOT NULL DEFAULT 50;
 ALTER TABLE profiles ADD COLUMN sql_update_max_value_bytes INTEGER NOT NULL DEFAULT 65536;
 """
 
-STEPS: list[str] = [V1, V2, V_BRANCHES, V_MCP, V_SQL_CAPS]
+# Reasoning (thinking) of a reply, kept apart from its content and never sent back to the model.
+V_REASONING = """
+ALTER TABLE messages ADD COLUMN reasoning TEXT;
+"""
+
+STEPS: list[str] = [V1, V2, V_BRANCHES, V_MCP, V_SQL_CAPS, V_REASONING]
 LATEST = len(STEPS)
 
 

@@ -25,6 +25,16 @@ class Setting(BaseModel):
         table_name = "settings"
 
 
+class OptionalFloatField(pw.FloatField):
+    """A number or nothing; nothing is stored as '' so the NOT NULL column needs no migration."""
+
+    def db_value(self, value: object) -> object:
+        return "" if value is None or value == "" else super().db_value(value)
+
+    def python_value(self, value: object) -> object:
+        return None if value is None or value == "" else super().python_value(value)
+
+
 class Profile(BaseModel):
     id = pw.AutoField()
     name = pw.TextField(unique=True)
@@ -42,7 +52,7 @@ class Profile(BaseModel):
     web_search_url = pw.TextField(default="")
     system_prompt = pw.TextField(default="")
     memory = pw.TextField(default="")
-    temperature = pw.FloatField(default=0.7)
+    temperature = OptionalFloatField(default=0.7)  # None: not sent (models that accept only the default)
     max_tool_rounds = pw.IntegerField(default=6)
     sql_update_approval = pw.TextField(default="ask")
     request_timeout_s = pw.FloatField(default=60)
@@ -84,6 +94,7 @@ class Message(BaseModel):
     completion_tokens = pw.IntegerField(null=True)
     created_at = pw.TextField(default=utcnow)
     parent_id = pw.IntegerField(null=True)  # the message before on its branch (see store.branches)
+    reasoning = pw.TextField(null=True)
 
     class Meta:
         table_name = "messages"

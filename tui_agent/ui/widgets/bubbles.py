@@ -13,6 +13,7 @@ from textual.widgets import Static
 from tui_agent.ui.widgets.alternatives import AlternativesBar
 from tui_agent.ui.widgets.carousel import ImageCarousel
 from tui_agent.ui.widgets.spinner import Spinner
+from tui_agent.ui.widgets.thinking import ThinkingBlock
 
 if TYPE_CHECKING:
     from textual.widgets.markdown import MarkdownStream
@@ -50,9 +51,11 @@ class AssistantBubble(Vertical):
         message_id: int | None = None,
         thinking: bool = False,
         alternatives: list[int] | None = None,
+        reasoning: str = "",
     ) -> None:
         super().__init__(classes="bubble assistant")
         self.initial = text
+        self.reasoning = reasoning
         self.status = status
         self.message_id = message_id
         self.thinking = thinking
@@ -68,6 +71,8 @@ class AssistantBubble(Vertical):
             yield AlternativesBar(self.alternatives, self.message_id, kind="alternative")
         if self.thinking:
             yield Spinner("thinking", classes="thinking")
+        if self.reasoning.strip():
+            yield ThinkingBlock(self.reasoning)
         yield Markdown(self.initial, classes="reply")
         if self.status not in ("complete", "streaming"):
             yield Static(f"({self.status})", classes="reply-status")
@@ -86,7 +91,32 @@ class AssistantBubble(Vertical):
         self._parts.append(fragment)
         await self._stream.write(fragment)
 
+    async def live_thinking(self) -> ThinkingBlock:
+        """The streaming thinking block above the reply (mounted on the first reasoning)."""
+        for block in self.query(ThinkingBlock):
+            return block
+        for spinner in self.query(".thinking"):
+            await spinner.remove()
+        from textual.widgets import Markdown
+
+        block = ThinkingBlock(live=True)
+        await self.mount(block, before=self.query_one(".reply", Markdown))
+        return block
+
+    async def clear_text(self) -> None:
+        """The text streamed so far was reasoning after all: empty the reply."""
+        from textual.widgets import Markdown
+
+        if self._stream is not None:
+            await self._stream.stop()
+            self._stream = None
+        self.initial = ""
+        self._parts.clear()
+        await self.query_one(".reply", Markdown).update("")
+
     async def finish(self, status: str) -> None:
+        for block in self.query(ThinkingBlock):
+            block.finish()
         for spinner in self.query(".thinking"):
             await spinner.remove()
         if self._stream is not None:

@@ -50,10 +50,16 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
         if message.role == "user":
             return UserBubble(message.content, paths, message_id=message.id, alternatives=alternatives)
         if message.role == "assistant":
-            if not message.content and message.tool_calls:
+            if not message.content and message.tool_calls and not message.reasoning:
                 return None  # the call itself shows in the tool block
             status = "interrupted" if message.status == "streaming" else message.status
-            return AssistantBubble(message.content, status=status, message_id=message.id, alternatives=alternatives)
+            return AssistantBubble(
+                message.content,
+                status=status,
+                message_id=message.id,
+                alternatives=alternatives,
+                reasoning=message.reasoning or "",
+            )
         if message.role == "error":
             return ErrorCard(message.content, message_id=message.id)
         if message.tool_call_id is not None:
