@@ -165,6 +165,7 @@ class AgentLoop:
         yield ev.AssistantStarted(model)
         row: Message | None = None
         parts: list[str] = []
+        finished = False
         last_flush = time.monotonic()
         try:
             stream = self.client.stream(
@@ -198,12 +199,13 @@ class AgentLoop:
                     row = history.add_message(conversation_id, "assistant", **fields)
                 else:
                     history.update_message(row, **fields)
+                finished = True  # a cancel or close from here on must not unfinish the stored reply
                 yield ev.AssistantFinished(
                     row.id, item.text, model, "complete", item.prompt_tokens, item.completion_tokens
                 )
                 yield item
         except (asyncio.CancelledError, GeneratorExit):
-            if row is not None:
+            if row is not None and not finished:
                 history.update_message(row, content="".join(parts), status="cancelled")
             raise
         except llm.LLMError as exc:
