@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("tui_agent.ui.images")
 
 
-def open_full_size(app: App[object], path: Path, paths: list[Path]) -> None:
+def open_full_size(app: App[Any], path: Path, paths: list[Path]) -> None:
     """F3 / ``o``: the in-app image screen (in a browser under ``serve``)."""
     if not path.is_file():
         app.notify(f"{path.name} is no longer in the vault", severity="error")
@@ -36,7 +36,7 @@ def open_full_size(app: App[object], path: Path, paths: list[Path]) -> None:
     app.push_screen(ImageViewerScreen(shown, shown.index(path)))
 
 
-def open_in_browser(app: App[object], path: Path) -> None:
+def open_in_browser(app: App[Any], path: Path) -> None:
     """Under ``serve``: the browser gets the file (the serve work changes this to a new tab)."""
     app.deliver_binary(path, open_method="download", mime_type="image/png")
 
@@ -45,7 +45,7 @@ def viewer_command() -> str | None:
     return shutil.which("xdg-open") or (shutil.which("open") if sys.platform == "darwin" else None)
 
 
-def open_external(app: App[object], path: Path) -> subprocess.Popen[bytes] | None:
+def open_external(app: App[Any], path: Path) -> subprocess.Popen[bytes] | None:
     """Start the desktop's viewer; a thread waits for it (no zombie) and reports a failure."""
     opener = viewer_command()
     if opener is None:
@@ -63,7 +63,7 @@ def open_external(app: App[object], path: Path) -> subprocess.Popen[bytes] | Non
     return process
 
 
-def _reap(app: App[object], process: subprocess.Popen[bytes], name: str) -> None:
+def _reap(app: App[Any], process: subprocess.Popen[bytes], name: str) -> None:
     _, err = process.communicate()
     if process.returncode != 0:
         reason = err.decode(errors="replace").strip().splitlines()[-1:] or [f"exit status {process.returncode}"]
@@ -80,7 +80,7 @@ def downloads_dir() -> Path:
     return Path(platformdirs.user_downloads_dir())
 
 
-def save_copy(app: App[object], path: Path, folder: Path | None = None) -> Path | None:
+def save_copy(app: App[Any], path: Path, folder: Path | None = None) -> Path | None:
     """Copy the image to the downloads folder under a name that does not overwrite anything."""
     folder = folder or downloads_dir()
     try:
