@@ -12,7 +12,7 @@ from typing import Any
 def sixel_image_class(colors: int, tmux: bool) -> type:
     from textual.app import ComposeResult
     from textual_image.widget import SixelImage
-    from textual_image.widget.sixel import _ImageSixelImpl
+    from textual_image.widget.sixel import _ImageSixelImpl, _NoopRenderable
 
     from tui_agent.ui import sixel
     from tui_agent.ui.terminal_probe import tmux_wrap
@@ -23,7 +23,7 @@ def sixel_image_class(colors: int, tmux: bool) -> type:
             data = sixel.encode(image, colors, rgb)
             return tmux_wrap(data) if tmux else data
 
-    class OurSixelImage(SixelImage):
+    class OurSixelImage(SixelImage, Renderable=_NoopRenderable):
         def compose(self) -> ComposeResult:
             yield _Impl(self.image, self._sixel_options)
 
