@@ -154,7 +154,7 @@ def run_terminal(name: str, display: Display, out: Path, base_url: str) -> list[
         terminal_command(name, vault, workdir),
         env=env,
         stdout=subprocess.DEVNULL,
-        stderr=open(workdir / "terminal.log", "w"),  # noqa: SIM115
+        stderr=open(workdir / "terminal.log", "w"),
     )
     shots: list[Path] = []
     log = vault / "logs"
