@@ -60,6 +60,14 @@ def make_vault(folder: Path, base_url: str) -> Path:
     return folder
 
 
+def free_display() -> int:
+    """Other sessions on this machine run their own Xvfb: take a number nobody holds."""
+    for number in range(150, 400):
+        if not Path(f"/tmp/.X{number}-lock").exists() and not Path(f"/tmp/.X11-unix/X{number}").exists():
+            return number
+    raise RuntimeError("no free X display number")
+
+
 class Display:
     def __init__(self, number: int) -> None:
         self.name = f":{number}"
@@ -179,26 +187,26 @@ def run_terminal(name: str, display: Display, out: Path, base_url: str) -> list[
         display.keys("shift+Tab", "shift+Tab", "Return")  # the carousel's ▶ button
         time.sleep(3)
         shot("3-after-next")
-        display.resize_active(1000, 600)
-        time.sleep(6)
-        shot("4-resized-small")
-        display.resize_active(1380, 880)
-        time.sleep(4)
-        shot("5-resized-big")
         display.keys("o")  # the focused carousel's "open full size" (F3 does the same from anywhere)
         time.sleep(4)
-        shot("6-full-size")
+        shot("4-full-size")
         display.keys("Right")
         time.sleep(3)
-        shot("7-full-size-next")
+        shot("5-full-size-next")
         display.keys("Escape")
         time.sleep(3)
-        shot("8-back-in-chat")
+        shot("6-back-in-chat")
         display.keys("ctrl+p")
         time.sleep(2)
         display.keys("Escape")
         time.sleep(3)
-        shot("9-after-palette")
+        shot("7-after-palette")
+        display.resize_active(1000, 600)
+        time.sleep(6)
+        shot("8-resized-small")
+        display.resize_active(1380, 880)
+        time.sleep(4)
+        shot("9-resized-big")
     finally:
         display.keys("ctrl+q")
         try:
@@ -219,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("bench/screenshots"))
     parser.add_argument("--only", default="xterm,mlterm,kitty,tmux")
-    parser.add_argument("--display", type=int, default=91)
+    parser.add_argument("--display", type=int, default=0, help="X display number (default: a free one)")
     options = parser.parse_args(argv)
     terminals = [t for t in options.only.split(",") if t]
     missing = missing_tools(terminals)
@@ -232,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     options.out.mkdir(parents=True, exist_ok=True)
     fake = FakeOpenAI().start()
     fake.default_text = "Two foxes in the snow: one looking left, one curled up."
-    display = Display(options.display)
+    display = Display(options.display or free_display())
     try:
         for name in terminals:
             for path in run_terminal(name, display, options.out, fake.base_url):

@@ -34,8 +34,25 @@ def quantize(image: PILImage.Image, colors: int, background: tuple[int, int, int
         flat = [int(channel) for _, colour in distinct for channel in colour]  # type: ignore[union-attr]
         palette.putpalette(flat + [0] * (768 - len(flat)))
         return rgb.quantize(palette=palette, dither=PILImage.Dither.NONE)
-    palette = rgb.quantize(colors=colors, method=PILImage.Quantize.MEDIANCUT, dither=PILImage.Dither.NONE)
+    # The palette comes from a small copy (median cut over every pixel takes seconds); the dither
+    # then maps every pixel of the full image onto it.
+    sample = rgb.copy()
+    sample.thumbnail((192, 192))
+    palette = sample.quantize(colors=colors, method=PILImage.Quantize.MEDIANCUT, dither=PILImage.Dither.NONE)
     return rgb.quantize(palette=palette, dither=PILImage.Dither.FLOYDSTEINBERG)
+
+
+_BIT_TABLES: dict[tuple[int, int], bytes] = {}
+
+
+def _bit_table(index: int, row: int) -> bytes:
+    """A ``bytes.translate`` table: palette index ``index`` becomes the sixel bit of ``row``, all else 0."""
+    table = _BIT_TABLES.get((index, row))
+    if table is None:
+        raw = bytearray(256)
+        raw[index] = 1 << row
+        table = _BIT_TABLES[(index, row)] = bytes(raw)
+    return table
 
 
 def _percent(value: int) -> int:
@@ -60,17 +77,12 @@ def encode(image: PILImage.Image, colors: int = MAX_REGISTERS, background: tuple
         out += b"#%d;2;%d;%d;%d" % (register[index], _percent(r), _percent(g), _percent(b))
     for top in range(0, height, 6):
         rows = [pixels[(top + dy) * width : (top + dy + 1) * width] for dy in range(min(6, height - top))]
-        bands: dict[int, bytearray] = {}
-        for dy, row in enumerate(rows):
-            bit = 1 << dy
-            for x, index in enumerate(row):
-                band = bands.get(index)
-                if band is None:
-                    band = bands[index] = bytearray(width)
-                band[x] |= bit
         first = True
-        for index in sorted(bands):
-            line = bytes(bands[index]).rstrip(b"\x00").translate(_TO_SIXEL)
+        for index in sorted(set().union(*rows)):
+            # Each row marks this colour's pixels with its bit; the rows' bits never overlap, so
+            # adding the rows as big integers ORs them (all in C, no per-pixel Python).
+            bits = sum(int.from_bytes(row.translate(_bit_table(index, dy))) for dy, row in enumerate(rows))
+            line = bits.to_bytes(width).rstrip(b"\x00").translate(_TO_SIXEL)
             if not first:
                 out += b"$"
             first = False

@@ -156,7 +156,7 @@ def _tty_cell() -> tuple[int, int] | None:
 
     try:
         raw = fcntl.ioctl(sys.__stdout__.fileno(), termios.TIOCGWINSZ, b"\0" * 8)  # type: ignore[union-attr]
-    except OSError:
+    except (OSError, ValueError):
         return None
     rows, cols, width, height = struct.unpack("HHHH", raw)
     if rows and cols and width and height:

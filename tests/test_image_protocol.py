@@ -1,0 +1,126 @@
+"""The protocol choice from real terminals' replies, tmux passthrough, and the Sixel widget's output
+decoded back to pixels.
+
+Replies recorded on this machine under Xvfb (bench/screenshots.py): xterm -ti vt340 with 256
+registers, mlterm 3.9, kitty 0.26.5 (Debian 12).
+"""
+
+from __future__ import annotations
+
+import pytest
+from PIL import Image
+from sixel_decode import decode
+from test_carousel import image_conversation, settle
+from textual.geometry import Region
+
+from tui_agent.ui.app import AgentApp
+from tui_agent.ui.terminal_probe import KITTY_QUERY, parse, tmux_wrap
+from tui_agent.ui.widgets.carousel import ImageCarousel
+
+XTERM = "\x1bP>|XTerm(379)\x1b\\\x1b[?1;0;256S\x1b[?63;1;2;4;6;9;15;16;22;28c"
+XTERM_16 = "\x1bP>|XTerm(379)\x1b\\\x1b[?1;0;16S\x1b[?63;1;2;4;6;9;15;16;22;28c"
+MLTERM = "\x1b[?1;0;256S\x1b[?63;1;2;3;4;6;7;15;18;22;29c"
+KITTY_026 = "\x1bP>|kitty(0.26.5)\x1b\\\x1b_Gi=31;OK\x1b\\\x1b[?62;c"
+KITTY_035 = "\x1bP>|kitty(0.35.2)\x1b\\\x1b_Gi=31;OK\x1b\\\x1b[?62;c"
+PLAIN = "\x1b[?62;22c"
+
+
+@pytest.mark.parametrize(
+    ("replies", "protocol", "colors"),
+    [
+        (XTERM, "sixel", 256),
+        (XTERM_16, "sixel", 16),
+        (MLTERM, "sixel", 256),
+        (KITTY_026, "kitty-direct", 256),
+        (KITTY_035, "kitty", 256),
+        (PLAIN, "halfcell", 256),
+        ("", "halfcell", 256),
+    ],
+)
+def test_the_choice_from_recorded_replies(replies, protocol, colors):
+    probe = parse(replies)
+    assert probe.protocol == protocol
+    assert probe.colors == colors
+    assert probe.describe().startswith(f"image protocol: {protocol} (")
+
+
+def test_the_log_line_names_the_da1_reply():
+    assert parse(XTERM).describe().startswith("image protocol: sixel (DA1 reply 63;1;2;4;6;9;15;16;22;28")
+
+
+def test_tmux_without_passthrough_is_halfcell_and_with_it_goes_through():
+    assert parse("\x1b[?1;2c", in_tmux=True, passthrough=False).protocol == "halfcell"
+    through = parse("\x1b[?1;2c", in_tmux=True, passthrough=True, outer="XTerm(379) xterm ")
+    assert (through.protocol, through.tmux) == ("sixel", True)
+
+
+def test_tmux_wrap_doubles_every_escape():
+    wrapped = tmux_wrap("\x1bPq#0;2;0;0;0~\x1b\\")
+    assert wrapped.startswith("\x1bPtmux;") and wrapped.endswith("\x1b\\")
+    inner = wrapped[len("\x1bPtmux;") : -2]
+    assert inner.replace("\x1b\x1b", "\x1b") == "\x1bPq#0;2;0;0;0~\x1b\\"
+    assert "\x1b" not in inner.replace("\x1b\x1b", "")
+
+
+def test_the_kitty_query_is_never_sent_raw_in_tmux(monkeypatch):
+    """tmux takes an APC string as the pane title: the probe leaves it out inside tmux."""
+    from tui_agent.ui import terminal_probe
+
+    sent: list[str] = []
+    monkeypatch.setenv("TMUX", "/tmp/tmux-0/default,1,0")
+    monkeypatch.setattr(terminal_probe, "tmux_passthrough_allowed", lambda: False)
+    monkeypatch.setattr(terminal_probe, "_read_replies", lambda i, o, queries, t: sent.append(queries) or "")
+    monkeypatch.setattr(terminal_probe.sys, "__stdin__", _Tty())
+    monkeypatch.setattr(terminal_probe.sys, "__stdout__", _Tty())
+    result = terminal_probe.probe()
+    assert result.protocol == "halfcell"
+    (queries,) = sent
+    assert KITTY_QUERY not in queries and "\x1b_" not in queries
+    assert queries.endswith("\x1b[c")
+
+
+class _Tty:
+    def isatty(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return -1
+
+
+def test_the_override_wins(monkeypatch):
+    from tui_agent.ui import terminal_probe
+
+    monkeypatch.setenv("TUI_AGENT_IMAGES", "halfcell")
+    monkeypatch.delenv("TMUX", raising=False)
+    monkeypatch.setattr(terminal_probe, "_read_replies", lambda i, o, q, t: XTERM)
+    monkeypatch.setattr(terminal_probe.sys, "__stdin__", _Tty())
+    monkeypatch.setattr(terminal_probe.sys, "__stdout__", _Tty())
+    result = terminal_probe.probe()
+    assert result.protocol == "halfcell" and "TUI_AGENT_IMAGES=halfcell" in result.reason
+
+
+async def test_the_sixel_widget_draws_the_image_it_shows(env):
+    """The Sixel string the widget writes decodes to the picture, scaled to its cells."""
+    image_conversation(env, sizes=((64, 40),))
+    app = AgentApp(env.vault, images="sixel", check_endpoint=False, animate=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        carousel = app.chat_log.query_one(ImageCarousel)
+        await settle(pilot, carousel)
+        await pilot.pause(0.3)
+        image = carousel.query_one(".carousel-image")
+        impl = image.children[0]
+        lines = impl.render_lines(Region(0, 0, impl.size.width, impl.size.height))
+        text = "".join(segment.text for strip in lines for segment in strip)
+        start = text.index("\x1bP")
+        data = text[start : text.index("\x1b\\", start) + 2]
+        decoded = decode(data)
+        assert not decoded.defined_after_pixels
+        from textual_image._terminal import get_cell_size
+
+        cell = get_cell_size()
+        assert decoded.image.size == (impl.size.width * cell.width, impl.size.height * cell.height)
+        source = Image.open(env.vault.media / "shapes/shape-1.png").convert("RGB").resize(decoded.image.size)
+        centre = (decoded.image.size[0] // 2, decoded.image.size[1] // 2)
+        assert all(
+            abs(a - b) <= 3 for a, b in zip(decoded.image.getpixel(centre), source.getpixel(centre), strict=True)
+        )
