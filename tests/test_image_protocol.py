@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 from PIL import Image
+from rich.control import Control
 from sixel_decode import decode
 from test_carousel import image_conversation, settle
 from textual.geometry import Region
@@ -118,7 +119,12 @@ async def test_the_sixel_widget_draws_the_image_it_shows(env):
         from textual_image._terminal import get_cell_size
 
         cell = get_cell_size()
-        assert decoded.image.size == (impl.size.width * cell.width, impl.size.height * cell.height)
+        pixel_height = impl.size.height * cell.height
+        # whole six-pixel bands only: the last band never spills into the next text row
+        assert decoded.image.size == (impl.size.width * cell.width, pixel_height - pixel_height % 6)
+        # after the image the cursor goes back to the widget's last row (not the row below it)
+        region = impl.screen.find_widget(impl).visible_region
+        assert text.endswith(Control.move_to(region.right, region.bottom - 1).segment.text)
         source = Image.open(env.vault.media / "shapes/shape-1.png").convert("RGB").resize(decoded.image.size)
         centre = (decoded.image.size[0] // 2, decoded.image.size[1] // 2)
         assert all(
