@@ -130,3 +130,63 @@ async def test_the_sixel_widget_draws_the_image_it_shows(env):
         assert all(
             abs(a - b) <= 3 for a, b in zip(decoded.image.getpixel(centre), source.getpixel(centre), strict=True)
         )
+
+
+def kitty_commands(text: str) -> list[tuple[dict[str, str], str]]:
+    """Every kitty graphics command in ``text`` as (keys, payload)."""
+    import re
+
+    out = []
+    for control, payload in re.findall(r"\x1b_G([^;\x1b]*);?([^\x1b]*)\x1b\\", text):
+        keys = dict(part.split("=", 1) for part in control.split(",") if part)
+        out.append((keys, payload))
+    return out
+
+
+async def test_kitty_direct_placement_sends_the_file_and_places_it(env, monkeypatch):
+    """For kitty 0.26: the PNG goes over once (decoded here to the same pixels) and is placed over
+    exactly the widget's cells; covering, leaving or closing deletes the placement."""
+    import base64
+    import io
+
+    from tui_agent.ui import kitty_widget
+
+    written: list[str] = []
+    monkeypatch.setattr(kitty_widget, "write", lambda widget, data: written.append(data))
+    image_conversation(env, sizes=((64, 40), (40, 64)))
+    app = AgentApp(env.vault, images="kitty-direct", check_endpoint=False, animate=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        carousel = app.chat_log.query_one(ImageCarousel)
+        await settle(pilot, carousel, "1 / 2")
+        image = carousel.query_one(".carousel-image")
+        assert isinstance(image, kitty_widget.KittyImage)
+        image._sent = False  # render as the first time (the app's first render already went out)
+        lines = image.render_lines(Region(0, 0, image.size.width, image.size.height))
+        text = "".join(segment.text for strip in lines for segment in strip)
+        commands = kitty_commands(text)
+        sent = "".join(payload for keys, payload in commands if keys.get("a") == "t" or "a" not in keys)
+        png = base64.b64decode(sent)
+        source = env.vault.media / "shapes/shape-1.png"
+        assert png == source.read_bytes()
+        assert list(Image.open(io.BytesIO(png)).convert("RGB").getdata()) == list(
+            Image.open(source).convert("RGB").getdata()
+        )
+        (placement,) = [keys for keys, _ in commands if keys.get("a") == "p"]
+        assert (int(placement["c"]), int(placement["r"])) == (image.size.width, image.size.height)
+        assert placement["q"] == "2" and placement["C"] == "1" and "U" not in placement
+        # a second render only moves the placement: the file is not sent again
+        again = kitty_commands(
+            "".join(s.text for strip in image.render_lines(Region(0, 0, *image.size)) for s in strip)
+        )
+        assert [keys["a"] for keys, _ in again if "a" in keys] == ["p"]
+        # the command palette covers it: the placement goes away
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.3)
+        assert any(kitty_commands(w)[0][0] == {"a": "d", "d": "i", "i": str(image.image_id), "q": "2"} for w in written)
+        await pilot.press("escape")
+        await pilot.pause(0.3)
+        # the next image replaces it: the old one is freed
+        carousel.focus()
+        await pilot.press("right")
+        await settle(pilot, carousel, "2 / 2")
+        assert any(kitty_commands(w)[0][0] == {"a": "d", "d": "I", "i": str(image.image_id), "q": "2"} for w in written)

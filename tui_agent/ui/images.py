@@ -100,9 +100,9 @@ def _load(name: str, probe: Probe) -> type:
     if name == "kitty":
         return TGPImage
     if name == "kitty-direct":
-        # kitty < 0.28 has no Unicode placeholders; direct placement is not built yet.
-        log.info("kitty without Unicode placeholders: images as half-cells")
-        return HalfcellImage
+        from tui_agent.ui.kitty_widget import KittyImage
+
+        return KittyImage
     if name == "unicode":
         return UnicodeImage
     return HalfcellImage
