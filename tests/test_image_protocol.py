@@ -185,6 +185,7 @@ async def test_kitty_direct_placement_sends_the_file_and_places_it(env, monkeypa
         assert any(kitty_commands(w)[0][0] == {"a": "d", "d": "i", "i": str(image.image_id), "q": "2"} for w in written)
         await pilot.press("escape")
         await pilot.pause(0.3)
+        assert image._placed  # placed again once the chat screen is back on top
         # the next image replaces it: the old one is freed
         carousel.focus()
         await pilot.press("right")

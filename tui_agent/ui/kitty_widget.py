@@ -77,7 +77,9 @@ class KittyImage(Widget):
         if screen is not self.screen:
             self.remove_placement()
         else:
-            self.refresh()
+            # Back on top: place it again once the screen is active (a render before that is blank).
+            self.call_after_refresh(self.refresh)
+            self.set_timer(0.1, self.refresh)
 
     def on_hide(self) -> None:
         self.remove_placement()
