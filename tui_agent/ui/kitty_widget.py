@@ -89,9 +89,12 @@ class KittyImage(Widget):
             write(self, delete(self.image_id, free=True))
 
     def remove_placement(self) -> None:
-        if self._placed:
+        # The data goes too: kitty may evict an image without placements, and a placement of an
+        # evicted image shows nothing. It is sent again with the next placement.
+        if self._placed or self._sent:
             self._placed = False
-            write(self, delete(self.image_id))
+            self._sent = False
+            write(self, delete(self.image_id, free=True))
 
     def _image_pixels(self) -> tuple[int, int]:
         if self._pixels is None:
