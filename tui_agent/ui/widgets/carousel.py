@@ -10,6 +10,7 @@ measured a fresh widget at width 0 and gave it zero rows.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from textual import on
@@ -68,6 +69,7 @@ class ImageCarousel(Vertical, can_focus=True):
         self.paths = paths
         self._pixels: dict[Path, tuple[int, int] | None] = {}
         self._box: tuple[int, int] = (0, 0)
+        self._showing = asyncio.Lock()
 
     def compose(self) -> ComposeResult:
         yield Center(classes="carousel-slot")
@@ -131,13 +133,16 @@ class ImageCarousel(Vertical, can_focus=True):
         return widget
 
     async def _show(self, index: int) -> None:
-        slot = self.query_one(".carousel-slot", Center)
-        self._box = self._slot_size()
-        slot.styles.height = self._box[1] if self._box[1] else "auto"
-        await slot.remove_children()
-        await slot.mount(self._image_widget(index))
-        for counter in self.query(".counter").results(Static):
-            counter.update(self._counter())
+        async with self._showing:  # a resize and a key can both ask; one slot change at a time
+            slot = self.query_one(".carousel-slot", Center)
+            self._box = self._slot_size()
+            slot.styles.height = self._box[1] if self._box[1] else "auto"
+            await slot.remove_children()
+            await slot.mount(self._image_widget(self.index))
+            for counter in self.query(".counter").results(Static):
+                counter.update(self._counter())
+        # Graphics drawn while the layout was still settling can be painted over by it: draw once more.
+        self.set_timer(0.3, lambda: [widget.refresh() for widget in slot.query("*")])
 
     async def watch_index(self, index: int) -> None:
         if self.is_mounted:
