@@ -168,9 +168,7 @@ async def test_kitty_direct_placement_sends_the_file_and_places_it(env, monkeypa
         png = base64.b64decode(sent)
         source = env.vault.media / "shapes/shape-1.png"
         assert png == source.read_bytes()
-        assert list(Image.open(io.BytesIO(png)).convert("RGB").getdata()) == list(
-            Image.open(source).convert("RGB").getdata()
-        )
+        assert Image.open(io.BytesIO(png)).convert("RGB").tobytes() == Image.open(source).convert("RGB").tobytes()
         (placement,) = [keys for keys, _ in commands if keys.get("a") == "p"]
         assert (int(placement["c"]), int(placement["r"])) == (image.size.width, image.size.height)
         assert placement["q"] == "2" and placement["C"] == "1" and "U" not in placement
@@ -192,3 +190,15 @@ async def test_kitty_direct_placement_sends_the_file_and_places_it(env, monkeypa
         await pilot.press("right")
         await settle(pilot, carousel, "2 / 2")
         assert any(kitty_commands(w)[0][0] == {"a": "d", "d": "I", "i": str(image.image_id), "q": "2"} for w in written)
+
+
+def test_forcing_kitty_on_an_old_kitty_keeps_direct_placement(monkeypatch):
+    from tui_agent.ui import terminal_probe
+
+    monkeypatch.setenv("TUI_AGENT_IMAGES", "kitty")
+    monkeypatch.delenv("TMUX", raising=False)
+    monkeypatch.setattr(terminal_probe, "_read_replies", lambda i, o, q, t: KITTY_026)
+    monkeypatch.setattr(terminal_probe.sys, "__stdin__", _Tty())
+    monkeypatch.setattr(terminal_probe.sys, "__stdout__", _Tty())
+    result = terminal_probe.probe()
+    assert result.protocol == "kitty-direct" and result.reason.startswith("TUI_AGENT_IMAGES=kitty")

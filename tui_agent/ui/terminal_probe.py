@@ -29,7 +29,7 @@ from dataclasses import dataclass
 log = logging.getLogger("tui_agent.ui.images")
 
 IMAGE_ENV = "TUI_AGENT_IMAGES"
-CHOICES = ("auto", "halfcell", "sixel", "kitty", "unicode")
+CHOICES = ("auto", "halfcell", "sixel", "kitty", "kitty-direct", "unicode")
 FIRST_TIMEOUT_S = 2.0
 TIMEOUT_S = 1.0
 KITTY_QUERY = "\x1b_Gi=31,s=1,v=1,a=q,t=d,f=24;AAAA\x1b\\"
@@ -197,7 +197,9 @@ def probe(first_run: bool = False) -> Probe:
     )
     if cell is not None:
         result.cell = cell
-    if choice != "auto":
+    if choice == "kitty" and result.protocol == "kitty-direct":
+        result.reason = f"{IMAGE_ENV}=kitty; {result.reason}"  # forced kitty still needs direct placement
+    elif choice != "auto":
         result = Probe(choice, f"{IMAGE_ENV}={choice}", result.colors, result.cell, result.tmux and choice == "sixel")
     log.debug("terminal replies after %.2f s: %r", time.monotonic() - started, replies)
     return result
