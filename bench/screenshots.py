@@ -3,8 +3,9 @@ mlterm (Sixel), kitty (Debian's 0.26.5, software GL) and tmux inside xterm.
 
 Each terminal gets a fresh vault whose profile points at a loopback scripted model; the app runs
 ``/imagine PHOTO ...`` (the fake flux2 in tests/bin draws a detailed picture), then the script
-takes PNGs: the carousel, after the carousel's next button, after a resize, the full-size screen,
-and the chat after the full-size screen closed. Look at every PNG.
+takes PNGs: the carousel, after the carousel's next button, the full-size screen and its next
+image, the chat after it closed and after the command palette closed, after resizes, and after
+more messages scrolled the picture partly away. Look at every PNG.
 
     python bench/screenshots.py [--out DIR] [--only xterm,mlterm,kitty,tmux]
 
@@ -207,6 +208,11 @@ def run_terminal(name: str, display: Display, out: Path, base_url: str) -> list[
         display.resize_active(1380, 880)
         time.sleep(4)
         shot("9-resized-big")
+        for n in range(3):  # a longer chat: the picture scrolls partly off the top
+            display.type(f"and now something else, number {n + 1}")
+            display.keys("Return")
+            time.sleep(4)
+        shot("10-scrolled")
     finally:
         display.keys("ctrl+q")
         try:
