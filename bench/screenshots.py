@@ -208,6 +208,9 @@ def run_terminal(name: str, display: Display, out: Path, base_url: str) -> list[
         display.resize_active(1380, 880)
         time.sleep(4)
         shot("9-resized-big")
+        # back to the composer (the carousel's button has the focus): click into it
+        subprocess.run(["xdotool", "mousemove", "300", "820", "click", "1"], env=display.env, check=True)
+        time.sleep(1)
         for n in range(3):  # a longer chat: the picture scrolls partly off the top
             display.type(f"and now something else, number {n + 1}")
             display.keys("Return")
@@ -246,13 +249,16 @@ def main(argv: list[str] | None = None) -> int:
     options.out.mkdir(parents=True, exist_ok=True)
     fake = FakeOpenAI().start()
     fake.default_text = "Two foxes in the snow: one looking left, one curled up."
-    display = Display(options.display or free_display())
     try:
         for name in terminals:
-            for path in run_terminal(name, display, options.out, fake.base_url):
-                print(path)
+            # A fresh X server per terminal: no pixels left over from the previous one.
+            display = Display(options.display or free_display())
+            try:
+                for path in run_terminal(name, display, options.out, fake.base_url):
+                    print(path)
+            finally:
+                display.close()
     finally:
-        display.close()
         fake.stop()
     return 0
 
