@@ -210,6 +210,7 @@ class AgentLoop:
             )
         yield ev.AssistantStarted(model)
         reply = _Reply(conversation_id, model, FLUSH_INTERVAL_S)
+        finished = False
         try:
             stream = self.client.stream(
                 model=model,
@@ -220,6 +221,7 @@ class AgentLoop:
             async for item in stream:
                 if isinstance(item, llm.Completion):
                     row = reply.finish(item)
+                    finished = True  # a cancel or close from here on must not unfinish the stored reply
                     yield ev.AssistantFinished(
                         row.id,
                         item.text,
@@ -243,7 +245,8 @@ class AgentLoop:
                     if event is not None:
                         yield event
         except (asyncio.CancelledError, GeneratorExit):
-            reply.save("cancelled")
+            if not finished:
+                reply.save("cancelled")
             raise
         except llm.LLMError as exc:
             reply.save("error")

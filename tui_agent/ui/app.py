@@ -5,9 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -426,23 +423,7 @@ class AgentApp(MessageActionsMixin):
 
     @on(ImageCarousel.OpenRequested)
     def _open_image(self, event: ImageCarousel.OpenRequested) -> None:
-        path = event.path
-        if not path.is_file():
-            self.notify(f"{path.name} is no longer in the vault", severity="error")
-            return
-        from tui_agent.ui.images import served_in_browser
+        from tui_agent.ui.image_open import open_full_size
 
-        if served_in_browser():
-            from tui_agent.ui.served_images import open_served_image
-
-            open_served_image(self, self.vault, path)
-            return
-        opener = shutil.which("xdg-open") or (shutil.which("open") if sys.platform == "darwin" else None)
-        if opener:
-            subprocess.Popen(
-                [opener, str(path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-            )
-            self.notify(f"Opening {path.name}")
-        else:
-            self.deliver_binary(path)
-            self.notify(f"Saved a copy of {path.name} to your downloads folder")
+        shown = [p for carousel in self.chat_log.query(ImageCarousel) for p in carousel.paths]
+        open_full_size(self, event.path, list(dict.fromkeys(shown)) or event.paths)
