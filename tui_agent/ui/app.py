@@ -27,10 +27,12 @@ from tui_agent.core.store import history
 from tui_agent.core.store.models import Profile
 from tui_agent.core.tools.registry import ToolRegistry, default_registry
 from tui_agent.core.vault import Vault
+from tui_agent.ui.chat_screen import ChatScreen
 from tui_agent.ui.commands import AgentCommands, HistorySearch
 from tui_agent.ui.conversations import ConversationsApp
 from tui_agent.ui.errors import friendly, setup_text
 from tui_agent.ui.paths import styles_dir
+from tui_agent.ui.theme_memory import restore_theme
 from tui_agent.ui.turn_view import TurnView
 from tui_agent.ui.widgets.bubbles import ErrorCard, NoticeCard
 from tui_agent.ui.widgets.carousel import ImageCarousel
@@ -53,6 +55,7 @@ class AgentApp(ConversationsApp):
         Binding("ctrl+o", "toggle_tools", "Tools ±", id="app.tools"),
         Binding("ctrl+t", "attach", "Attach", id="app.attach"),
         Binding("ctrl+l", "show_log", "Log", id="app.log"),
+        Binding("ctrl+r", "retry_turn", "Retry", id="app.retry"),
         Binding("f1", "help", "Help", id="app.help"),
         Binding("f3", "open_image", "Open image", id="app.open_image"),
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
@@ -71,8 +74,7 @@ class AgentApp(ConversationsApp):
     ) -> None:
         super().__init__()
         self.vault = vault
-        if profile_name:
-            profiles.use_profile(profile_name)
+        profiles.set_run_profile(profile_name or None)  # this run only; `profile use` switches for good
         self._images_choice = images
         self._image_class: type | None = None
         self.check_endpoint = check_endpoint
@@ -87,6 +89,9 @@ class AgentApp(ConversationsApp):
         self.pending_attachments: list[str] = []
 
     # ----------------------------------------------------------------- layout
+    def get_default_screen(self) -> ChatScreen:
+        return ChatScreen(id="_default")
+
     def compose(self) -> ComposeResult:
         yield Header()
         with Horizontal(id="main"):
@@ -125,7 +130,11 @@ class AgentApp(ConversationsApp):
         last = history.last_conversation()
         await self.open_conversation(last.id if last else None)
         self.composer.focus()
-        self.status_line.ready(self.profile.chat_model)
+        if self.check_endpoint:
+            self.status_line.connecting(self.profile.base_url)
+        else:
+            self.status_line.ready(self.profile.chat_model)
+        restore_theme(self)
         log.info("chat screen ready (pid %d)", os.getpid())
         # Background work starts well after the first paint so it does not compete with it for the GIL.
         self.set_timer(1.0, self._after_first_paint)
@@ -167,9 +176,17 @@ class AgentApp(ConversationsApp):
         except httpx.HTTPError:
             log.info("no endpoint answers at %s", profile.base_url)
             self.call_from_thread(self._show_setup_card, profile.base_url)
+            return
+        self.call_from_thread(self._endpoint_answered)
 
     def _show_setup_card(self, base_url: str) -> None:
         self.chat_log.mount(NoticeCard(setup_text(base_url), classes="setup-card"))
+        if self.status_line.state == "connecting":
+            self.status_line.offline(base_url)
+
+    def _endpoint_answered(self) -> None:
+        if self.status_line.state == "connecting":
+            self.status_line.ready(self.profile.chat_model)
 
     # ------------------------------------------------------------------ turns
     @on(Composer.Changed)
@@ -200,26 +217,40 @@ class AgentApp(ConversationsApp):
         except slash.SlashError as exc:
             await self.chat_log.mount(ErrorCard(friendly("usage", str(exc))))
             return
+        if self.chat_log.has_newer:  # a search jump left newer pages unloaded: the reply goes at the end
+            await self.chat_log.show_conversation(self.conversation_id)
         self.composer.remember(text)
         self.composer.clear()
         attachments, self.pending_attachments = self.pending_attachments, []
         self._show_pending()
         self.turns[self.conversation_id] = self.run_turn(self.conversation_id, text, attachments)
 
+    def action_retry_turn(self) -> None:
+        """Send the failed last turn again, from the user message already stored."""
+        if self.conversation_id is None:
+            self.notify("Nothing to retry yet.")
+        elif self.conversation_id in self.turns:
+            self.notify("A reply is still running here: wait, or press Esc to cancel it.", severity="warning")
+        else:
+            self.turns[self.conversation_id] = self.run_turn(self.conversation_id, "", [], retry=True)
+
     @work(group="turns", exit_on_error=False)
-    async def run_turn(self, conversation_id: int | None, text: str, attachments: list[str]) -> None:
+    async def run_turn(
+        self, conversation_id: int | None, text: str, attachments: list[str], *, retry: bool = False
+    ) -> None:
         from tui_agent.core.llm import LLMError
         from tui_agent.core.loop import AgentLoop
 
         view = TurnView(self, conversation_id)
-        started = False  # until the user's message is stored, a failure gives the text back
+        started = retry  # until the user's message is stored, a failure gives the text back
         # Two threads importing openai at once can see a half-initialised module: wait for the preload.
         self._preloaded()
         await self._preload_done.wait()
         try:
             loop = AgentLoop(self.vault, self.profile, self.registry, approve=self.approve)
             try:
-                async for event in loop.run_turn(conversation_id, text, attachments):
+                turn = loop.retry_turn(conversation_id) if retry and conversation_id else None
+                async for event in turn or loop.run_turn(conversation_id, text, attachments):
                     await view.handle(event)
                     if isinstance(event, TurnStarted):
                         started = True
@@ -237,6 +268,7 @@ class AgentApp(ConversationsApp):
                 # Nothing was stored (a bad /attach, say): nothing is lost, the text goes back.
                 if not self.composer.text:
                     self.composer.load_text(text)
+                    self.composer.move_cursor(self.composer.document.end)
                 self.pending_attachments = attachments + self.pending_attachments
                 self._show_pending()
             me = get_current_worker()
@@ -279,6 +311,8 @@ class AgentApp(ConversationsApp):
         if existing:
             sidebar = existing.first()
             sidebar.display = not sidebar.display
+            if not sidebar.display:
+                self.composer.focus()  # never leave focus in a hidden field
             return
         await self.query_one("#main").mount(Sidebar(id="sidebar"), before=0)
 

@@ -6,13 +6,17 @@ from typing import Any
 
 from textual import on
 from textual.app import App
+from textual.notifications import SeverityLevel
 from textual.worker import Worker
 
+from tui_agent.core import profiles
 from tui_agent.core.store import history
+from tui_agent.core.textsafe import visible
 from tui_agent.ui.widgets.bubbles import NoticeCard
 from tui_agent.ui.widgets.chat_log import ChatLog
 from tui_agent.ui.widgets.composer import Composer
 from tui_agent.ui.widgets.sidebar_messages import ConversationsAction, ConversationSelected
+from tui_agent.ui.widgets.status import StatusLine
 
 
 class ConversationsApp(App[None]):
@@ -45,12 +49,33 @@ class ConversationsApp(App[None]):
         )
         self.sub_title = self._title()
         await self._reload_conversation_list()
+        self._status_for_conversation()
+
+    def _status_for_conversation(self) -> None:
+        """No stale state from another conversation: what runs here, or ready."""
+        for status in self.query("#status").results(StatusLine):
+            if self.conversation_id in self.turns:
+                status.show("a reply is running in this conversation…", state="busy")
+            elif status.state not in ("connecting", "offline"):
+                status.ready(profiles.active_profile().chat_model)
 
     def _title(self) -> str:
         if self.conversation_id is None:
             return "new conversation"
         conversation = history.get_conversation(self.conversation_id)
-        return conversation.title or f"conversation {conversation.id}"
+        return visible(conversation.title) or f"conversation {conversation.id}"
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Notifications often name files or quote errors: shown as plain text, control characters visible."""
+        super().notify(visible(message), title=visible(title), severity=severity, timeout=timeout, markup=markup)
 
     async def conversation_started(self, conversation_id: int) -> None:
         """A turn created a conversation: it becomes the displayed one if the user is still on the empty view."""

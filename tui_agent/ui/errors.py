@@ -30,8 +30,12 @@ TITLES = {
 }
 
 
+def friendly_title(kind: str) -> str:
+    return TITLES.get(kind, "Something went wrong")
+
+
 def friendly(kind: str, message: str) -> str:
-    title = TITLES.get(kind, "Something went wrong")
+    title = friendly_title(kind)
     hint = HINTS.get(kind, "Details are in the log (Ctrl+L).")
     return f"✗ {title}\n{message}\n{hint}"
 

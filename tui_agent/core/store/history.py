@@ -101,6 +101,17 @@ def recent_messages(conversation_id: int, limit: int | None = None, before_id: i
     return list(reversed(list(query)))
 
 
+def messages_after(conversation_id: int, after_id: int, limit: int) -> list[Message]:
+    """The ``limit`` messages right after ``after_id``, oldest first."""
+    query = (
+        Message.select()
+        .where(Message.conversation == conversation_id, Message.id > after_id)
+        .order_by(Message.id)
+        .limit(limit)
+    )
+    return list(query)
+
+
 def attachments_for(message_ids: Sequence[int]) -> dict[int, list[str]]:
     """Ordered attachment paths per message id, fetched in one query."""
     result: dict[int, list[str]] = {}

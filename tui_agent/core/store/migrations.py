@@ -92,7 +92,12 @@ END;
 INSERT INTO messages_fts(messages_fts) VALUES ('rebuild');
 """
 
-STEPS: list[str] = [V1, V2]
+# Whether chat_model takes images: auto (yes only when it is the vision_model), yes, no.
+V_CHAT_IMAGES = """
+ALTER TABLE profiles ADD COLUMN chat_accepts_images TEXT NOT NULL DEFAULT 'auto';
+"""
+
+STEPS: list[str] = [V1, V2, V_CHAT_IMAGES]
 LATEST = len(STEPS)
 
 

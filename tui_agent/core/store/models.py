@@ -47,6 +47,7 @@ class Profile(BaseModel):
     sql_update_approval = pw.TextField(default="ask")
     request_timeout_s = pw.FloatField(default=60)
     context_budget_tokens = pw.IntegerField(default=12000)
+    chat_accepts_images = pw.TextField(default="auto")
     created_at = pw.TextField(default=utcnow)
     updated_at = pw.TextField(default=utcnow)
 

@@ -12,6 +12,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, DirectoryTree, Input, Label, Static
 
+from tui_agent.core.textsafe import visible
+
 
 class ApprovalScreen(ModalScreen[str]):
     """Returns "yes", "no" or "always" (yes for the rest of this session)."""
@@ -29,8 +31,8 @@ class ApprovalScreen(ModalScreen[str]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog approval"):
-            yield Label(f"Allow {self.tool} to change your history?", classes="dialog-title")
-            yield Static(self.question, classes="dialog-body", markup=False)
+            yield Label(visible(f"Allow {self.tool} to change your history?"), classes="dialog-title", markup=False)
+            yield Static(visible(self.question), classes="dialog-body", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Yes (y)", id="yes", variant="warning")
                 yield Button("No (n)", id="no", variant="primary")
@@ -60,7 +62,7 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Static(self.question, classes="dialog-title", markup=False)
+            yield Static(visible(self.question), classes="dialog-title", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button(f"{self.confirm_label} (y)", id="confirm", variant="error")
                 yield Button("Cancel (n)", id="cancel", variant="primary")
@@ -90,7 +92,7 @@ class PromptScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Label(self.title_text, classes="dialog-title")
-            yield Input(self.value, id="prompt-input")
+            yield Input(visible(self.value), id="prompt-input")
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:

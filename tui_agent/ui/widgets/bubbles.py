@@ -10,6 +10,8 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
+from tui_agent.core.textsafe import visible
+from tui_agent.ui.markdown_text import parser
 from tui_agent.ui.widgets.carousel import ImageCarousel
 from tui_agent.ui.widgets.spinner import Spinner
 
@@ -28,7 +30,7 @@ class UserBubble(Vertical):
 
     def compose(self) -> ComposeResult:
         if self.text:
-            yield Static(self.text, classes="user-text", markup=False)
+            yield Static(visible(self.text), classes="user-text", markup=False)
         if self.images:
             yield ImageCarousel(self.images)
 
@@ -53,7 +55,7 @@ class AssistantBubble(Vertical):
 
         if self.thinking:
             yield Spinner("thinking", classes="thinking")
-        yield Markdown(self.initial, classes="reply")
+        yield Markdown(visible(self.initial), classes="reply", parser_factory=parser)
         if self.status not in ("complete", "streaming"):
             yield Static(f"({self.status})", classes="reply-status")
 
@@ -69,7 +71,7 @@ class AssistantBubble(Vertical):
 
             self._stream = Markdown.get_stream(self.query_one(".reply", Markdown))
         self._parts.append(fragment)
-        await self._stream.write(fragment)
+        await self._stream.write(visible(fragment))
 
     async def finish(self, status: str) -> None:
         for spinner in self.query(".thinking"):
@@ -86,9 +88,9 @@ class ErrorCard(Static):
     """A red card with a friendly message; the raw details are in logs/agent.log."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(message, classes="error-card", markup=False)
+        super().__init__(visible(message), classes="error-card", markup=False)
 
 
 class NoticeCard(Static):
     def __init__(self, text: str, *, classes: str = "notice") -> None:
-        super().__init__(text, classes=classes, markup=False)
+        super().__init__(visible(text), classes=classes, markup=False)

@@ -17,6 +17,7 @@ from textual.widget import Widget
 from textual.widgets import Button, Static
 
 from tui_agent.core.images import ImageCheckError, verify_image
+from tui_agent.core.textsafe import visible
 
 
 class ImageCarousel(Vertical, can_focus=True):
@@ -67,7 +68,7 @@ class ImageCarousel(Vertical, can_focus=True):
         try:
             verify_image(path)
         except (ImageCheckError, OSError) as exc:
-            return Static(f"image unavailable: {path.name}\n{exc}", classes="carousel-missing", markup=False)
+            return Static(visible(f"image unavailable: {path.name}\n{exc}"), classes="carousel-missing", markup=False)
         return self.app.image_class(str(path), classes="carousel-image")  # type: ignore[attr-defined]
 
     async def watch_index(self, index: int) -> None:

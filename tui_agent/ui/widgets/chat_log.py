@@ -1,4 +1,5 @@
-"""The chat log: mounts only a page of the newest messages; older pages load on scroll-up."""
+"""The chat log: mounts only a page of the newest messages; older pages load on scroll-up, and after
+a jump to a search hit, newer pages load on scroll-down."""
 
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ class ChatLog(VerticalScroll):
         self.conversation_id: int | None = None
         self.oldest_id: int | None = None
         self.has_older = False
+        self.newest_id: int | None = None
+        self.has_newer = False  # after a jump to an older message: the pages after it are not mounted
         self._loading = False
         self._settling = False  # True while a page is being laid out: scroll moves are not the user's
 
@@ -74,6 +77,8 @@ class ChatLog(VerticalScroll):
         await self.remove_children()
         self.oldest_id = None
         self.has_older = False
+        self.newest_id = None
+        self.has_newer = False
         if conversation_id is None:
             return
         before = until_id + 1 if until_id is not None else None
@@ -81,9 +86,12 @@ class ChatLog(VerticalScroll):
         if rows:
             self.oldest_id = rows[0].id
             self.has_older = len(rows) == PAGE
+            self.newest_id = rows[-1].id
+            self.has_newer = bool(history.messages_after(conversation_id, rows[-1].id, 1))
         self._settling = True
         await self.mount_all(self._widgets(rows))
-        self.anchor()
+        if not self.has_newer:
+            self.anchor()
         self.call_after_refresh(self._settled)
 
     def _settled(self) -> None:
@@ -112,7 +120,28 @@ class ChatLog(VerticalScroll):
         finally:
             self._loading = False
 
+    async def load_newer(self) -> int:
+        """Append the next page after the newest mounted message. Returns how many rows loaded."""
+        if self._loading or not self.has_newer or self.conversation_id is None or self.newest_id is None:
+            return 0
+        self._loading = True
+        try:
+            rows = history.messages_after(self.conversation_id, self.newest_id, PAGE + 1)
+            self.has_newer = len(rows) > PAGE
+            rows = rows[:PAGE]
+            if rows:
+                self.newest_id = rows[-1].id
+                await self.mount_all(self._widgets(rows))
+            if not self.has_newer:
+                self.anchor()  # the newest message is on screen again: follow new replies
+            return len(rows)
+        finally:
+            self._loading = False
+
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
         if new_value <= 0 and old_value > 0 and self.has_older and not self._settling:
             self.run_worker(self.load_older(), group="older", exclusive=True)
+        at_end = new_value >= self.max_scroll_y and new_value > old_value
+        if at_end and self.has_newer and not self._settling:
+            self.run_worker(self.load_newer(), group="newer", exclusive=True)

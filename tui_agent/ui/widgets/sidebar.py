@@ -11,6 +11,7 @@ from textual.widgets import Button, Input, Label, ListItem, ListView, Select, St
 from tui_agent.core import profiles
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Profile
+from tui_agent.core.textsafe import visible
 from tui_agent.ui.widgets.sidebar_messages import ConversationsAction, ConversationSelected, ProfileChanged
 
 
@@ -101,7 +102,7 @@ class ConversationList(Vertical):
         index = None
         for position, conversation in enumerate(history.list_conversations()):
             title = conversation.title or f"Conversation {conversation.id}"
-            items.append(ListItem(Label(title, markup=False), id=f"conversation-{conversation.id}"))
+            items.append(ListItem(Label(visible(title), markup=False), id=f"conversation-{conversation.id}"))
             if conversation.id == current:
                 index = position
         await view.extend(items)
