@@ -25,6 +25,9 @@ class ConversationsApp(App[None]):
     conversation_id: int | None = None
     turns: dict[int | None, Worker[Any]]
 
+    def on_unmount(self) -> None:
+        profiles.set_run_profile(None)  # --profile was for this run of the app only
+
     @property
     def chat_log(self) -> ChatLog:
         return self.query_one("#chat-log", ChatLog)
