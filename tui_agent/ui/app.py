@@ -55,7 +55,7 @@ class AgentApp(ConversationsApp):
         Binding("ctrl+o", "toggle_tools", "Tools ±", id="app.tools"),
         Binding("ctrl+t", "attach", "Attach", id="app.attach"),
         Binding("ctrl+l", "show_log", "Log", id="app.log"),
-        Binding("ctrl+r", "retry_turn", "Retry", id="app.retry"),
+        Binding("ctrl+r", "retry_turn", "Retry", id="app.retry", show=False),  # the error says so
         Binding("f1", "help", "Help", id="app.help"),
         Binding("f3", "open_image", "Open image", id="app.open_image"),
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
