@@ -24,10 +24,8 @@ def failed_turn(conversation_id: int) -> Message:
     user = rows[users[-1]]
     after = rows[users[-1] + 1 :]
     broken = [m for m in after if m.role == "assistant" and m.status in FAILED]
-    failed = any(m.role == "error" or m.status in FAILED for m in after)
-    last_reply = next((m for m in reversed(after) if m.role == "assistant"), None)
-    finished = last_reply is not None and last_reply.status == "complete" and not last_reply.tool_calls
-    if finished and not failed:
+    finals = [i for i, m in enumerate(after) if m.role == "assistant" and m.status == "complete" and not m.tool_calls]
+    if finals and not any(m.role == "error" or m.status in FAILED for m in after[finals[-1] + 1 :]):
         raise RetryError("nothing to retry: the last reply finished")
     # Otherwise it failed, was cancelled, or stopped mid-turn (no final reply was recorded).
     for message in broken:

@@ -96,6 +96,21 @@ class ChatLog(VerticalScroll):
 
     def _settled(self) -> None:
         self._settling = False
+        self._fill_newer()
+
+    def _at_end(self) -> bool:
+        return self.max_scroll_y <= 0 or self.scroll_y >= self.max_scroll_y
+
+    def _fill_newer(self) -> None:
+        """While the view reaches the end of what is mounted (a short page, or a jump near its end),
+        scrolling down cannot move: load the next page now, so there is always more below."""
+        if self.has_newer and not self._settling and self._at_end():
+            self.run_worker(self.load_newer(), group="newer")
+
+    def on_mouse_scroll_down(self) -> None:
+        # At the end already the scroll position does not change: the wheel still asks for more.
+        if self.has_newer and not self._settling and self._at_end():
+            self.run_worker(self.load_newer(), group="newer")
 
     async def load_older(self) -> int:
         """Prepend the previous page; keep the view where it was. Returns how many rows loaded."""
@@ -134,6 +149,8 @@ class ChatLog(VerticalScroll):
                 await self.mount_all(self._widgets(rows))
             if not self.has_newer:
                 self.anchor()  # the newest message is on screen again: follow new replies
+            else:
+                self.call_after_refresh(self._fill_newer)
             return len(rows)
         finally:
             self._loading = False
@@ -144,4 +161,4 @@ class ChatLog(VerticalScroll):
             self.run_worker(self.load_older(), group="older", exclusive=True)
         at_end = new_value >= self.max_scroll_y and new_value > old_value
         if at_end and self.has_newer and not self._settling:
-            self.run_worker(self.load_newer(), group="newer", exclusive=True)
+            self.run_worker(self.load_newer(), group="newer")  # never cancelled mid-mount: no gaps
