@@ -178,3 +178,17 @@ def test_escapes_in_a_reply_do_nothing_in_tmux(env, tmp_path):
         quit_app(tmux)
     finally:
         tmux.kill()
+
+
+async def test_file_names_in_the_attach_picker_are_shown_safely(env, tmp_path, monkeypatch):
+    from tui_agent.ui.screens.dialogs import AttachScreen, ImageTree
+
+    (tmp_path / f"evil{ESC}]0;T{BEL}.png").write_bytes(b"x")
+    app = AgentApp(env.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.push_screen(AttachScreen(tmp_path))
+        await pilot.pause(0.5)
+        tree = app.screen.query_one(ImageTree)
+        labels = [tree.render_label(node, tree.rich_style, tree.rich_style).plain for node in tree.root.children]
+        assert any("evil␛]0;T" in label for label in labels), labels  # Rich itself drops BEL
+        assert not any(ESC in label or BEL in label for label in labels)

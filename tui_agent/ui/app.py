@@ -25,6 +25,7 @@ from tui_agent.core.events import TurnStarted
 from tui_agent.core.loop import MAX_MESSAGE_CHARS
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Profile
+from tui_agent.core.textsafe import visible
 from tui_agent.core.tools.registry import ToolRegistry, default_registry
 from tui_agent.core.vault import Vault
 from tui_agent.ui.chat_screen import ChatScreen
@@ -350,7 +351,7 @@ class AgentApp(ConversationsApp):
 
     def _show_pending(self) -> None:
         pending = self.query_one("#pending-attachments", Static)
-        pending.update("📎 " + ", ".join(self.pending_attachments) if self.pending_attachments else "")
+        pending.update(visible("📎 " + ", ".join(self.pending_attachments)) if self.pending_attachments else "")
         pending.display = bool(self.pending_attachments)
 
     def action_show_log(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import on
 from textual.app import ComposeResult
@@ -13,6 +14,12 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, DirectoryTree, Input, Label, Static
 
 from tui_agent.core.textsafe import visible
+
+if TYPE_CHECKING:
+    from rich.style import Style
+    from rich.text import Text
+    from textual.widgets._directory_tree import DirEntry
+    from textual.widgets.tree import TreeNode
 
 
 class ApprovalScreen(ModalScreen[str]):
@@ -104,6 +111,11 @@ class PromptScreen(ModalScreen[str | None]):
 
 class ImageTree(DirectoryTree):
     SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
+
+    def render_label(self, node: TreeNode[DirEntry], base_style: Style, style: Style) -> Text:
+        label = super().render_label(node, base_style, style)
+        label.plain = visible(label.plain)  # a file name may hold escape sequences
+        return label
 
     def filter_paths(self, paths: Iterable[Path]) -> Iterable[Path]:
         return [p for p in paths if not p.name.startswith(".") and (p.is_dir() or p.suffix.lower() in self.SUFFIXES)]
