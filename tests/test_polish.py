@@ -406,3 +406,12 @@ async def test_the_theme_chosen_is_remembered(env):
     async with again.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         assert again.theme == "nord"
+
+
+async def test_notifications_are_plain_text(env):
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.chat_log.notify("photo [draft].png is no longer in the vault\x1b]0;x\x07")
+        await pilot.pause()
+        (note,) = list(app._notifications)
+        assert note.message == "photo [draft].png is no longer in the vault␛]0;x␇" and note.markup is False

@@ -78,7 +78,8 @@ class ConversationsApp(App[None]):
         markup: bool = False,
     ) -> None:
         """Notifications often name files or quote errors: shown as plain text, control characters visible."""
-        super().notify(visible(message), title=visible(title), severity=severity, timeout=timeout, markup=markup)
+        # Always plain: a file name like "a[b].png" is not markup, whoever called notify.
+        super().notify(visible(message), title=visible(title), severity=severity, timeout=timeout, markup=False)
 
     async def conversation_started(self, conversation_id: int) -> None:
         """A turn created a conversation: it becomes the displayed one if the user is still on the empty view."""
