@@ -28,7 +28,6 @@ from tui_agent.core.store.models import Profile
 from tui_agent.core.textsafe import visible
 from tui_agent.core.tools.registry import ToolRegistry, default_registry
 from tui_agent.core.vault import Vault
-from tui_agent.ui.chat_screen import ChatScreen
 from tui_agent.ui.commands import AgentCommands, HistorySearch
 from tui_agent.ui.conversations import ConversationsApp
 from tui_agent.ui.errors import friendly, setup_text
@@ -90,9 +89,6 @@ class AgentApp(ConversationsApp):
         self.pending_attachments: list[str] = []
 
     # ----------------------------------------------------------------- layout
-    def get_default_screen(self) -> ChatScreen:
-        return ChatScreen(id="_default")
-
     def compose(self) -> ComposeResult:
         yield Header()
         with Horizontal(id="main"):

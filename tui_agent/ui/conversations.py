@@ -12,6 +12,7 @@ from textual.worker import Worker
 from tui_agent.core import profiles
 from tui_agent.core.store import history
 from tui_agent.core.textsafe import visible
+from tui_agent.ui.chat_screen import ChatScreen
 from tui_agent.ui.widgets.bubbles import NoticeCard
 from tui_agent.ui.widgets.chat_log import ChatLog
 from tui_agent.ui.widgets.composer import Composer
@@ -24,6 +25,9 @@ class ConversationsApp(App[None]):
 
     conversation_id: int | None = None
     turns: dict[int | None, Worker[Any]]
+
+    def get_default_screen(self) -> ChatScreen:
+        return ChatScreen(id="_default")  # focus goes back to the composer whenever it resumes
 
     def on_unmount(self) -> None:
         profiles.set_run_profile(None)  # --profile was for this run of the app only
