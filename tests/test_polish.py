@@ -311,12 +311,6 @@ async def test_double_slash_sends_a_literal_slash(env):
     assert env.fake.chat_requests[0]["messages"][-1]["content"] == "/etc/hosts is a file"
 
 
-def test_searxng_backend_may_be_set_before_its_url(env):
-    profiles.set_field(env.profile, "web_search_backend", "searxng")
-    profiles.set_field(env.profile, "web_search_url", "http://127.0.0.1:9")
-    assert env.reload_profile().web_search_backend == "searxng"
-
-
 async def test_searxng_without_url_fails_when_used(env):
     profiles.set_field(env.profile, "web_search_backend", "searxng")
     events = await run_turn(env, "/search cats")
@@ -367,3 +361,17 @@ async def test_notifications_are_plain_text(env):
         await pilot.pause()
         (note,) = list(app._notifications)
         assert note.message == "photo [draft].png is no longer in the vault␛]0;x␇" and note.markup is False
+
+
+async def test_waiting_seconds_count_up_while_no_token_comes(env):
+    now = [100.0]
+    app = AgentApp(env.vault, images="halfcell", clock=lambda: now[0], animate=True, check_endpoint=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.status_line.waiting("chat-model", 100.0)
+        assert status(app) == "chat-model · waiting for the first token · 0.0s"
+        now[0] = 103.5
+        for _ in range(100):
+            await pilot.pause(0.1)
+            if "3.5s" in status(app):
+                break
+        assert status(app) == "chat-model · waiting for the first token · 3.5s"
