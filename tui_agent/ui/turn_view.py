@@ -104,7 +104,8 @@ class TurnView:
                 await self._mount(widget)
         elif isinstance(event, ev.ErrorEvent):
             await self.close_bubble("error")
-            status.failed(friendly_title(event.kind), self.started)
+            retryable = event.kind not in ("usage", "attachment", "retry")  # nothing was sent to retry
+            status.failed(friendly_title(event.kind), self.started, retryable=retryable)
             await self._mount(ErrorCard(friendly(event.kind, event.message)))
         elif isinstance(event, ev.Notice):
             await self.log.mount(NoticeCard(event.text))

@@ -89,9 +89,9 @@ class StatusLine(Static):
         tokens = f" · {prompt} in / {completion} out tokens" if prompt is not None else ""
         self.show(f"{model} · done in {self._elapsed(started)}{tokens}")
 
-    def failed(self, reason: str, started: float | None = None) -> None:
+    def failed(self, reason: str, started: float | None = None, *, retryable: bool = True) -> None:
         took = f" · {self._elapsed(started)}" if started is not None else ""
-        self.show(f"error · {reason}{took} (Ctrl+R retries)", state="error")
+        self.show(f"error · {reason}{took}" + (" (Ctrl+R retries)" if retryable else ""), state="error")
 
     def done(self, status: str, started: float) -> None:
         if status == "cancelled":
