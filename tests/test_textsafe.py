@@ -192,3 +192,43 @@ async def test_file_names_in_the_attach_picker_are_shown_safely(env, tmp_path, m
         labels = [tree.render_label(node, tree.rich_style, tree.rich_style).plain for node in tree.root.children]
         assert any("evil␛]0;T" in label for label in labels), labels  # Rich itself drops BEL
         assert not any(ESC in label or BEL in label for label in labels)
+
+
+def screen_text(app: AgentApp) -> str:
+    """The screen as text: the SVG export's text runs, joined line by line."""
+    import html
+    import re
+
+    svg = app.export_screenshot()
+    lines: dict[float, list[str]] = {}
+    for match in re.finditer(r'<text[^>]*\by="([\d.]+)"[^>]*>([^<]*)</text>', svg):
+        lines.setdefault(float(match.group(1)), []).append(html.unescape(match.group(2)).replace("\xa0", " "))
+    return "\n".join("".join(parts) for _, parts in sorted(lines.items()))
+
+
+async def test_tool_arguments_results_and_approval_questions_are_shown_safely(env):
+    import json
+
+    from tui_agent.ui.screens.dialogs import ApprovalScreen
+
+    conversation = history.new_conversation("tools")
+    history.add_message(conversation.id, "user", "look")
+    history.add_message(
+        conversation.id,
+        "web_tool",
+        json.dumps({"status": "error", "error": f"SearXNG said {ESC}]0;ERR{BEL}no"}),
+        tool_name="web_search",
+        tool_call_id="c1",
+        tool_arguments=f'{{"query": "q{ESC}]0;ARGS{BEL}"}}',  # not valid JSON: shown as it came
+        status="error",
+    )
+    app = AgentApp(env.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("ctrl+o")  # expand: the command and the raw output are on screen
+        await pilot.pause(0.3)
+        screen = screen_text(app)
+        assert "␛]0;ARGS␇" in screen and "␛]0;ERR␇" in screen and ESC not in screen
+        app.push_screen(ApprovalScreen(f"memory{ESC}]0;T{BEL}", f"change 1 row{ESC}[2J?"))
+        await pilot.pause(0.3)
+        screen = screen_text(app)
+        assert "change 1 row␛[2J?" in screen and ESC not in screen
