@@ -75,7 +75,6 @@ class TurnView:
             self.tokens += 1
             if self.first_token_at is None:
                 self.first_token_at = self.app.clock()
-            status.streaming(self.model, self.tokens, self.first_token_at)
             if self._flusher is None:
                 self._flusher = asyncio.create_task(self._flush_soon())
         elif isinstance(event, ev.AssistantFinished):
@@ -129,6 +128,8 @@ class TurnView:
         # paragraph thousands of times (2,000 tokens: ~3 s per token vs ~0.3 s batched).
         text = "".join(self._pending)
         self._pending.clear()
+        if text and self.attached and self.first_token_at is not None:  # once per frame, like the text
+            self.app.status_line.streaming(self.model, self.tokens, self.first_token_at)
         if text and self.bubble is not None and self.attached and self.bubble.is_attached:
             await self.bubble.write(text)
 
