@@ -100,6 +100,8 @@ async def test_vision_model_only_after_image_tool_and_images_stay_in_order(env):
 async def test_user_images_keep_their_place(env, tmp_path):
     from fake_openai import png_bytes
 
+    env.profile.chat_accepts_images = "yes"  # a chat model that takes images sees every image again
+    env.profile.save()
     (env.vault.uploads / "a.png").write_bytes(png_bytes((1, 2, 3)))
     (env.vault.uploads / "b.png").write_bytes(png_bytes((4, 5, 6)))
     events = await run_turn(env, "/attach media/uploads/a.png look at this")

@@ -57,9 +57,9 @@ async def test_thinking_block_above_the_reply_collapses_and_reopens(env, replay,
         assert block.collapsed and block.title == "Thought for 0s"
         assert bubble.children.index(block) < bubble.children.index(bubble.query_one(".reply"))
         # The key hides every thinking block, and shows them again.
-        await pilot.press("ctrl+r")
+        await pilot.press("ctrl+g")
         assert not block.display
-        await pilot.press("ctrl+r")
+        await pilot.press("ctrl+g")
         assert block.display
         # Reopened, the conversation shows the stored reasoning, collapsed.
         await app.chat_log.show_conversation(app.chat_log.conversation_id)

@@ -46,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--conversation", type=int, metavar="ID", help="continue conversation ID")
     ask.add_argument("--yes", action="store_true", help="approve memory_sql UPDATEs and MCP tool calls without asking")
     ask.add_argument("--no-reasoning", action="store_true", help="hide the model's reasoning (shown dimmed on stderr)")
+    ask.add_argument("--raw", action="store_true", help="print control characters as they are (default: visible)")
     ask.add_argument("text", nargs="+", help="the message (slash commands work too); - reads it from stdin")
 
     tool = sub.add_parser("tool", parents=[common], help="run one tool, print its JSON result")
@@ -105,6 +106,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _pipe_closed() -> int:
+    """The reader left (``| head``): stop quietly. Further writes (at exit, too) go nowhere."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 141  # 128 + SIGPIPE, as a shell tool killed by the closed pipe
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     from tui_agent.commands.mcp import split_command_line
@@ -147,5 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return _pipe_closed()
     parser.error(f"unknown command {command}")
     return 2

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import signal
 import sys
+from collections.abc import Callable
 
 from tui_agent.commands.reasoning_output import ReasoningPrinter
 from tui_agent.core import events as ev
@@ -14,6 +15,12 @@ from tui_agent.core.profiles import ProfileError
 from tui_agent.core.session import Session, open_session
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Profile
+from tui_agent.core.textsafe import visible
+
+
+def _raw(text: str) -> str:
+    return text
+
 
 NO_ENDPOINT_HINT = (
     "hint: export OPENAI_API_KEY (and OPENAI_BASE_URL), start Ollama, "
@@ -21,8 +28,14 @@ NO_ENDPOINT_HINT = (
 )
 
 
+class _Out:
+    """Text from the model, tools and servers has its control characters made visible (``--raw``: not)."""
+
+    safe: Callable[[str], str] = staticmethod(visible)
+
+
 def _err(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    print(_Out.safe(text), file=sys.stderr, flush=True)
 
 
 def run_ask(vault_arg: str | None, args: argparse.Namespace) -> int:
@@ -43,6 +56,7 @@ def run_ask(vault_arg: str | None, args: argparse.Namespace) -> int:
     except LookupError as exc:
         _err(f"error: {exc}")
         return 2
+    _Out.safe = staticmethod(_raw if getattr(args, "raw", False) else visible)
     text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
     interactive = args.text != ["-"] and sys.stdin.isatty() and sys.stderr.isatty()
     show_reasoning = not getattr(args, "no_reasoning", False)
@@ -94,7 +108,7 @@ async def _turn(
                 continue
             thinking.end()
             if isinstance(event, ev.TextDelta):
-                sys.stdout.write(event.text)
+                sys.stdout.write(_Out.safe(event.text))
                 sys.stdout.flush()
                 wrote_text = True
             elif isinstance(event, ev.AssistantFinished):
@@ -116,7 +130,7 @@ async def _turn(
             elif isinstance(event, ev.ConversationChanged):
                 history.remember_conversation(event.conversation_id)
             elif isinstance(event, ev.Notice):
-                print(event.text)
+                print(_Out.safe(event.text))
             elif isinstance(event, ev.ErrorEvent):
                 if wrote_text:
                     sys.stdout.write("\n")

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tui_agent.core.profiles import accepts_images
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Message, Profile
 from tui_agent.core.vault import Vault
@@ -35,6 +37,7 @@ IMAGE_TOKENS = 1000
 IMAGES_FOLLOW = "The tool finished; its image output follows."
 CHARS_PER_TOKEN = 4
 EXCLUDED_ROLES = frozenset({"error", "system"})
+EXCLUDED_STATUSES = frozenset({"superseded"})  # a broken-off reply that was retried
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ class ContextBuilder:
     vault: Vault
     max_messages: int = 400
     window: ContextWindow | None = None
+    _pixels_from: float = 0
 
     def system_message(self, profile: Profile) -> dict[str, Any]:
         parts = [TOOL_RULES]
@@ -63,12 +67,19 @@ class ContextBuilder:
             parts.append("Memory (notes the user wants you to keep in mind):\n" + profile.memory.strip())
         return {"role": "system", "content": "\n\n".join(parts)}
 
-    def build(self, conversation_id: int, profile: Profile) -> list[dict[str, Any]]:
+    def build(self, conversation_id: int, profile: Profile, model: str | None = None) -> list[dict[str, Any]]:
         rows = history.recent_messages(conversation_id, limit=self.max_messages)
-        rows = [m for m in rows if m.role not in EXCLUDED_ROLES and not (m.status == "streaming" and not m.content)]
+        rows = [
+            m
+            for m in rows
+            if m.role not in EXCLUDED_ROLES
+            and m.status not in EXCLUDED_STATUSES
+            and not (m.status == "streaming" and not m.content)
+        ]
         attachments = history.attachments_for([m.id for m in rows])
         available = len(rows)
         rows = _within_budget(rows, attachments, int(profile.context_budget_tokens))
+        self._pixels_from = _pixels_from(rows, profile, model or profile.chat_model)
         system = self.system_message(profile)
         self.window = ContextWindow(
             estimated_tokens=len(system["content"]) // CHARS_PER_TOKEN + sum(_cost(m, attachments) for m in rows),
@@ -81,14 +92,19 @@ class ContextBuilder:
     def _history(self, rows: Sequence[Message], attachments: dict[int, list[str]]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         pending_calls: list[str] = []
-        tool_images: list[tuple[str, list[str]]] = []
+        tool_images: list[tuple[str, list[str], bool]] = []
         for message in rows:
             is_tool = message.tool_call_id is not None and message.role != "assistant"
             if not is_tool:
                 self._close_tool_block(out, pending_calls, tool_images)
             if message.role == "user":
                 out.append(
-                    {"role": "user", "content": self._user_content(message.content, attachments.get(message.id, []))}
+                    {
+                        "role": "user",
+                        "content": self._user_content(
+                            message.content, attachments.get(message.id, []), message.id >= self._pixels_from
+                        ),
+                    }
                 )
             elif message.role == "assistant":
                 entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
@@ -113,12 +129,13 @@ class ContextBuilder:
                 pending_calls.remove(message.tool_call_id)
                 out.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content})
                 if attachments.get(message.id):
-                    tool_images.append((message.tool_name or message.role, attachments[message.id]))
+                    pixels = message.id >= self._pixels_from
+                    tool_images.append((message.tool_name or message.role, attachments[message.id], pixels))
         self._close_tool_block(out, pending_calls, tool_images)
         return out
 
     def _close_tool_block(
-        self, out: list[dict[str, Any]], pending: list[str], images: list[tuple[str, list[str]]]
+        self, out: list[dict[str, Any]], pending: list[str], images: list[tuple[str, list[str], bool]]
     ) -> None:
         # A call without a stored result (process killed mid-tool) still needs an answer for the API.
         for call_id in pending:
@@ -134,16 +151,18 @@ class ContextBuilder:
             # Strict servers (Mistral) reject a user turn right after tool results: a short assistant
             # turn goes between, so the images still come right after the tool turn on every server.
             out.append({"role": "assistant", "content": IMAGES_FOLLOW})
-        for tool_name, paths in images:
+        for tool_name, paths, pixels in images:
             # The images a tool produced follow its result, in order, so the model sees what was made.
             parts: list[dict[str, Any]] = [{"type": "text", "text": f"Image(s) produced by {tool_name}:"}]
-            parts.extend(self._image_part(path) for path in paths)
+            parts.extend(self._image_part(path) if pixels else _image_note(path) for path in paths)
             out.append({"role": "user", "content": parts})
         images.clear()
 
-    def _user_content(self, text: str, paths: list[str]) -> str | list[dict[str, Any]]:
+    def _user_content(self, text: str, paths: list[str], pixels: bool = True) -> str | list[dict[str, Any]]:
         if not paths:
             return text
+        if not pixels:
+            return "\n".join([text, *(_image_note(path)["text"] for path in paths)]).strip()
         parts: list[dict[str, Any]] = []
         if text:
             parts.append({"type": "text", "text": text})
@@ -160,6 +179,25 @@ class ContextBuilder:
         if path.suffix.lower() in (".gif", ".webp"):
             mime = "image/" + path.suffix.lower().lstrip(".")
         return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}}
+
+
+def _image_note(relative: str) -> dict[str, Any]:
+    return {"type": "text", "text": f"[image: {relative} (shown to you earlier)]"}
+
+
+def _pixels_from(rows: Sequence[Message], profile: Profile, model: str) -> float:
+    """Images of messages with an id from this one on go as pixels; earlier ones as short notes.
+
+    A chat model that takes images sees them all. Otherwise only a request to a model that takes
+    images (the vision follow-up) carries pixels, and only those of the current turn (from the
+    latest user message on): a text-only chat model rejects image parts.
+    """
+    if accepts_images(profile, profile.chat_model):
+        return 0
+    if not accepts_images(profile, model):
+        return math.inf
+    users = [m.id for m in rows if m.role == "user"]
+    return users[-1] if users else 0
 
 
 def _read_image(path: Path) -> str:

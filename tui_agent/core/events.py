@@ -15,6 +15,14 @@ class TurnStarted:
 
 
 @dataclass(frozen=True)
+class TurnRetried:
+    """The failed last turn runs again from its stored user message (no new user message)."""
+
+    conversation_id: int
+    user_message_id: int
+
+
+@dataclass(frozen=True)
 class ConversationChanged:
     conversation_id: int
 
@@ -121,6 +129,7 @@ class Done:
 
 Event = (
     TurnStarted
+    | TurnRetried
     | ConversationChanged
     | BranchChanged
     | ContextBuilt

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from tui_agent.core import events as ev
-from tui_agent.core import llm, slash
+from tui_agent.core import llm, profiles, slash
 from tui_agent.core.context import ContextBuilder
 from tui_agent.core.reply import Reply as _Reply
 from tui_agent.core.reply import call_dict as _call_dict
@@ -112,6 +112,8 @@ class AgentLoop:
             yield ev.ConversationChanged(conversation.id)
             yield ev.Done("complete", conversation.id)
             return
+        if command is None:
+            text = slash.literal(text)  # "//text" sends "/text"
         files = list(attachments)
         if command is not None and command.attach is not None:
             from tui_agent.core.attachments import AttachmentError, import_image
@@ -142,7 +144,26 @@ class AgentLoop:
             call = llm.ToolCall(llm.new_call_id(), command.tool, json.dumps(command.arguments))
             history.add_message(conversation_id, "assistant", "", tool_calls=[_call_dict(call)], model="user-command")
             pending = [call]
-        async for event in self._rounds(conversation_id, pending):
+        # A text-only chat model cannot take the user's images: this turn starts on the vision model.
+        sees_images = bool(files) and not profiles.accepts_images(self.profile, self.profile.chat_model)
+        async for event in self._rounds(conversation_id, pending, use_vision=sees_images):
+            yield event
+
+    async def retry_turn(self, conversation_id: int) -> AsyncIterator[ev.Event]:
+        """Run the last turn of a conversation again after it failed, from its stored user message
+        (nothing is added for the user; tool results it already has are kept)."""
+        from tui_agent.core.retry import RetryError, failed_turn
+
+        try:
+            user = failed_turn(conversation_id)
+        except RetryError as exc:
+            yield ev.ErrorEvent(str(exc), "retry")
+            yield ev.Done("error", conversation_id)
+            return
+        yield ev.TurnRetried(conversation_id, user.id)
+        files = history.attachments_for([user.id]).get(user.id, [])
+        sees_images = bool(files) and not profiles.accepts_images(self.profile, self.profile.chat_model)
+        async for event in self._rounds(conversation_id, [], use_vision=sees_images):
             yield event
 
     async def _rounds(
@@ -159,7 +180,8 @@ class AgentLoop:
                 use_vision = outcome.get("vision", False)
             model = self.profile.vision_model if use_vision else self.profile.chat_model
             if model != previous_model and (previous_model is not None or use_vision):
-                reason = "after the image tool" if use_vision else "back to the chat model"
+                reason = "after the image tool" if use_vision and rounds else "back to the chat model"
+                reason = "for the attached image" if use_vision and not rounds else reason
                 log.info("model switched to %s (%s)", model, reason)
                 yield ev.ModelSwitched(model, previous_model, reason)
             previous_model = model
@@ -198,7 +220,7 @@ class AgentLoop:
 
     async def _request(self, conversation_id: int, model: str) -> AsyncIterator[ev.Event | llm.Completion]:
         """One streamed request; the assistant row is written as text arrives and finished at the end."""
-        messages = self.builder.build(conversation_id, self.profile)
+        messages = self.builder.build(conversation_id, self.profile, model)
         window = self.builder.window
         if window is not None:
             yield ev.ContextBuilt(

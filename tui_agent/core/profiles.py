@@ -145,6 +145,11 @@ FIELDS: list[FieldSpec] = [
     FieldSpec(
         "sql_update_max_value_bytes", _number(int, 1, 1_000_000), "largest new content (UTF-8 bytes) memory_sql writes"
     ),
+    FieldSpec(
+        "chat_accepts_images",
+        _choice("auto", "yes", "no"),
+        "does chat_model take images? auto: only when it is vision_model; if not, earlier images go as notes",
+    ),
 ]
 FIELD_NAMES = [spec.name for spec in FIELDS]
 _SPECS = {spec.name: spec for spec in FIELDS}
@@ -177,8 +182,8 @@ def validate_profile(profile: Profile) -> None:
     validate_name(profile.name)
     for spec in FIELDS:
         parse_field(spec.name, str(getattr(profile, spec.name)))
-    if profile.web_search_backend == "searxng" and not profile.web_search_url:
-        raise ProfileError("web_search_url", "required when web_search_backend is searxng")
+    # web_search_backend searxng without web_search_url is allowed here (set them in either order);
+    # the web_search tool says what is missing when it is used.
 
 
 def field_as_text(profile: Profile, name: str) -> str:
@@ -250,7 +255,24 @@ def get_profile(name: str) -> Profile:
     return profile
 
 
+class _RunProfile:
+    """``--profile NAME`` for one run of the app: it wins over the stored active profile until
+    ``use_profile`` (a permanent switch) or ``set_run_profile(None)``; nothing is written."""
+
+    name: str | None = None
+
+
+def set_run_profile(name: str | None) -> None:
+    if name is not None:
+        get_profile(name)  # raises ProfileError naming the profiles that exist
+    _RunProfile.name = name
+
+
 def active_profile() -> Profile:
+    if _RunProfile.name is not None:
+        chosen = Profile.get_or_none(Profile.name == _RunProfile.name)
+        if chosen is not None:
+            return chosen
     setting = Setting.get_or_none(Setting.key == ACTIVE_PROFILE_KEY)
     if setting is not None:
         profile = Profile.get_or_none(Profile.name == setting.value)
@@ -266,6 +288,7 @@ def active_profile() -> Profile:
 def use_profile(name: str) -> Profile:
     profile = get_profile(name)
     Setting.insert(key=ACTIVE_PROFILE_KEY, value=name).on_conflict_replace().execute()
+    _RunProfile.name = None
     return profile
 
 
@@ -275,6 +298,15 @@ def resolve_profile(name: str | None) -> Profile:
     profile = get_profile(name) if name else active_profile()
     validate_profile(profile)
     return profile
+
+
+def accepts_images(profile: Profile, model: str) -> bool:
+    """May a request to ``model`` carry image pixels? The vision model always; the chat model per
+    ``chat_accepts_images`` (auto: only when it is the vision model too)."""
+    if model == profile.vision_model:
+        return True
+    setting = getattr(profile, "chat_accepts_images", "auto")
+    return setting == "yes" or (setting == "auto" and profile.chat_model == profile.vision_model)
 
 
 def profile_as_dict(profile: Profile) -> dict[str, Any]:

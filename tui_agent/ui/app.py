@@ -22,6 +22,7 @@ from tui_agent.core.events import TurnStarted
 from tui_agent.core.loop import MAX_MESSAGE_CHARS
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Profile
+from tui_agent.core.textsafe import visible
 from tui_agent.core.tools.registry import ToolRegistry, default_registry
 from tui_agent.core.vault import Vault
 from tui_agent.ui.commands import AgentCommands, HistorySearch
@@ -50,9 +51,10 @@ class AgentApp(MessageActionsMixin):
         Binding("ctrl+b", "toggle_sidebar", "Sidebar", id="app.sidebar"),
         Binding("ctrl+n", "new_conversation", "New chat", id="app.new"),
         Binding("ctrl+o", "toggle_tools", "Tools ±", id="app.tools"),
-        Binding("ctrl+r", "toggle_thinking", "Thinking ±", id="app.thinking", show=False),
+        Binding("ctrl+g", "toggle_thinking", "Thinking ±", id="app.thinking", show=False),
         Binding("ctrl+t", "attach", "Attach", id="app.attach"),
         Binding("ctrl+l", "show_log", "Log", id="app.log"),
+        Binding("ctrl+r", "retry_turn", "Retry", id="app.retry", show=False),  # the error says so
         Binding("f1", "help", "Help", id="app.help"),
         Binding("f3", "open_image", "Open image", id="app.open_image"),
         Binding("f4", "download_image", "Download image", show=False, id="app.download_image"),
@@ -73,8 +75,7 @@ class AgentApp(MessageActionsMixin):
     ) -> None:
         super().__init__()
         self.vault = vault
-        if profile_name:
-            profiles.use_profile(profile_name)
+        profiles.set_run_profile(profile_name or None)  # this run only; `profile use` switches for good
         self._images_choice = images
         self._image_class: type | None = None
         self.check_endpoint = check_endpoint
@@ -133,7 +134,10 @@ class AgentApp(MessageActionsMixin):
         last = history.last_conversation()
         await self.open_conversation(last.id if last else None)
         self.composer.focus()
-        self.status_line.ready(self.profile.chat_model)
+        if self.check_endpoint:
+            self.status_line.connecting(self.profile.base_url)
+        else:
+            self.status_line.ready(self.profile.chat_model)
         self.mcp.install_signal_handlers()
         log.info("chat screen ready (pid %d)", os.getpid())
         # Background work starts well after the first paint so it does not compete with it for the GIL.
@@ -177,9 +181,17 @@ class AgentApp(MessageActionsMixin):
         except httpx.HTTPError:
             log.info("no endpoint answers at %s", profile.base_url)
             self.call_from_thread(self._show_setup_card, profile.base_url)
+            return
+        self.call_from_thread(self._endpoint_answered)
 
     def _show_setup_card(self, base_url: str) -> None:
         self.chat_log.mount(NoticeCard(setup_text(base_url), classes="setup-card"))
+        if self.status_line.state == "connecting":
+            self.status_line.offline(base_url)
+
+    def _endpoint_answered(self) -> None:
+        if self.status_line.state == "connecting":
+            self.status_line.ready(self.profile.chat_model)
 
     # ------------------------------------------------------------------ turns
     @on(Composer.Changed)
@@ -210,12 +222,23 @@ class AgentApp(MessageActionsMixin):
         except slash.SlashError as exc:
             await self.chat_log.mount(ErrorCard(friendly("usage", str(exc))))
             return
+        if self.chat_log.has_newer:  # a search jump left newer pages unloaded: the reply goes at the end
+            await self.chat_log.show_conversation(self.conversation_id)
         self.composer.remember(text)
         self.composer.clear()
         attachments, self.pending_attachments = self.pending_attachments, []
         self._show_pending()
         edit_of, self.editing = self.editing, None
         self.turns[self.conversation_id] = self.run_turn(self.conversation_id, text, attachments, edit_of=edit_of)
+
+    def action_retry_turn(self) -> None:
+        """Send the failed last turn again, from the user message already stored."""
+        if self.conversation_id is None:
+            self.notify("Nothing to retry yet.")
+        elif self.conversation_id in self.turns:
+            self.notify("A reply is still running here: wait, or press Esc to cancel it.", severity="warning")
+        else:
+            self.turns[self.conversation_id] = self.run_turn(self.conversation_id, "", [], retry=True)
 
     @work(group="turns", exit_on_error=False)
     async def run_turn(
@@ -226,14 +249,15 @@ class AgentApp(MessageActionsMixin):
         *,
         edit_of: int | None = None,
         regenerate: int | None = None,
+        retry: bool = False,
     ) -> None:
         """One turn on screen: a new message, an edited one (``edit_of``: the conversation forks
-        there), or another answer in place of reply ``regenerate``."""
+        there), another answer in place of reply ``regenerate``, or the failed last turn again."""
         from tui_agent.core.llm import LLMError
         from tui_agent.core.loop import AgentLoop
 
         view = TurnView(self, conversation_id)
-        started = regenerate is not None  # until the user's message is stored, a failure gives the text back
+        started = retry or regenerate is not None  # until the user's message is stored, a failure gives the text back
         # Two threads importing openai at once can see a half-initialised module: wait for the preload.
         self._preloaded()
         await self._preload_done.wait()
@@ -241,11 +265,12 @@ class AgentApp(MessageActionsMixin):
         try:
             loop = AgentLoop(self.vault, self.profile, self.registry, approve=self.approve)
             try:
-                events = (
-                    loop.regenerate(regenerate)
-                    if regenerate is not None
-                    else loop.run_turn(conversation_id, text, attachments, edit_of=edit_of)
-                )
+                if regenerate is not None:
+                    events = loop.regenerate(regenerate)
+                elif retry and conversation_id:
+                    events = loop.retry_turn(conversation_id)
+                else:
+                    events = loop.run_turn(conversation_id, text, attachments, edit_of=edit_of)
                 async for event in events:
                     await view.handle(event)
                     if isinstance(event, TurnStarted):
@@ -264,6 +289,7 @@ class AgentApp(MessageActionsMixin):
                 # Nothing was stored (a bad /attach, say): nothing is lost, the text goes back.
                 if not self.composer.text:
                     self.composer.load_text(text)
+                    self.composer.move_cursor(self.composer.document.end)
                 self.pending_attachments = attachments + self.pending_attachments
                 self._show_pending()
             me = get_current_worker()
@@ -274,6 +300,7 @@ class AgentApp(MessageActionsMixin):
                 await self.chat_log.show_conversation(self.conversation_id)
 
     async def on_unmount(self) -> None:
+        profiles.set_run_profile(None)  # --profile was for this run of the app only
         await self.mcp.aclose()  # every MCP server process ends with the app
 
     async def approve(self, tool: str, question: str) -> bool:
@@ -315,6 +342,8 @@ class AgentApp(MessageActionsMixin):
         if existing:
             sidebar = existing.first()
             sidebar.display = not sidebar.display
+            if not sidebar.display:
+                self.composer.focus()  # never leave focus in a hidden field
             return
         await self.query_one("#main").mount(Sidebar(id="sidebar"), before=0)
 
@@ -359,7 +388,7 @@ class AgentApp(MessageActionsMixin):
 
     def _show_pending(self) -> None:
         pending = self.query_one("#pending-attachments", Static)
-        pending.update("📎 " + ", ".join(self.pending_attachments) if self.pending_attachments else "")
+        pending.update(visible("📎 " + ", ".join(self.pending_attachments)) if self.pending_attachments else "")
         pending.display = bool(self.pending_attachments)
 
     def action_show_log(self) -> None:

@@ -16,6 +16,7 @@ HINTS = {
     "usage": "Type /help for the list of commands.",
     "bad_request": "The message above is the server's own; check the profile's model and fields (Ctrl+B).",
     "bad_stream": "The partial reply is kept; send again, or try another model or server.",
+    "retry": "Ctrl+R sends a turn again after it failed or was cancelled.",
 }
 
 TITLES = {
@@ -31,11 +32,16 @@ TITLES = {
     "usage": "Unknown command",
     "bad_request": "The server refused the request",
     "bad_stream": "The server sent something unexpected",
+    "retry": "Nothing to retry",
 }
 
 
+def friendly_title(kind: str) -> str:
+    return TITLES.get(kind, "Something went wrong")
+
+
 def friendly(kind: str, message: str) -> str:
-    title = TITLES.get(kind, "Something went wrong")
+    title = friendly_title(kind)
     hint = HINTS.get(kind, "Details are in the log (Ctrl+L).")
     return f"✗ {title}\n{message}\n{hint}"
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from textual.widget import Widget
 
 from tui_agent.core import events as ev
-from tui_agent.ui.errors import friendly
+from tui_agent.ui.errors import friendly, friendly_title
 from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard, NoticeCard, UserBubble
 from tui_agent.ui.widgets.context_meter import ContextMeter
 from tui_agent.ui.widgets.thinking import ThinkingBlock
@@ -21,6 +22,13 @@ if TYPE_CHECKING:
 FRAME_S = 1 / 30
 
 
+class DetachedStatus:
+    """The status line of a conversation that is not on screen: its turn does not write it."""
+
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        return lambda *args, **kwargs: None
+
+
 class TurnView:
     def __init__(self, app: AgentApp, conversation_id: int | None) -> None:
         self.app = app
@@ -31,6 +39,9 @@ class TurnView:
         self.started = app.clock()
         self._pending: list[str] = []
         self._thoughts: list[str] = []
+        self.model = ""
+        self.tokens = 0  # streamed pieces of the current reply (one per token with real servers)
+        self.first_token_at: float | None = None
         self._flusher: asyncio.Task[None] | None = None
         self.window_tokens: tuple[int, int] | None = None  # (estimated, budget) of the last request
 
@@ -43,7 +54,7 @@ class TurnView:
             await self.log.mount(widget)
 
     async def handle(self, event: ev.Event) -> None:
-        status = self.app.status_line
+        status = self.app.status_line if self.attached else DetachedStatus()
         if isinstance(event, ev.ConversationChanged):
             self.conversation_id = event.conversation_id
             await self.app.conversation_started(event.conversation_id)
@@ -74,11 +85,16 @@ class TurnView:
         elif isinstance(event, ev.ModelSwitched):
             status.model_switched(event.model, event.reason)
         elif isinstance(event, ev.AssistantStarted):
-            status.thinking(event.model, self.started)
+            self.model, self.tokens, self.first_token_at = event.model, 0, None
+            status.waiting(event.model, self.app.clock())
             self.bubble = AssistantBubble(thinking=True)
             await self._mount(self.bubble)
         elif isinstance(event, (ev.TextDelta, ev.ReasoningDelta)):
             (self._pending if isinstance(event, ev.TextDelta) else self._thoughts).append(event.text)
+            if isinstance(event, ev.TextDelta):
+                self.tokens += 1
+            if self.first_token_at is None:
+                self.first_token_at = self.app.clock()
             if self._flusher is None:
                 self._flusher = asyncio.create_task(self._flush_soon())
         elif isinstance(event, ev.TextToReasoning):
@@ -103,7 +119,7 @@ class TurnView:
         elif isinstance(event, ev.ToolStarted):
             progress = ToolProgress(event.call_id, event.summary)
             self.progress[event.call_id] = progress
-            status.tool_running(event.name)
+            status.tool_running(event.name, self.app.clock())
             await self._mount(progress)
         elif isinstance(event, ev.ToolFinished):
             done_progress: ToolProgress | None = self.progress.pop(event.call_id, None)
@@ -116,6 +132,8 @@ class TurnView:
                 await self._mount(widget)
         elif isinstance(event, ev.ErrorEvent):
             await self.close_bubble("error")
+            retryable = event.kind not in ("usage", "attachment", "retry")  # nothing was sent to retry
+            status.failed(friendly_title(event.kind), self.started, retryable=retryable)
             await self._mount(ErrorCard(friendly(event.kind, event.message)))
         elif isinstance(event, ev.Notice):
             await self.log.mount(NoticeCard(event.text))
@@ -151,6 +169,8 @@ class TurnView:
         thoughts = "".join(self._thoughts)
         self._pending.clear()
         self._thoughts.clear()
+        if text and self.attached and self.first_token_at is not None:  # once per frame, like the text
+            self.app.status_line.streaming(self.model, self.tokens, self.first_token_at)
         if self.bubble is None or not self.attached or not self.bubble.is_attached:
             return
         if thoughts.strip() or (thoughts and self.bubble.query(ThinkingBlock)):

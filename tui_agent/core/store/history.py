@@ -109,6 +109,17 @@ def all_messages(conversation_id: int, limit: int | None = None, before_id: int 
     return list(reversed(list(query)))
 
 
+def messages_after(conversation_id: int, after_id: int, limit: int) -> list[Message]:
+    """The ``limit`` messages right after ``after_id``, oldest first."""
+    query = (
+        Message.select()
+        .where(Message.conversation == conversation_id, Message.id > after_id)
+        .order_by(Message.id)
+        .limit(limit)
+    )
+    return list(query)
+
+
 def attachments_for(message_ids: Sequence[int]) -> dict[int, list[str]]:
     """Ordered attachment paths per message id, fetched in one query."""
     result: dict[int, list[str]] = {}
@@ -157,8 +168,26 @@ def restore_revision(revision_id: int) -> Message:
     return message
 
 
+def _slash_names() -> set[str]:
+    from tui_agent.core.slash import COMMANDS
+
+    return {spec.name for spec in COMMANDS}
+
+
 def _title_from(content: str) -> str:
     line = content.strip().splitlines()[0]
+    command, _, rest = line.partition(" ")
+    if line.startswith("//"):
+        line = line[1:]
+    elif command.lower().lstrip("/") in _slash_names():
+        # "/imagine a red fox" is titled "a red fox"; "/generate-image 3 castles" "castles"
+        rest = rest.strip()
+        if command == "/generate-image":
+            count, _, prompt = rest.partition(" ")
+            rest = prompt.strip() if count.isdigit() and prompt.strip() else rest
+        elif command == "/attach":
+            rest = rest.partition(" ")[2].strip() or "image " + rest.rsplit("/", 1)[-1]
+        line = rest or command.lstrip("/")
     return line[:60] + ("…" if len(line) > 60 else "")
 
 

@@ -137,7 +137,12 @@ V_REASONING = """
 ALTER TABLE messages ADD COLUMN reasoning TEXT;
 """
 
-STEPS: list[str] = [V1, V2, V_BRANCHES, V_MCP, V_SQL_CAPS, V_REASONING]
+# Whether chat_model takes images: auto (yes only when it is the vision_model), yes, no.
+V_CHAT_IMAGES = """
+ALTER TABLE profiles ADD COLUMN chat_accepts_images TEXT NOT NULL DEFAULT 'auto';
+"""
+
+STEPS: list[str] = [V1, V2, V_BRANCHES, V_MCP, V_SQL_CAPS, V_REASONING, V_CHAT_IMAGES]
 LATEST = len(STEPS)
 
 

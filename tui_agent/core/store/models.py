@@ -60,6 +60,7 @@ class Profile(BaseModel):
     mcp_timeout_s = pw.FloatField(default=60)
     sql_update_max_rows = pw.IntegerField(default=50)
     sql_update_max_value_bytes = pw.IntegerField(default=65536)
+    chat_accepts_images = pw.TextField(default="auto")
     created_at = pw.TextField(default=utcnow)
     updated_at = pw.TextField(default=utcnow)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import on
 from textual.app import ComposeResult
@@ -12,7 +13,14 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, DirectoryTree, Input, Label, Static
 
+from tui_agent.core.textsafe import visible
 from tui_agent.ui.screens.approval import ApprovalScreen as ApprovalScreen  # re-export for older imports
+
+if TYPE_CHECKING:
+    from rich.style import Style
+    from rich.text import Text
+    from textual.widgets._directory_tree import DirEntry
+    from textual.widgets.tree import TreeNode
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -28,7 +36,7 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Static(self.question, classes="dialog-title", markup=False)
+            yield Static(visible(self.question), classes="dialog-title", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button(f"{self.confirm_label} (y)", id="confirm", variant="error")
                 yield Button("Cancel (n)", id="cancel", variant="primary")
@@ -58,7 +66,7 @@ class PromptScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Label(self.title_text, classes="dialog-title")
-            yield Input(self.value, id="prompt-input")
+            yield Input(visible(self.value), id="prompt-input")
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
@@ -70,6 +78,11 @@ class PromptScreen(ModalScreen[str | None]):
 
 class ImageTree(DirectoryTree):
     SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
+
+    def render_label(self, node: TreeNode[DirEntry], base_style: Style, style: Style) -> Text:
+        label = super().render_label(node, base_style, style)
+        label.plain = visible(label.plain)  # a file name may hold escape sequences
+        return label
 
     def filter_paths(self, paths: Iterable[Path]) -> Iterable[Path]:
         return [p for p in paths if not p.name.startswith(".") and (p.is_dir() or p.suffix.lower() in self.SUFFIXES)]

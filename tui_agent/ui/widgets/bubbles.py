@@ -10,6 +10,8 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
+from tui_agent.core.textsafe import visible
+from tui_agent.ui.markdown_text import parser
 from tui_agent.ui.widgets.alternatives import AlternativesBar
 from tui_agent.ui.widgets.carousel import ImageCarousel
 from tui_agent.ui.widgets.spinner import Spinner
@@ -35,7 +37,7 @@ class UserBubble(Vertical):
         if len(self.alternatives) > 1 and self.message_id is not None:
             yield AlternativesBar(self.alternatives, self.message_id, kind="branch")
         if self.text:
-            yield Static(self.text, classes="user-text", markup=False)
+            yield Static(visible(self.text), classes="user-text", markup=False)
         if self.images:
             yield ImageCarousel(self.images)
 
@@ -73,7 +75,7 @@ class AssistantBubble(Vertical):
             yield Spinner("thinking", classes="thinking")
         if self.reasoning.strip():
             yield ThinkingBlock(self.reasoning)
-        yield Markdown(self.initial, classes="reply")
+        yield Markdown(visible(self.initial), classes="reply", parser_factory=parser)
         if self.status not in ("complete", "streaming"):
             yield Static(f"({self.status})", classes="reply-status")
 
@@ -89,7 +91,7 @@ class AssistantBubble(Vertical):
 
             self._stream = Markdown.get_stream(self.query_one(".reply", Markdown))
         self._parts.append(fragment)
-        await self._stream.write(fragment)
+        await self._stream.write(visible(fragment))
 
     async def live_thinking(self) -> ThinkingBlock:
         """The streaming thinking block above the reply (mounted on the first reasoning)."""
@@ -137,11 +139,11 @@ class ErrorCard(Static):
     """A red card with a friendly message; the raw details are in logs/agent.log."""
 
     def __init__(self, message: str, *, message_id: int | None = None) -> None:
-        super().__init__(message, classes="error-card", markup=False)
+        super().__init__(visible(message), classes="error-card", markup=False)
         self.message_id = message_id
         self.text = message
 
 
 class NoticeCard(Static):
     def __init__(self, text: str, *, classes: str = "notice") -> None:
-        super().__init__(text, classes=classes, markup=False)
+        super().__init__(visible(text), classes=classes, markup=False)

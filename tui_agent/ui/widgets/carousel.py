@@ -23,6 +23,7 @@ from textual.widget import Widget
 from textual.widgets import Button, Static
 
 from tui_agent.core.images import ImageCheckError, verify_image
+from tui_agent.core.textsafe import visible
 
 MAX_COLS = 100  # wider than this, a picture is too much for a chat bubble
 MAX_ROWS_SHARE = 0.45  # of the screen height
@@ -124,7 +125,7 @@ class ImageCarousel(Vertical, can_focus=True):
         try:
             verify_image(path)
         except (ImageCheckError, OSError) as exc:
-            return Static(f"image unavailable: {path.name}\n{exc}", classes="carousel-missing", markup=False)
+            return Static(visible(f"image unavailable: {path.name}\n{exc}"), classes="carousel-missing", markup=False)
         px = self.pixels(path) or (1, 1)
         cols, rows = fit(px, self._box[0], self._box[1])
         widget: Widget = self.app.image_class(str(path), classes="carousel-image")  # type: ignore[attr-defined]

@@ -1,4 +1,5 @@
-"""The chat log: mounts only a page of the newest messages; older pages load on scroll-up."""
+"""The chat log: mounts only a page of the newest messages; older pages load on scroll-up, and after
+a jump to a search hit, newer pages load on scroll-down."""
 
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
         self.conversation_id: int | None = None
         self.oldest_id: int | None = None
         self.has_older = False
+        self.newest_id: int | None = None
+        self.has_newer = False  # after a jump to an older message: the pages after it are not mounted
         self._loading = False
         self._settling = False  # True while a page is being laid out: scroll moves are not the user's
 
@@ -87,6 +90,8 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
         await self.remove_children()
         self.oldest_id = None
         self.has_older = False
+        self.newest_id = None
+        self.has_newer = False
         if conversation_id is None:
             return
         before = until_id + 1 if until_id is not None else None
@@ -94,9 +99,12 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
         if rows:
             self.oldest_id = rows[0].id
             self.has_older = len(rows) == PAGE
+            self.newest_id = rows[-1].id
+            self.has_newer = bool(history.messages_after(conversation_id, rows[-1].id, 1))
         self._settling = True
         await self.mount_all(self._widgets(rows))
-        self.anchor()
+        if not self.has_newer:
+            self.anchor()
         self.call_after_refresh(self._settled)
 
     async def mark_window_start(self, first_message_id: int | None) -> None:
@@ -116,6 +124,21 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
 
     def _settled(self) -> None:
         self._settling = False
+        self._fill_newer()
+
+    def _at_end(self) -> bool:
+        return self.max_scroll_y <= 0 or self.scroll_y >= self.max_scroll_y
+
+    def _fill_newer(self) -> None:
+        """While the view reaches the end of what is mounted (a short page, or a jump near its end),
+        scrolling down cannot move: load the next page now, so there is always more below."""
+        if self.has_newer and not self._settling and self._at_end():
+            self.run_worker(self.load_newer(), group="newer")
+
+    def on_mouse_scroll_down(self) -> None:
+        # At the end already the scroll position does not change: the wheel still asks for more.
+        if self.has_newer and not self._settling and self._at_end():
+            self.run_worker(self.load_newer(), group="newer")
 
     async def load_older(self) -> int:
         """Prepend the previous page; keep the view where it was. Returns how many rows loaded."""
@@ -140,7 +163,30 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
         finally:
             self._loading = False
 
+    async def load_newer(self) -> int:
+        """Append the next page after the newest mounted message. Returns how many rows loaded."""
+        if self._loading or not self.has_newer or self.conversation_id is None or self.newest_id is None:
+            return 0
+        self._loading = True
+        try:
+            rows = history.messages_after(self.conversation_id, self.newest_id, PAGE + 1)
+            self.has_newer = len(rows) > PAGE
+            rows = rows[:PAGE]
+            if rows:
+                self.newest_id = rows[-1].id
+                await self.mount_all(self._widgets(rows))
+            if not self.has_newer:
+                self.anchor()  # the newest message is on screen again: follow new replies
+            else:
+                self.call_after_refresh(self._fill_newer)
+            return len(rows)
+        finally:
+            self._loading = False
+
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
         if new_value <= 0 and old_value > 0 and self.has_older and not self._settling:
             self.run_worker(self.load_older(), group="older", exclusive=True)
+        at_end = new_value >= self.max_scroll_y and new_value > old_value
+        if at_end and self.has_newer and not self._settling:
+            self.run_worker(self.load_newer(), group="newer")  # never cancelled mid-mount: no gaps

@@ -5,6 +5,7 @@ earlier messages; Tab completes slash commands."""
 from __future__ import annotations
 
 from textual import events
+from textual.content import Content
 from textual.message import Message
 from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
@@ -102,5 +103,7 @@ class SlashHints(OptionList):
 
     def show(self, specs: list[slash.SlashSpec]) -> None:
         self.clear_options()
-        self.add_options([Option(f"{spec.usage}  [dim]{spec.description}[/]", id=spec.name) for spec in specs])
+        self.add_options(
+            [Option(Content.assemble(spec.usage, "  ", (spec.description, "dim")), id=spec.name) for spec in specs]
+        )
         self.set_class(bool(specs), "-visible")

@@ -11,6 +11,8 @@ from typing import Any
 from textual.app import App
 from textual.widgets import Collapsible, Static
 
+from tui_agent.core.textsafe import visible
+
 HIDDEN_ATTR = "thinking_hidden"  # on the app: every thinking block hidden (the toggle key)
 
 
@@ -27,7 +29,7 @@ class ThinkingBlock(Collapsible):
     def __init__(self, text: str = "", *, live: bool = False) -> None:
         self.text = text
         self.live = live
-        self.body = Static(text, classes="thinking-text", markup=False)
+        self.body = Static(visible(text), classes="thinking-text", markup=False)
         super().__init__(self.body, title="Thinking", collapsed=not live, classes="thinking-block")
         self._started = 0.0
         self._elapsed: float | None = None
@@ -53,11 +55,11 @@ class ThinkingBlock(Collapsible):
         if not text:
             return
         self.text += text
-        self.body.update(self.text.strip())
+        self.body.update(visible(self.text.strip()))
 
     def replace(self, text: str) -> None:
         self.text = text
-        self.body.update(self.text.strip())
+        self.body.update(visible(self.text.strip()))
 
     def finish(self) -> None:
         """The answer started (or the reply ended): collapse, keep the seconds it took."""
