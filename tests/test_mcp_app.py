@@ -55,6 +55,7 @@ async def test_servers_start_after_the_first_paint_and_calls_ask_in_the_modal(en
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         assert "Run tool 'echo' of MCP server 'fx'" in app.screen.question
+        await wait_until(pilot, lambda: app.screen.armed)  # keys in the modal's first 0.5 s are ignored
         await pilot.press("y")
         await wait_until(pilot, lambda: not app.turns)
         tool_message = env.fake.chat_requests[1]["messages"][-1]
@@ -151,6 +152,7 @@ async def test_mcp_server_time_in_the_app(env):
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         assert "Run tool 'get_current_time' of MCP server 'time'" in app.screen.question
+        await wait_until(pilot, lambda: app.screen.armed)  # keys in the modal's first 0.5 s are ignored
         await pilot.press("y")
         await wait_until(pilot, lambda: not app.turns)
         view = list(app.chat_log.query(ToolResultView))[-1]

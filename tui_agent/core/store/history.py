@@ -110,14 +110,8 @@ def all_messages(conversation_id: int, limit: int | None = None, before_id: int 
 
 
 def messages_after(conversation_id: int, after_id: int, limit: int) -> list[Message]:
-    """The ``limit`` messages right after ``after_id``, oldest first."""
-    query = (
-        Message.select()
-        .where(Message.conversation == conversation_id, Message.id > after_id)
-        .order_by(Message.id)
-        .limit(limit)
-    )
-    return list(query)
+    """The ``limit`` messages of the active branch right after ``after_id``, oldest first."""
+    return branches.path_messages(conversation_id, limit=limit, after_id=after_id)
 
 
 def attachments_for(message_ids: Sequence[int]) -> dict[int, list[str]]:

@@ -18,6 +18,8 @@ from textual.screen import ModalScreen
 from textual.timer import Timer
 from textual.widgets import Button, Label, Static
 
+from tui_agent.core.textsafe import visible
+
 ALWAYS_QUESTION = (
     "Approve every {tool} change for the rest of this session, without asking again?\n\n"
     "Until you quit, the model may change your history without showing you first. "
@@ -51,9 +53,9 @@ class ApprovalScreen(ModalScreen[str]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog approval"):
-            yield Label(f"Allow {self.tool} to change your history?", id="approval-title", classes="dialog-title")
+            yield Label(visible(self._title()), id="approval-title", classes="dialog-title", markup=False)
             with VerticalScroll(classes="dialog-body"):
-                yield Static(self.question, id="approval-question", markup=False)
+                yield Static(visible(self.question), id="approval-question", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Yes (y)", id="yes", variant="warning", disabled=True)
                 yield Button("No (n)", id="no", variant="primary", disabled=True)
@@ -78,12 +80,17 @@ class ApprovalScreen(ModalScreen[str]):
         if armed:
             self.query_one("#no", Button).focus()
 
+    def _title(self) -> str:
+        if self.tool == "memory_sql":
+            return f"Allow {self.tool} to change your history?"
+        return f"Allow the tool {self.tool} to run?"  # MCP tools use the same modal
+
     def watch_confirming_always(self, confirming: bool) -> None:
         self.query_one("#approval-title", Label).update(
-            f"Always allow {self.tool}?" if confirming else f"Allow {self.tool} to change your history?"
+            visible(f"Always allow {self.tool}?" if confirming else self._title())
         )
         self.query_one("#approval-question", Static).update(
-            ALWAYS_QUESTION.format(tool=self.tool) if confirming else self.question
+            visible(ALWAYS_QUESTION.format(tool=self.tool) if confirming else self.question)
         )
         self.query_one("#yes", Button).label = "Yes, always (y)" if confirming else "Yes (y)"
         self.query_one("#no", Button).label = "Back (n)" if confirming else "No (n)"
