@@ -215,7 +215,7 @@ def test_browser_chat_image_two_sessions_and_clean_shutdown(env, served):
 
         # A click on the picture opens it too.
         with page.expect_popup(timeout=20_000) as popup_info:
-            page.mouse.click(200, 450)
+            page.mouse.click(480, 450)  # the middle of the (centred) picture
         clicked = popup_info.value
         assert clicked.url == f"{served.base}/media/{relative}"
         clicked.close()
