@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tui_agent.core import image_cache
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Message, Profile
 from tui_agent.core.vault import Vault
@@ -138,7 +138,7 @@ class ContextBuilder:
 
 
 def _read_image(path: Path) -> str:
-    return base64.b64encode(path.read_bytes()).decode("ascii")
+    return image_cache.encoded(path)
 
 
 def _within_budget(rows: list[Message], attachments: dict[int, list[str]], budget_tokens: int) -> list[Message]:
