@@ -11,6 +11,7 @@ from test_app import children, make, send, settle
 from tui_agent.core.store import history
 from tui_agent.ui import warmup
 from tui_agent.ui.widgets.bubbles import AssistantBubble, UserBubble
+from tui_agent.ui.widgets.chat_log import KEEP, PAGE, message_id_of
 
 
 async def test_user_bubble_shows_before_the_openai_import_finishes(env, monkeypatch):
@@ -44,3 +45,78 @@ async def test_user_bubble_shows_before_the_openai_import_finishes(env, monkeypa
 def bubble_conversation(app) -> int:
     assert app.conversation_id is not None
     return app.conversation_id
+
+
+def _long_conversation(count: int) -> int:
+    conversation = history.new_conversation("long").id
+    for i in range(count):
+        history.add_message(conversation, "user" if i % 2 == 0 else "assistant", f"message {i}")
+    return conversation
+
+
+def _ids(app) -> list[int]:
+    return [message_id_of(w) for w in app.chat_log.children if message_id_of(w) is not None]
+
+
+async def _scroll_to(app, pilot, where: str) -> None:
+    log = app.chat_log
+    for _ in range(100):
+        if where == "home":
+            log.scroll_home(animate=False, immediate=True)
+        else:
+            log.scroll_end(animate=False, immediate=True)
+        await pilot.pause(0.05)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        if (where == "home" and not log.has_older) or (where == "end" and not log.has_newer):
+            return
+    raise AssertionError(f"never reached the {where}")
+
+
+async def test_scrolling_up_releases_the_bottom_and_scrolling_down_brings_it_back(env):
+    conversation = _long_conversation(10 * PAGE)
+    all_ids = [m.id for m in history.recent_messages(conversation)]
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.open_conversation(conversation)
+        await pilot.pause()
+        assert _ids(app) == all_ids[-PAGE:]
+        await _scroll_to(app, pilot, "home")
+        log = app.chat_log
+        assert len(log.children) <= KEEP + PAGE  # never the whole conversation
+        assert _ids(app)[0] == all_ids[0]
+        assert log.has_newer and not log.has_older
+        await _scroll_to(app, pilot, "end")
+        assert _ids(app)[-1] == all_ids[-1]
+        assert len(log.children) <= KEEP + PAGE
+        ids = _ids(app)
+        assert ids == all_ids[all_ids.index(ids[0]) :]  # contiguous: nothing lost or doubled
+        assert log.has_older and not log.has_newer
+
+
+async def test_a_long_sitting_releases_the_top_and_a_new_turn_still_shows(env):
+    conversation = _long_conversation(10 * PAGE)
+    all_ids = [m.id for m in history.recent_messages(conversation)]
+    env.fake.script(Reply(text="still here"))
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.open_conversation(conversation)
+        log = app.chat_log
+        for _ in range(5):
+            await log.load_older()
+        assert len(log.children) > KEEP
+        log.anchor()  # back at the end, following it
+        await pilot.pause()
+        await log.release_far_widgets()
+        await pilot.pause()
+        assert len(log.children) <= KEEP
+        assert log.has_older and _ids(app)[-1] == all_ids[-1]
+        released_above = _ids(app)[0]
+        await send(app, pilot, "are you there?")
+        assert [b.text for b in children(app, AssistantBubble)][-1] == "still here"
+        log.scroll_home(animate=False, immediate=True)
+        await pilot.pause(0.05)
+        await app.workers.wait_for_complete()
+        ids = _ids(app)
+        assert ids[0] < released_above and released_above - 1 in ids  # the released page came back
+        assert ids == sorted(set(ids))

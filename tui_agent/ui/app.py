@@ -202,6 +202,8 @@ class AgentApp(ConversationsApp):
         self.composer.clear()
         attachments, self.pending_attachments = self.pending_attachments, []
         self._show_pending()
+        if self.chat_log.has_newer:  # scrolled up far (or jumped to a search hit): back to the end
+            await self.chat_log.show_conversation(self.conversation_id)
         bubble = None
         if not text.startswith("/"):
             # The user's bubble shows at once; the turn adopts it once the message is stored.
