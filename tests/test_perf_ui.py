@@ -7,11 +7,13 @@ import threading
 
 from fake_openai import Reply
 from test_app import children, make, send, settle
+from textual.widgets import Markdown
 
 from tui_agent.core.store import history
 from tui_agent.ui import warmup
 from tui_agent.ui.widgets.bubbles import AssistantBubble, UserBubble
 from tui_agent.ui.widgets.chat_log import KEEP, PAGE, message_id_of
+from tui_agent.ui.widgets.long_text import LongText
 
 
 async def test_user_bubble_shows_before_the_openai_import_finishes(env, monkeypatch):
@@ -120,3 +122,55 @@ async def test_a_long_sitting_releases_the_top_and_a_new_turn_still_shows(env):
         ids = _ids(app)
         assert ids[0] < released_above and released_above - 1 in ids  # the released page came back
         assert ids == sorted(set(ids))
+
+
+def _huge_reply(lines: int) -> list[str]:
+    text = "".join(f"row {i} \x1b]0;title\x07 end\n" for i in range(lines))
+    return [text[i : i + 40_000] for i in range(0, len(text), 40_000)]
+
+
+async def test_a_100k_line_reply_is_windowed_plain_text_live_and_reopened(env):
+    env.fake.script(Reply(tokens=_huge_reply(100_000)))
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(app, pilot, "flood me", wait=False)
+        await settle(app, pilot, timeout=120)
+        (bubble,) = children(app, AssistantBubble)
+        assert not bubble.query(Markdown)  # never laid out as Markdown
+        (view,) = bubble.query(LongText)
+        assert len(view.lines) == 100_001 and view.lines[99_999].startswith("row 99999 ")
+        assert "\x1b" not in view.text and "␛]0;title␇" in view.lines[5]
+        conversation = app.conversation_id
+        await app.action_new_conversation()
+        await app.open_conversation(conversation)
+        await pilot.pause()
+        (bubble,) = children(app, AssistantBubble)
+        (view,) = bubble.query(LongText)
+        assert len(view.lines) == 100_001
+        strip = view.render_line(0)
+        assert "row 0 ␛]0;title␇ end" in strip.text
+        view.focus()
+        await pilot.press("end")
+        await pilot.pause()
+        assert view.scroll_offset.y == view.max_scroll_y > 99_000  # the whole reply can be seen
+        app.composer.focus()
+        await pilot.press("h", "i")
+        assert app.composer.text == "hi"
+
+
+async def test_escape_stops_a_huge_reply_while_it_streams(env):
+    env.fake.script(Reply(tokens=_huge_reply(100_000), chunk_delay_s=0.05))
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(app, pilot, "flood me", wait=False)
+        for _ in range(600):
+            await pilot.pause(0.05)
+            if app.chat_log.query(LongText):
+                break
+        else:
+            raise AssertionError("the reply never became long")
+        await pilot.press("escape")
+        await settle(app, pilot)
+        (bubble,) = children(app, AssistantBubble)
+        assert bubble.status == "cancelled"
+        assert len(bubble.query_one(LongText).lines) < 100_000
