@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from tui_agent.core import image_cache
+from tui_agent.core.context_rows import recent_rows
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Message, Profile
 from tui_agent.core.vault import Vault
@@ -52,7 +52,7 @@ class ContextBuilder:
         return {"role": "system", "content": "\n\n".join(parts)}
 
     def build(self, conversation_id: int, profile: Profile) -> list[dict[str, Any]]:
-        rows = history.recent_messages(conversation_id, limit=self.max_messages)
+        rows = recent_rows(conversation_id, self.max_messages)
         rows = [m for m in rows if m.role not in EXCLUDED_ROLES and not (m.status == "streaming" and not m.content)]
         attachments = history.attachments_for([m.id for m in rows])
         rows = _within_budget(rows, attachments, int(profile.context_budget_tokens))
@@ -127,18 +127,14 @@ class ContextBuilder:
 
     def _image_part(self, relative: str) -> dict[str, Any]:
         path = self.vault.root / relative
-        try:
-            data = _read_image(path)
-        except OSError:
-            return {"type": "text", "text": f"[image no longer available: {relative}]"}
         mime = "image/jpeg" if path.suffix.lower() in (".jpg", ".jpeg") else "image/png"
         if path.suffix.lower() in (".gif", ".webp"):
             mime = "image/" + path.suffix.lower().lstrip(".")
-        return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}}
-
-
-def _read_image(path: Path) -> str:
-    return image_cache.encoded(path)
+        try:
+            url = image_cache.data_url(path, mime)  # read and encoded once per file version
+        except OSError:
+            return {"type": "text", "text": f"[image no longer available: {relative}]"}
+        return {"type": "image_url", "image_url": {"url": url}}
 
 
 def _within_budget(rows: list[Message], attachments: dict[int, list[str]], budget_tokens: int) -> list[Message]:

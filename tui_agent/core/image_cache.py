@@ -19,17 +19,17 @@ class ImageCache:
         self.hits = 0
         self.misses = 0
 
-    def encoded(self, path: Path) -> str:
-        """The file's bytes as base64 text; raises OSError when it cannot be read."""
+    def encoded(self, path: Path, prefix: str = "") -> str:
+        """``prefix`` + the file's bytes as base64 text; raises OSError when it cannot be read."""
         stat = path.stat()
-        key = str(path)
+        key = prefix + str(path)
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None and entry[0] == stat.st_mtime_ns and entry[1] == stat.st_size:
                 self._entries.move_to_end(key)
                 self.hits += 1
                 return entry[2]
-        data = base64.b64encode(path.read_bytes()).decode("ascii")
+        data = prefix + base64.b64encode(path.read_bytes()).decode("ascii")
         with self._lock:
             self.misses += 1
             old = self._entries.pop(key, None)
@@ -54,3 +54,8 @@ cache = ImageCache()
 
 def encoded(path: Path) -> str:
     return cache.encoded(path)
+
+
+def data_url(path: Path, mime: str) -> str:
+    """``data:MIME;base64,...`` built once per file version (a new 1 MB string per request is costly)."""
+    return cache.encoded(path, f"data:{mime};base64,")
