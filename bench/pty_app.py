@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import os
 import pty
+import re
 import select
 import signal
 import struct
@@ -16,6 +17,9 @@ import time
 from pathlib import Path
 
 READY = b"Message (Enter sends"
+ESCAPES = re.compile(
+    rb"\x1b(\[[0-9;?<>=$]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[PX^_][^\x1b]*\x1b\\|[()][0-9A-Za-z]|[=>78MDEc])"
+)
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -29,6 +33,7 @@ class PtyApp:
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
         self.pid, self.fd = pid, fd
         self.buffer = b""
+        self.plain = b""  # the output without escape sequences (a styled word can be split by them)
 
     @classmethod
     def agent(cls, vault: Path, env: dict[str, str] | None = None) -> PtyApp:
@@ -38,9 +43,9 @@ class PtyApp:
     def bare(cls, env: dict[str, str] | None = None) -> PtyApp:
         return cls([sys.executable, str(ROOT / "bench" / "bare_app.py")], env)
 
-    def wait_for(self, marker: bytes, timeout: float = 120.0) -> float:
+    def wait_for(self, marker: bytes, timeout: float = 60.0) -> float:
         """The time the marker was first drawn (searched from the last call's end)."""
-        start = len(self.buffer)
+        start = len(self.plain)
         deadline = time.perf_counter() + timeout
         while time.perf_counter() < deadline:
             ready, _, _ = select.select([self.fd], [], [], 0.02)
@@ -49,11 +54,10 @@ class PtyApp:
                     chunk = os.read(self.fd, 1 << 20)
                 except OSError:
                     break
-                self.buffer += chunk
-                self._answer_queries(chunk)
-                if marker in self.buffer[max(0, start - len(marker)) :]:
+                self._add(chunk)
+                if marker in self.plain[max(0, start - len(marker)) :]:
                     return time.perf_counter()
-        tail = self.buffer[-600:].decode("utf-8", "replace")
+        tail = self.plain[-1500:].decode("utf-8", "replace")
         raise TimeoutError(f"{marker!r} not seen; last output: {tail!r}")
 
     def drain(self, seconds: float) -> None:
@@ -65,8 +69,12 @@ class PtyApp:
                     chunk = os.read(self.fd, 1 << 20)
                 except OSError:
                     return
-                self.buffer += chunk
-                self._answer_queries(chunk)
+                self._add(chunk)
+
+    def _add(self, chunk: bytes) -> None:
+        self.buffer += chunk
+        self.plain += ESCAPES.sub(b"", chunk)
+        self._answer_queries(chunk)
 
     def _answer_queries(self, chunk: bytes) -> None:
         # Answer the terminal probes textual-image sends (device attributes, cell size) like xterm.

@@ -13,8 +13,7 @@ from pty_app import READY, PtyApp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from fake_openai import FakeOpenAI, Reply, png_bytes
-
-HALF_BLOCK = "▀".encode()
+from PIL import Image
 
 
 def fill(vault: Path, messages: int, *, images_every: int = 0, huge_lines: int = 0) -> None:
@@ -34,8 +33,9 @@ def fill(vault: Path, messages: int, *, images_every: int = 0, huge_lines: int =
     if images_every:
         media = vault / "media"
         media.mkdir(exist_ok=True)
-        for n, message_id in enumerate(range(1, messages + 1, images_every)):
-            (media / f"pic{n}.png").write_bytes(png_bytes((40 * n % 256, 90, 160), (64, 48)))
+        # On the newest user messages, so they are on the first screen.
+        for n, message_id in enumerate(range(messages - 1, 0, -2 * images_every)):
+            Image.effect_noise((64, 48), 80).convert("RGB").save(media / f"pic{n}.png")
             conn.execute(
                 "INSERT INTO attachments(message_id, position, path, mime) VALUES (?, 0, ?, 'image/png')",
                 (message_id, f"media/pic{n}.png"),
@@ -49,17 +49,6 @@ def paint(app: PtyApp) -> tuple[float, float]:
         painted = app.wait_for(READY)
         app.drain(0.3)
         return painted - app.started, app.rss_mb()
-    finally:
-        app.close()
-
-
-def paint_then_images(vault: Path, env: dict[str, str]) -> tuple[float, float]:
-    """Start -> first paint, first paint -> the first image drawn (half-cell blocks in this pty)."""
-    app = PtyApp.agent(vault, env)
-    try:
-        painted = app.wait_for(READY)
-        drawn = app.wait_for(HALF_BLOCK)
-        return painted - app.started, drawn - painted
     finally:
         app.close()
 
@@ -130,7 +119,8 @@ def session(vault: Path, fake: FakeOpenAI, turns: int, env: dict[str, str]) -> d
             app.send(f"turn {turn}\r".encode())
             app.wait_for(f"end{turn}z".encode(), timeout=120)
             durations.append(time.perf_counter() - start)
-            app.drain(0.05)
+            app.wait_for(b" out tokens", timeout=60)  # the turn is over: the next message is accepted
+            app.drain(0.2)
         app.drain(2.0)
         return {
             "turns": turns,
