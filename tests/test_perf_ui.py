@@ -72,7 +72,10 @@ async def _scroll_to(app, pilot, where: str) -> None:
         await pilot.pause()
         if (where == "home" and not log.has_older) or (where == "end" and not log.has_newer):
             return
-    raise AssertionError(f"never reached the {where}")
+    raise AssertionError(
+        f"never reached the {where}: {log.scroll_y} / {log.max_scroll_y}, {len(log.children)} children,"
+        f" newer {log.has_newer} {log.newest_id}, settling {log._settling}, loading {log._loading}"
+    )
 
 
 async def test_scrolling_up_releases_the_bottom_and_scrolling_down_brings_it_back(env):
@@ -174,3 +177,16 @@ async def test_escape_stops_a_huge_reply_while_it_streams(env):
         (bubble,) = children(app, AssistantBubble)
         assert bubble.status == "cancelled"
         assert len(bubble.query_one(LongText).lines) < 100_000
+
+
+async def test_after_a_jump_to_an_old_message_newer_pages_load_on_scroll_down(env):
+    conversation = _long_conversation(6 * PAGE)
+    all_ids = [m.id for m in history.recent_messages(conversation)]
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.jump_to_message(conversation, all_ids[10])
+        await pilot.pause()
+        assert app.chat_log.has_newer and _ids(app)[-1] < all_ids[-1]
+        await _scroll_to(app, pilot, "end")
+        ids = _ids(app)
+        assert ids[-1] == all_ids[-1] and ids == all_ids[all_ids.index(ids[0]) :]

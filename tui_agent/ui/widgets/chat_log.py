@@ -111,6 +111,14 @@ class ChatLog(VerticalScroll):
 
     def _settled(self) -> None:
         self._settling = False
+        self._fill_view()
+
+    def _fill_view(self) -> None:
+        """While the mounted pages do not fill the view there is nothing to scroll: load more now."""
+        if self.max_scroll_y > 0 or self._loading:
+            return
+        if self.has_newer:
+            self.run_worker(self.load_newer(), group="newer", exclusive=True)
 
     async def load_older(self) -> int:
         """Prepend the previous page; keep the view where it was. Returns how many rows loaded."""
@@ -161,6 +169,7 @@ class ChatLog(VerticalScroll):
                 self.newest_id = rows[-1].id
             await self.mount_all(self._widgets(rows))
             await self._release_top()
+            self.call_after_refresh(self._fill_view)
             return len(rows)
         finally:
             self._loading = False
