@@ -49,6 +49,7 @@ class FakeOpenAI:
         self.requests: list[dict[str, Any]] = []
         self.image_requests: list[dict[str, Any]] = []
         self.first_request_at: float | None = None
+        self.stream_ended_at: float | None = None
         self.default_text = "ok"
         self.lock = threading.Lock()
         self.server = ThreadingHTTPServer((host, port), self._handler())
@@ -153,6 +154,7 @@ class FakeOpenAI:
                             time.sleep(reply.chunk_delay_s)
                     self.wfile.write(b"data: [DONE]\n\n")
                     self.wfile.flush()
+                    fake.stream_ended_at = time.perf_counter()  # the last byte (bench/ measures from it)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
                 self.close_connection = True

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from tui_agent.core import image_cache
+from tui_agent.core.context_rows import recent_rows
 from tui_agent.core.profiles import accepts_images
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Message, Profile
@@ -68,7 +68,7 @@ class ContextBuilder:
         return {"role": "system", "content": "\n\n".join(parts)}
 
     def build(self, conversation_id: int, profile: Profile, model: str | None = None) -> list[dict[str, Any]]:
-        rows = history.recent_messages(conversation_id, limit=self.max_messages)
+        rows = recent_rows(conversation_id, self.max_messages)
         rows = [
             m
             for m in rows
@@ -171,14 +171,14 @@ class ContextBuilder:
 
     def _image_part(self, relative: str) -> dict[str, Any]:
         path = self.vault.root / relative
-        try:
-            data = _read_image(path)
-        except OSError:
-            return {"type": "text", "text": f"[image no longer available: {relative}]"}
         mime = "image/jpeg" if path.suffix.lower() in (".jpg", ".jpeg") else "image/png"
         if path.suffix.lower() in (".gif", ".webp"):
             mime = "image/" + path.suffix.lower().lstrip(".")
-        return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}}
+        try:
+            url = image_cache.data_url(path, mime)  # read and encoded once per file version
+        except OSError:
+            return {"type": "text", "text": f"[image no longer available: {relative}]"}
+        return {"type": "image_url", "image_url": {"url": url}}
 
 
 def _image_note(relative: str) -> dict[str, Any]:
@@ -198,10 +198,6 @@ def _pixels_from(rows: Sequence[Message], profile: Profile, model: str) -> float
         return math.inf
     users = [m.id for m in rows if m.role == "user"]
     return users[-1] if users else 0
-
-
-def _read_image(path: Path) -> str:
-    return base64.b64encode(path.read_bytes()).decode("ascii")
 
 
 def _cost(message: Message, attachments: dict[int, list[str]]) -> int:

@@ -31,7 +31,7 @@ from tui_agent.ui.mcp_control import McpControl
 from tui_agent.ui.message_actions import MessageActionsMixin
 from tui_agent.ui.paths import styles_dir
 from tui_agent.ui.turn_view import TurnView
-from tui_agent.ui.widgets.bubbles import ErrorCard, NoticeCard
+from tui_agent.ui.widgets.bubbles import ErrorCard, NoticeCard, UserBubble
 from tui_agent.ui.widgets.carousel import ImageCarousel
 from tui_agent.ui.widgets.chat_log import ChatLog
 from tui_agent.ui.widgets.composer import Composer, SlashHints
@@ -140,8 +140,9 @@ class AgentApp(MessageActionsMixin):
             self.status_line.ready(self.profile.chat_model)
         self.mcp.install_signal_handlers()
         log.info("chat screen ready (pid %d)", os.getpid())
-        # Background work starts well after the first paint so it does not compete with it for the GIL.
-        self.set_timer(1.0, self._after_first_paint)
+        # The openai import (~0.5-1 s) starts right after the first frame, so a message sent at once
+        # waits as little as possible for it (run.py may have started it even earlier).
+        self.call_after_refresh(self._after_first_paint)
 
     def _after_first_paint(self) -> None:
         self._preloaded()
@@ -156,12 +157,9 @@ class AgentApp(MessageActionsMixin):
         """After the first paint, in one thread (concurrent imports of one package can see it half
         initialised): import openai, build the tools, then check that the endpoint answers."""
         try:
-            import httpx  # noqa: F401
-            import openai
+            from tui_agent.ui import warmup
 
-            # The client imports more on construction (httpx URL handling): do it here too, so that
-            # no import is left for the event loop to race with the endpoint probe below.
-            openai.AsyncOpenAI(base_url="http://127.0.0.1/v1", api_key="preload", max_retries=0)
+            warmup.wait()
         finally:
             self.call_from_thread(self._preload_finished)
         if self.check_endpoint:
@@ -229,7 +227,16 @@ class AgentApp(MessageActionsMixin):
         attachments, self.pending_attachments = self.pending_attachments, []
         self._show_pending()
         edit_of, self.editing = self.editing, None
-        self.turns[self.conversation_id] = self.run_turn(self.conversation_id, text, attachments, edit_of=edit_of)
+        if self.chat_log.has_newer:  # scrolled up far (or jumped to a search hit): back to the end
+            await self.chat_log.show_conversation(self.conversation_id)
+        bubble = None
+        if not text.startswith("/") and edit_of is None:
+            # The user's bubble shows at once; the turn adopts it once the message is stored.
+            bubble = UserBubble(text, [self.vault.root / p for p in attachments])
+            await self.chat_log.mount(bubble)
+        self.turns[self.conversation_id] = self.run_turn(
+            self.conversation_id, text, attachments, edit_of=edit_of, bubble=bubble
+        )
 
     def action_retry_turn(self) -> None:
         """Send the failed last turn again, from the user message already stored."""
@@ -250,13 +257,14 @@ class AgentApp(MessageActionsMixin):
         edit_of: int | None = None,
         regenerate: int | None = None,
         retry: bool = False,
+        bubble: UserBubble | None = None,
     ) -> None:
         """One turn on screen: a new message, an edited one (``edit_of``: the conversation forks
         there), another answer in place of reply ``regenerate``, or the failed last turn again."""
         from tui_agent.core.llm import LLMError
         from tui_agent.core.loop import AgentLoop
 
-        view = TurnView(self, conversation_id)
+        view = TurnView(self, conversation_id, user_bubble=bubble)
         started = retry or regenerate is not None  # until the user's message is stored, a failure gives the text back
         # Two threads importing openai at once can see a half-initialised module: wait for the preload.
         self._preloaded()
@@ -286,6 +294,8 @@ class AgentApp(MessageActionsMixin):
             await view._mount(ErrorCard(friendly(kind, str(exc))))
         finally:
             if not started:
+                if bubble is not None and bubble.is_attached:
+                    await bubble.remove()
                 # Nothing was stored (a bad /attach, say): nothing is lost, the text goes back.
                 if not self.composer.text:
                     self.composer.load_text(text)

@@ -30,8 +30,9 @@ class DetachedStatus:
 
 
 class TurnView:
-    def __init__(self, app: AgentApp, conversation_id: int | None) -> None:
+    def __init__(self, app: AgentApp, conversation_id: int | None, *, user_bubble: UserBubble | None = None) -> None:
         self.app = app
+        self.user_bubble = user_bubble  # shown when Enter was pressed, adopted when the message is stored
         self.log = app.chat_log
         self.conversation_id = conversation_id
         self.bubble: AssistantBubble | None = None
@@ -68,6 +69,9 @@ class TurnView:
 
             images = history.attachments_for([event.user_message_id]).get(event.user_message_id, [])
             message = history.recent_messages(event.conversation_id, limit=1)[0]
+            if self.user_bubble is not None and self.user_bubble.is_attached:
+                self.user_bubble.message_id = message.id
+                return
             alternatives = branches.alternatives(message, branches.fork_parents(event.conversation_id))
             await self._mount(
                 UserBubble(

@@ -12,6 +12,8 @@ chat log see only that path, while ``memory_sql`` and the JSON export see every 
 
 from __future__ import annotations
 
+from typing import Any
+
 import peewee as pw
 
 from tui_agent.core.store.models import Conversation, Message
@@ -72,9 +74,12 @@ def path_messages(
     limit: int | None = None,
     before_id: int | None = None,
     after_id: int | None = None,
-) -> list[Message]:
+    *,
+    light: bool = False,
+) -> list[Any]:
     """Messages of the active branch, oldest first: the newest ``limit`` older than ``before_id``,
-    or (with ``after_id``) the oldest ``limit`` newer than ``after_id``."""
+    or (with ``after_id``) the oldest ``limit`` newer than ``after_id``. ``light``: named tuples
+    with the columns' names instead of model instances (about ten times cheaper)."""
     leaf = leaf_of(conversation_id)
     if leaf is None:
         return []
@@ -90,7 +95,8 @@ def path_messages(
     if limit is not None:
         sql += " LIMIT ?"
         params.append(limit)
-    rows = list(Message.raw(sql, *params))
+    query = Message.raw(sql, *params)
+    rows = list(query.namedtuples() if light else query)
     return rows if after_id is not None else list(reversed(rows))
 
 

@@ -20,6 +20,15 @@ from tui_agent.ui.widgets.thinking import ThinkingBlock
 if TYPE_CHECKING:
     from textual.widgets.markdown import MarkdownStream
 
+    from tui_agent.ui.widgets.long_text import LongText
+
+LONG_LINES = 2_000  # replies longer than this are shown as windowed plain text, not Markdown
+LONG_CHARS = 200_000
+
+
+def is_long(text: str) -> bool:
+    return len(text) > LONG_CHARS or text.count("\n", 0, LONG_CHARS + 1) >= LONG_LINES
+
 
 class UserBubble(Vertical):
     """One bubble: text above the images, or images only."""
@@ -64,6 +73,9 @@ class AssistantBubble(Vertical):
         self.alternatives = alternatives or []
         self._stream: MarkdownStream | None = None
         self._parts: list[str] = []
+        self._long: LongText | None = None
+        self._chars = len(text)
+        self._newlines = text.count("\n")
 
     def compose(self) -> ComposeResult:
         # Imported here: markdown-it costs ~40 ms and is not needed for an empty first screen.
@@ -75,7 +87,10 @@ class AssistantBubble(Vertical):
             yield Spinner("thinking", classes="thinking")
         if self.reasoning.strip():
             yield ThinkingBlock(self.reasoning)
-        yield Markdown(visible(self.initial), classes="reply", parser_factory=parser)
+        if is_long(self.initial):
+            yield from self._long_view(self.initial)
+        else:
+            yield Markdown(visible(self.initial), classes="reply", parser_factory=parser)
         if self.status not in ("complete", "streaming"):
             yield Static(f"({self.status})", classes="reply-status")
 
@@ -83,14 +98,40 @@ class AssistantBubble(Vertical):
     def text(self) -> str:
         return self.initial + "".join(self._parts)
 
+    def _long_view(self, text: str) -> ComposeResult:
+        from tui_agent.ui.widgets.long_text import LongText
+
+        self._long = LongText(text, classes="reply-long")
+        yield self._long
+        yield Static(self._long_note(), classes="reply-long-note", markup=False)
+
+    def _long_note(self) -> str:
+        lines = len(self._long.lines) if self._long is not None else 0
+        return f"long reply ({lines:,} lines) shown as plain text: click it, then scroll or use the arrow keys"
+
     async def write(self, fragment: str) -> None:
+        self._parts.append(fragment)
+        if self._long is not None:
+            self._long.append(fragment)
+            self.query_one(".reply-long-note", Static).update(self._long_note())
+            return
+        self._chars += len(fragment)
+        self._newlines += fragment.count("\n")
+        if self._chars > LONG_CHARS or self._newlines >= LONG_LINES:
+            # Past this size Markdown layout would freeze the app: switch to the plain, windowed view.
+            if self._stream is not None:
+                await self._stream.stop()
+                self._stream = None
+            for widget in self.query(".reply, .thinking"):
+                await widget.remove()
+            await self.mount_all(list(self._long_view(self.text)))
+            return
         if self._stream is None:
             for spinner in self.query(".thinking"):
                 await spinner.remove()
             from textual.widgets import Markdown
 
             self._stream = Markdown.get_stream(self.query_one(".reply", Markdown))
-        self._parts.append(fragment)
         await self._stream.write(visible(fragment))
 
     async def live_thinking(self) -> ThinkingBlock:
@@ -114,7 +155,8 @@ class AssistantBubble(Vertical):
             self._stream = None
         self.initial = ""
         self._parts.clear()
-        await self.query_one(".reply", Markdown).update("")
+        for reply in self.query(".reply").results(Markdown):
+            await reply.update("")
 
     async def finish(self, status: str) -> None:
         for block in self.query(ThinkingBlock):

@@ -1,5 +1,6 @@
-"""The chat log: mounts only a page of the newest messages; older pages load on scroll-up, and after
-a jump to a search hit, newer pages load on scroll-down."""
+"""The chat log: a window of pages over the conversation. It opens on the newest page; older pages
+load on scroll-up and newer ones on scroll-down, and pages far from the view are released
+(so a long sitting or a scroll through thousands of messages keeps the DOM small)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,14 @@ from tui_agent.ui.widgets.message_cursor import CURSOR_BINDINGS, MessageCursorMi
 from tui_agent.ui.widgets.tool_block import ToolResultView
 
 PAGE = 20
+KEEP = 4 * PAGE  # widgets kept mounted; beyond this, those farthest from the view are released
+
+
+def message_id_of(widget: Widget) -> int | None:
+    found = getattr(widget, "message_id", None)
+    if found is None:
+        found = getattr(getattr(widget, "block", None), "message_id", None)
+    return found if isinstance(found, int) else None
 
 
 def result_status(content: str) -> str:
@@ -29,7 +38,8 @@ def result_status(content: str) -> str:
 
 class ChatLog(MessageCursorMixin, VerticalScroll):
     """Anchored to the bottom while the user has not scrolled away (``VerticalScroll.anchor``).
-    Focused, it has a message cursor (see message_cursor)."""
+    Focused, it has a message cursor (see message_cursor). It shows the conversation's active
+    branch (see store.branches)."""
 
     BINDINGS = CURSOR_BINDINGS
 
@@ -39,13 +49,19 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
         self.conversation_id: int | None = None
         self.oldest_id: int | None = None
         self.has_older = False
-        self.newest_id: int | None = None
-        self.has_newer = False  # after a jump to an older message: the pages after it are not mounted
+        self.newest_id: int | None = None  # set while newer messages are released below the view
+        self.has_newer = False
         self._loading = False
         self._settling = False  # True while a page is being laid out: scroll moves are not the user's
 
+    @property
+    def following(self) -> bool:
+        """True while the view sticks to the end (the user has not scrolled away)."""
+        return self.is_anchored and not self._anchor_released
+
     def on_mount(self) -> None:
         self.anchor()
+        self.set_interval(1.0, self.release_far_widgets)
 
     def widget_for(self, message: Message, images: list[str], forks: set[int] | None = None) -> Widget | None:
         paths = [self.vault.root / p for p in images]
@@ -53,7 +69,7 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
         if message.role == "user":
             return UserBubble(message.content, paths, message_id=message.id, alternatives=alternatives)
         if message.role == "assistant":
-            if not message.content and message.tool_calls and not message.reasoning:
+            if not message.content and message.tool_calls:
                 return None  # the call itself shows in the tool block
             status = "interrupted" if message.status == "streaming" else message.status
             return AssistantBubble(
@@ -99,46 +115,24 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
         if rows:
             self.oldest_id = rows[0].id
             self.has_older = len(rows) == PAGE
-            self.newest_id = rows[-1].id
-            self.has_newer = bool(history.messages_after(conversation_id, rows[-1].id, 1))
+            if until_id is not None and self._rows_after(rows[-1].id, 1):
+                self.newest_id = rows[-1].id
+                self.has_newer = True
         self._settling = True
         await self.mount_all(self._widgets(rows))
-        if not self.has_newer:
-            self.anchor()
+        self.anchor()
         self.call_after_refresh(self._settled)
-
-    async def mark_window_start(self, first_message_id: int | None) -> None:
-        """A quiet line above the oldest message the model still sees (None: it sees everything)."""
-        for marker in self.query(".window-marker"):
-            await marker.remove()
-        ids = [getattr(widget, "message_id", None) for widget in self.children]
-        if first_message_id is None or not any(i is not None and i < first_message_id for i in ids):
-            return  # nothing left out, or the boundary is on a page that is not loaded
-        for widget in self.children:
-            if (getattr(widget, "message_id", None) or 0) >= first_message_id:
-                await self.mount(
-                    Static("··· the model no longer sees the messages above this line ···", classes="window-marker"),
-                    before=widget,
-                )
-                return
 
     def _settled(self) -> None:
         self._settling = False
-        self._fill_newer()
+        self._fill_view()
 
-    def _at_end(self) -> bool:
-        return self.max_scroll_y <= 0 or self.scroll_y >= self.max_scroll_y
-
-    def _fill_newer(self) -> None:
-        """While the view reaches the end of what is mounted (a short page, or a jump near its end),
-        scrolling down cannot move: load the next page now, so there is always more below."""
-        if self.has_newer and not self._settling and self._at_end():
-            self.run_worker(self.load_newer(), group="newer")
-
-    def on_mouse_scroll_down(self) -> None:
-        # At the end already the scroll position does not change: the wheel still asks for more.
-        if self.has_newer and not self._settling and self._at_end():
-            self.run_worker(self.load_newer(), group="newer")
+    def _fill_view(self) -> None:
+        """While the mounted pages do not fill the view there is nothing to scroll: load more now."""
+        if self.max_scroll_y > 0 or self._loading:
+            return
+        if self.has_newer:
+            self.run_worker(self.load_newer(), group="newer", exclusive=True)
 
     async def load_older(self) -> int:
         """Prepend the previous page; keep the view where it was. Returns how many rows loaded."""
@@ -159,34 +153,111 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
                     self.call_after_refresh(self.scroll_to_widget, first, top=True, animate=False)
                 else:
                     await self.mount_all(widgets)
+            await self._release_bottom()
             return len(rows)
         finally:
             self._loading = False
 
+    def _rows_after(self, message_id: int, limit: int) -> list[Message]:
+        assert self.conversation_id is not None
+        return history.messages_after(self.conversation_id, message_id, limit)  # on the active branch
+
+    def on_mouse_scroll_down(self) -> None:
+        # At the end of what is mounted the scroll position cannot change: the wheel still asks for more.
+        if self.has_newer and not self._settling and self.scroll_y >= self.max_scroll_y:
+            self.run_worker(self.load_newer(), group="newer", exclusive=True)
+
+    async def mark_window_start(self, first_message_id: int | None) -> None:
+        """A quiet line above the oldest message the model still sees (None: it sees everything)."""
+        for marker in self.query(".window-marker"):
+            await marker.remove()
+        ids = [getattr(widget, "message_id", None) for widget in self.children]
+        if first_message_id is None or not any(i is not None and i < first_message_id for i in ids):
+            return  # nothing left out, or the boundary is on a page that is not loaded
+        for widget in self.children:
+            if (getattr(widget, "message_id", None) or 0) >= first_message_id:
+                await self.mount(
+                    Static("··· the model no longer sees the messages above this line ···", classes="window-marker"),
+                    before=widget,
+                )
+                return
+
     async def load_newer(self) -> int:
-        """Append the next page after the newest mounted message. Returns how many rows loaded."""
-        if self._loading or not self.has_newer or self.conversation_id is None or self.newest_id is None:
+        """Append the next page after the newest one mounted (after scrolling up, or a jump)."""
+        if self._loading or not self.has_newer or self.newest_id is None or self.conversation_id is None:
             return 0
         self._loading = True
         try:
-            rows = history.messages_after(self.conversation_id, self.newest_id, PAGE + 1)
+            rows = self._rows_after(self.newest_id, PAGE + 1)
             self.has_newer = len(rows) > PAGE
             rows = rows[:PAGE]
-            if rows:
-                self.newest_id = rows[-1].id
-                await self.mount_all(self._widgets(rows))
             if not self.has_newer:
-                self.anchor()  # the newest message is on screen again: follow new replies
-            else:
-                self.call_after_refresh(self._fill_newer)
+                self.newest_id = None
+            elif rows:
+                self.newest_id = rows[-1].id
+            await self.mount_all(self._widgets(rows))
+            await self._release_top()
+            self.call_after_refresh(self._fill_view)
             return len(rows)
         finally:
             self._loading = False
 
+    async def release_far_widgets(self) -> None:
+        """Called every second: release what is far above (or below) the view."""
+        if self._loading or len(self.children) <= KEEP:
+            return
+        if self.scroll_y >= self.max_scroll_y / 2:
+            await self._release_top()
+        else:
+            await self._release_bottom()
+
+    async def _release_top(self) -> None:
+        children = list(self.children)
+        excess = len(children) - KEEP
+        if excess <= 0:
+            return
+        # Cut where the next widget is a stored message, so the page above can be loaded again.
+        for cut in range(excess, len(children) - PAGE):
+            first_kept = message_id_of(children[cut])
+            if first_kept is not None:
+                break
+        else:
+            return
+        # Keep what the user looks at in place: the widget at the top of the view, at the same offset.
+        top = next((c for c in children[cut:] if c.virtual_region.bottom > self.scroll_y), children[cut])
+        offset = self.scroll_y - top.virtual_region.y
+        await self.remove_children(children[:cut])
+        self.oldest_id = first_kept
+        self.has_older = True
+        if not self.following:
+            self.call_after_refresh(self._restore_view, top, offset)
+
+    def _restore_view(self, top: Widget, offset: float) -> None:
+        if top.is_attached:
+            self.scroll_to(y=top.virtual_region.y + offset, animate=False, immediate=True)
+
+    async def _release_bottom(self) -> None:
+        children = list(self.children)
+        excess = len(children) - KEEP
+        if excess <= 0 or self.following:
+            return
+        for cut in range(len(children) - excess, PAGE, -1):
+            last_kept = message_id_of(children[cut - 1])
+            if last_kept is not None and all(message_id_of(c) is not None for c in children[cut:]):
+                break
+        else:
+            return  # live widgets (a reply being written) are never released
+        await self.remove_children(children[cut:])
+        self.newest_id = last_kept
+        self.has_newer = True
+
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
-        if new_value <= 0 and old_value > 0 and self.has_older and not self._settling:
+        if self.has_newer and self.is_anchored:
+            self._anchor_released = True  # the end of what is mounted is not the end: do not follow it
+        if self._settling:
+            return
+        if new_value <= 0 and old_value > 0 and self.has_older:
             self.run_worker(self.load_older(), group="older", exclusive=True)
-        at_end = new_value >= self.max_scroll_y and new_value > old_value
-        if at_end and self.has_newer and not self._settling:
-            self.run_worker(self.load_newer(), group="newer")  # never cancelled mid-mount: no gaps
+        elif new_value >= self.max_scroll_y and old_value < new_value and self.has_newer:
+            self.run_worker(self.load_newer(), group="newer", exclusive=True)

@@ -1,0 +1,124 @@
+"""Run a program in a real 120x40 pseudo-terminal and wait for text to be drawn."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import re
+import select
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import time
+from pathlib import Path
+
+READY = b"Message (Enter sends"
+ESCAPES = re.compile(
+    rb"\x1b(\[[0-9;?<>=$]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[PX^_][^\x1b]*\x1b\\|[()][0-9A-Za-z]|[=>78MDEc])"
+)
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class PtyApp:
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
+        self.started = time.perf_counter()
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.environ.update(TERM="xterm-256color", COLUMNS="120", LINES="40", **(env or {}))
+            os.execv(argv[0], argv)
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        self.pid, self.fd = pid, fd
+        self.buffer = b""
+        self.plain = b""  # the output without escape sequences (a styled word can be split by them)
+
+    @classmethod
+    def agent(cls, vault: Path, env: dict[str, str] | None = None) -> PtyApp:
+        return cls([sys.executable, "-m", "tui_agent"], {"TUI_AGENT_VAULT": str(vault), **(env or {})})
+
+    @classmethod
+    def bare(cls, env: dict[str, str] | None = None) -> PtyApp:
+        return cls([sys.executable, str(ROOT / "bench" / "bare_app.py")], env)
+
+    def wait_for(self, marker: bytes, timeout: float = 60.0) -> float:
+        """The time the marker was first drawn (searched from the last call's end)."""
+        start = len(self.plain)
+        deadline = time.perf_counter() + timeout
+        while time.perf_counter() < deadline:
+            ready, _, _ = select.select([self.fd], [], [], 0.02)
+            if ready:
+                try:
+                    chunk = os.read(self.fd, 1 << 20)
+                except OSError:
+                    break
+                self._add(chunk)
+                if marker in self.plain[max(0, start - len(marker)) :]:
+                    return time.perf_counter()
+        tail = self.plain[-1500:].decode("utf-8", "replace")
+        raise TimeoutError(f"{marker!r} not seen; last output: {tail!r}")
+
+    def drain(self, seconds: float) -> None:
+        deadline = time.perf_counter() + seconds
+        while (left := deadline - time.perf_counter()) > 0:
+            ready, _, _ = select.select([self.fd], [], [], left)
+            if ready:
+                try:
+                    chunk = os.read(self.fd, 1 << 20)
+                except OSError:
+                    return
+                self._add(chunk)
+
+    def _add(self, chunk: bytes) -> None:
+        self.buffer += chunk
+        self.plain += ESCAPES.sub(b"", chunk)
+        self._answer_queries(chunk)
+
+    def _answer_queries(self, chunk: bytes) -> None:
+        # Answer the terminal probes textual-image sends (device attributes, cell size) like xterm.
+        if b"\x1b[c" in chunk:
+            os.write(self.fd, b"\x1b[?1;2c")
+        if b"\x1b[16t" in chunk:
+            os.write(self.fd, b"\x1b[6;20;10t")
+
+    def send(self, data: bytes) -> None:
+        os.write(self.fd, data)
+
+    def rss_mb(self, field: str = "VmRSS") -> float:
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
+    def echo_s(self, probe: bytes = b"zqx") -> float:
+        """Keystroke echo: type a prefix, then time one more key until the composer shows it."""
+        self.send(probe)
+        self.wait_for(probe)
+        self.drain(0.2)
+        start = time.perf_counter()
+        self.send(b"j")
+        done = self.wait_for(probe + b"j")
+        for _ in range(4):
+            self.send(b"\x7f")
+        self.drain(0.2)
+        return done - start
+
+    def close(self) -> None:
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(self.pid, 0)
+        os.close(self.fd)
+
+
+def make_vault(base_url: str) -> Path:
+    vault = Path(tempfile.mkdtemp(prefix="bench-")) / "vault"
+    subprocess.run(
+        [sys.executable, "-m", "tui_agent", "profile", "set", "base_url", base_url, "--vault", str(vault)],
+        check=True,
+        capture_output=True,
+    )
+    return vault

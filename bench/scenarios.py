@@ -1,0 +1,176 @@
+"""One measurement each: start a real app in a pty, do one thing, return seconds (and MB)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from pty_app import READY, PtyApp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from fake_openai import FakeOpenAI, Reply, png_bytes
+from PIL import Image
+
+
+def fill(vault: Path, messages: int, *, images_every: int = 0, huge_lines: int = 0) -> None:
+    """A conversation of ``messages`` Markdown messages (optionally images, or one huge reply last)."""
+    conn = sqlite3.connect(vault / "agent.db")
+    conn.execute("INSERT INTO conversations(title, created_at, updated_at) VALUES ('long', 'x', 'x')")
+    rows = [
+        (
+            "user" if i % 2 == 0 else "assistant",
+            f"message {i}: **lorem** ipsum `dolor` sit amet, " + "consectetur adipiscing elit " * 6,
+        )
+        for i in range(messages)
+    ]
+    if huge_lines:
+        rows.append(("assistant", "".join(f"row {i} of a huge reply\n" for i in range(huge_lines))))
+    conn.executemany("INSERT INTO messages(conversation_id, role, content, created_at) VALUES (1, ?, ?, 'x')", rows)
+    if images_every:
+        media = vault / "media"
+        media.mkdir(exist_ok=True)
+        # On the newest user messages, so they are on the first screen.
+        for n, message_id in enumerate(range(messages - 1, 0, -2 * images_every)):
+            Image.effect_noise((64, 48), 80).convert("RGB").save(media / f"pic{n}.png")
+            conn.execute(
+                "INSERT INTO attachments(message_id, position, path, mime) VALUES (?, 0, ?, 'image/png')",
+                (message_id, f"media/pic{n}.png"),
+            )
+    conn.commit()
+    conn.close()
+
+
+def paint(app: PtyApp) -> tuple[float, float]:
+    try:
+        painted = app.wait_for(READY)
+        app.drain(0.3)
+        return painted - app.started, app.rss_mb()
+    finally:
+        app.close()
+
+
+def echo(app: PtyApp) -> float:
+    try:
+        app.wait_for(READY)
+        app.drain(1.5)
+        return app.echo_s()
+    finally:
+        app.close()
+
+
+def send_at_once(vault: Path, fake: FakeOpenAI, env: dict[str, str]) -> float:
+    """Enter pressed 100 ms after the first paint -> the reply's first token on screen."""
+    fake.script(Reply(tokens=[f" fz{i}q" for i in range(300)]))
+    app = PtyApp.agent(vault, env)
+    try:
+        app.wait_for(READY)
+        time.sleep(0.1)
+        start = time.perf_counter()
+        app.send(b"hi\r")
+        first = app.wait_for(b"fz0q")
+        app.wait_for(b"fz299q")
+        return first - start
+    finally:
+        app.close()
+
+
+def stream(vault: Path, fake: FakeOpenAI, tokens: int, env: dict[str, str]) -> tuple[float, float, float]:
+    """Enter -> last token on screen; server's last byte -> last token on screen; peak RSS."""
+    fake.script(Reply(tokens=[f" t{i}" for i in range(tokens)]))
+    app = PtyApp.agent(vault, env)
+    try:
+        app.wait_for(READY)
+        app.drain(1.5)
+        app.send(b"go")
+        app.drain(0.2)
+        fake.stream_ended_at = None
+        start = time.perf_counter()
+        app.send(b"\r")
+        done = app.wait_for(f"t{tokens - 1}".encode(), timeout=600)
+        ended = fake.stream_ended_at or done
+        app.drain(0.3)
+        return done - start, done - ended, app.rss_mb("VmHWM")
+    finally:
+        app.close()
+
+
+def session(vault: Path, fake: FakeOpenAI, turns: int, env: dict[str, str]) -> dict[str, Any]:
+    """``turns`` turns in one sitting: each a 300-token reply, every tenth with a tool call and an image."""
+    (vault / "media").mkdir(exist_ok=True)
+    (vault / "media" / "pic.png").write_bytes(png_bytes((30, 160, 90), (64, 48)))
+    app = PtyApp.agent(vault, env)
+    durations: list[float] = []
+    try:
+        app.wait_for(READY)
+        app.drain(1.5)
+        first_echo = app.echo_s()
+        for turn in range(turns):
+            words = [f" w{turn}x{i}" for i in range(299)] + [f" end{turn}z"]
+            if turn % 10 == 9:
+                call = json.dumps({"path": "media/pic.png"})
+                fake.script(Reply(tool_calls=[("show_image", call)]), Reply(tokens=words))
+            else:
+                fake.script(Reply(tokens=words))
+            start = time.perf_counter()
+            app.send(f"turn {turn}\r".encode())
+            app.wait_for(f"end{turn}z".encode(), timeout=120)
+            durations.append(time.perf_counter() - start)
+            try:  # the turn is over once usage shows: only then is the next message accepted
+                app.wait_for(b" out tokens", timeout=5)
+            except TimeoutError:
+                pass
+            app.drain(0.3)
+        app.drain(2.0)
+        return {
+            "turns": turns,
+            "first_echo": first_echo,
+            "last_echo": app.echo_s(),
+            "rss_mb": app.rss_mb(),
+            "first_turns_s": sorted(durations[:50])[len(durations[:50]) // 2],
+            "last_turns_s": sorted(durations[-50:])[len(durations[-50:]) // 2],
+        }
+    finally:
+        app.close()
+
+
+def huge_reply(vault: Path, fake: FakeOpenAI, lines: int, env: dict[str, str]) -> dict[str, float]:
+    """A reply of ``lines`` lines: Esc while it streams -> 'cancelled' shown; reopen -> paint; echo."""
+    text = "".join(f"row {i} of a huge reply\n" for i in range(lines))
+    fake.script(Reply(tokens=[text[i : i + 20_000] for i in range(0, len(text), 20_000)], chunk_delay_s=0.02))
+    app = PtyApp.agent(vault, env)
+    try:
+        app.wait_for(READY)
+        app.drain(1.5)
+        app.send(b"flood\r")
+        app.wait_for(b"long reply (", timeout=120)
+        app.drain(0.5)
+        start = time.perf_counter()
+        app.send(b"\x1b")
+        cancelled = app.wait_for(b"cancelled") - start
+    finally:
+        app.close()
+    fill_huge(vault, lines)
+    reopen = PtyApp.agent(vault, env)
+    try:
+        painted = reopen.wait_for(READY) - reopen.started
+        reopen.drain(1.5)
+        keystroke = reopen.echo_s()
+    finally:
+        reopen.close()
+    return {"esc_s": cancelled, "reopen_paint_s": painted, "echo_after_reopen_s": keystroke}
+
+
+def fill_huge(vault: Path, lines: int) -> None:
+    """Make the newest conversation end with the complete huge reply (as if it had finished)."""
+    conn = sqlite3.connect(vault / "agent.db")
+    conversation = conn.execute("SELECT max(id) FROM conversations").fetchone()[0]
+    conn.execute(
+        "INSERT INTO messages(conversation_id, role, content, created_at) VALUES (?, 'assistant', ?, 'x')",
+        (conversation, "".join(f"row {i} of a huge reply\n" for i in range(lines))),
+    )
+    conn.commit()
+    conn.close()

@@ -1,0 +1,192 @@
+"""Behaviour behind the performance work: the send path does not wait for imports, the chat log
+releases widgets far above the view and brings them back, very long replies stay cheap."""
+
+from __future__ import annotations
+
+import threading
+
+from fake_openai import Reply
+from test_app import children, make, send, settle
+from textual.widgets import Markdown
+
+from tui_agent.core.store import history
+from tui_agent.ui import warmup
+from tui_agent.ui.widgets.bubbles import AssistantBubble, UserBubble
+from tui_agent.ui.widgets.chat_log import KEEP, PAGE, message_id_of
+from tui_agent.ui.widgets.long_text import LongText
+
+
+async def test_user_bubble_shows_before_the_openai_import_finishes(env, monkeypatch):
+    release = threading.Event()
+    real_import = warmup._import
+
+    def slow_import() -> None:
+        release.wait(30)
+        real_import()
+
+    monkeypatch.setattr(warmup, "_thread", None)
+    monkeypatch.setattr(warmup, "_done", threading.Event())
+    monkeypatch.setattr(warmup, "_import", slow_import)
+    env.fake.script(Reply(text="pong"))
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(app, pilot, "ping", wait=False)
+        await pilot.pause(0.2)
+        assert not warmup.done()
+        (bubble,) = children(app, UserBubble)
+        assert bubble.text == "ping" and bubble.message_id is None
+        assert env.fake.chat_requests == []  # the request waits for the import, the bubble does not
+        release.set()
+        await settle(app, pilot)
+        (bubble,) = children(app, UserBubble)  # adopted, not mounted twice
+        assert bubble.message_id is not None
+        assert history.recent_messages(bubble_conversation(app), 1)[0].role == "assistant"
+        assert [b.text for b in children(app, AssistantBubble)] == ["pong"]
+
+
+def bubble_conversation(app) -> int:
+    assert app.conversation_id is not None
+    return app.conversation_id
+
+
+def _long_conversation(count: int) -> int:
+    conversation = history.new_conversation("long").id
+    for i in range(count):
+        history.add_message(conversation, "user" if i % 2 == 0 else "assistant", f"message {i}")
+    return conversation
+
+
+def _ids(app) -> list[int]:
+    return [message_id_of(w) for w in app.chat_log.children if message_id_of(w) is not None]
+
+
+async def _scroll_to(app, pilot, where: str) -> None:
+    log = app.chat_log
+    for _ in range(100):
+        if where == "home":
+            log.scroll_home(animate=False, immediate=True)
+        else:
+            log.scroll_end(animate=False, immediate=True)
+        await pilot.pause(0.05)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        if (where == "home" and not log.has_older) or (where == "end" and not log.has_newer):
+            return
+    raise AssertionError(
+        f"never reached the {where}: {log.scroll_y} / {log.max_scroll_y}, {len(log.children)} children,"
+        f" newer {log.has_newer} {log.newest_id}, settling {log._settling}, loading {log._loading}"
+    )
+
+
+async def test_scrolling_up_releases_the_bottom_and_scrolling_down_brings_it_back(env):
+    conversation = _long_conversation(10 * PAGE)
+    all_ids = [m.id for m in history.recent_messages(conversation)]
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.open_conversation(conversation)
+        await pilot.pause()
+        assert _ids(app) == all_ids[-PAGE:]
+        await _scroll_to(app, pilot, "home")
+        log = app.chat_log
+        assert len(log.children) <= KEEP + PAGE  # never the whole conversation
+        assert _ids(app)[0] == all_ids[0]
+        assert log.has_newer and not log.has_older
+        await _scroll_to(app, pilot, "end")
+        assert _ids(app)[-1] == all_ids[-1]
+        assert len(log.children) <= KEEP + PAGE
+        ids = _ids(app)
+        assert ids == all_ids[all_ids.index(ids[0]) :]  # contiguous: nothing lost or doubled
+        assert log.has_older and not log.has_newer
+
+
+async def test_a_long_sitting_releases_the_top_and_a_new_turn_still_shows(env):
+    conversation = _long_conversation(10 * PAGE)
+    all_ids = [m.id for m in history.recent_messages(conversation)]
+    env.fake.script(Reply(text="still here"))
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.open_conversation(conversation)
+        log = app.chat_log
+        for _ in range(5):
+            await log.load_older()
+        assert len(log.children) > KEEP
+        log.anchor()  # back at the end, following it
+        await pilot.pause()
+        await log.release_far_widgets()
+        await pilot.pause()
+        assert len(log.children) <= KEEP
+        assert log.has_older and _ids(app)[-1] == all_ids[-1]
+        released_above = _ids(app)[0]
+        await send(app, pilot, "are you there?")
+        assert [b.text for b in children(app, AssistantBubble)][-1] == "still here"
+        log.scroll_home(animate=False, immediate=True)
+        await pilot.pause(0.05)
+        await app.workers.wait_for_complete()
+        ids = _ids(app)
+        assert ids[0] < released_above and released_above - 1 in ids  # the released page came back
+        assert ids == sorted(set(ids))
+
+
+def _huge_reply(lines: int) -> list[str]:
+    text = "".join(f"row {i} \x1b]0;title\x07 end\n" for i in range(lines))
+    return [text[i : i + 40_000] for i in range(0, len(text), 40_000)]
+
+
+async def test_a_100k_line_reply_is_windowed_plain_text_live_and_reopened(env):
+    env.fake.script(Reply(tokens=_huge_reply(100_000)))
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(app, pilot, "flood me", wait=False)
+        await settle(app, pilot, timeout=120)
+        (bubble,) = children(app, AssistantBubble)
+        assert not bubble.query(Markdown)  # never laid out as Markdown
+        (view,) = bubble.query(LongText)
+        assert len(view.lines) == 100_001 and view.lines[99_999].startswith("row 99999 ")
+        assert "\x1b" not in view.text and "␛]0;title␇" in view.lines[5]
+        conversation = app.conversation_id
+        await app.action_new_conversation()
+        await app.open_conversation(conversation)
+        await pilot.pause()
+        (bubble,) = children(app, AssistantBubble)
+        (view,) = bubble.query(LongText)
+        assert len(view.lines) == 100_001
+        strip = view.render_line(0)
+        assert "row 0 ␛]0;title␇ end" in strip.text
+        view.focus()
+        await pilot.press("end")
+        await pilot.pause()
+        assert view.scroll_offset.y == view.max_scroll_y > 99_000  # the whole reply can be seen
+        app.composer.focus()
+        await pilot.press("h", "i")
+        assert app.composer.text == "hi"
+
+
+async def test_escape_stops_a_huge_reply_while_it_streams(env):
+    env.fake.script(Reply(tokens=_huge_reply(100_000), chunk_delay_s=0.05))
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(app, pilot, "flood me", wait=False)
+        for _ in range(600):
+            await pilot.pause(0.05)
+            if app.chat_log.query(LongText):
+                break
+        else:
+            raise AssertionError("the reply never became long")
+        await pilot.press("escape")
+        await settle(app, pilot)
+        (bubble,) = children(app, AssistantBubble)
+        assert bubble.status == "cancelled"
+        assert len(bubble.query_one(LongText).lines) < 100_000
+
+
+async def test_after_a_jump_to_an_old_message_newer_pages_load_on_scroll_down(env):
+    conversation = _long_conversation(6 * PAGE)
+    all_ids = [m.id for m in history.recent_messages(conversation)]
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.jump_to_message(conversation, all_ids[10])
+        await pilot.pause()
+        assert app.chat_log.has_newer and _ids(app)[-1] < all_ids[-1]
+        await _scroll_to(app, pilot, "end")
+        ids = _ids(app)
+        assert ids[-1] == all_ids[-1] and ids == all_ids[all_ids.index(ids[0]) :]
