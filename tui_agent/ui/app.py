@@ -220,8 +220,6 @@ class AgentApp(MessageActionsMixin):
         except slash.SlashError as exc:
             await self.chat_log.mount(ErrorCard(friendly("usage", str(exc))))
             return
-        if self.chat_log.has_newer:  # a search jump left newer pages unloaded: the reply goes at the end
-            await self.chat_log.show_conversation(self.conversation_id)
         self.composer.remember(text)
         self.composer.clear()
         attachments, self.pending_attachments = self.pending_attachments, []
