@@ -41,6 +41,7 @@ def test_second_build_reads_no_image_from_disk(env):
     conversation = _conversation_with_images(env, images=50, messages=400)
     builder = ContextBuilder(env.vault)
     env.profile.context_budget_tokens = 10_000_000
+    env.profile.chat_accepts_images = "yes"  # a chat model that takes images: every image goes as pixels
     before = image_cache.cache.misses
     first = builder.build(conversation, env.profile)
     assert image_cache.cache.misses - before == 50
