@@ -9,7 +9,7 @@ import asyncio
 import logging
 import os
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,8 +124,9 @@ class LLMClient:
         while True:
             attempt += 1
             yielded = False
+            once = self._stream_once(model, messages, tools, temperature)
             try:
-                async for item in self._stream_once(model, messages, tools, temperature):
+                async for item in once:
                     yielded = True
                     yield item
                 return
@@ -146,10 +147,12 @@ class LLMClient:
                 delay = _retry_after(exc) or self.backoff_s * (2 ** (attempt - 1)) * (1 + random.random() * 0.2)
                 log.info("retrying after %s in %.2fs (attempt %d)", error, delay, attempt)
                 await asyncio.sleep(min(delay, 30.0))
+            finally:
+                await once.aclose()  # a reply abandoned halfway closes its HTTP stream now, not at exit
 
     async def _stream_once(
         self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, temperature: float | None
-    ) -> AsyncIterator[TextDelta | Completion]:
+    ) -> AsyncGenerator[TextDelta | Completion, None]:
         kwargs: dict[str, Any] = {"model": model, "messages": messages, "stream": True}
         if self.stream_usage:
             kwargs["stream_options"] = {"include_usage": True}

@@ -17,8 +17,10 @@ from typing import Any
 from tui_agent.core import events as ev
 from tui_agent.core import llm, slash
 from tui_agent.core.context import ContextBuilder
+from tui_agent.core.store import errors as store_errors
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Message, Profile
+from tui_agent.core.store.recovery import finish_row
 from tui_agent.core.tools.base import ApprovalCallback, ToolContext, ToolResult
 from tui_agent.core.tools.registry import ToolRegistry
 from tui_agent.core.vault import Vault
@@ -60,7 +62,25 @@ class AgentLoop:
     async def run_turn(
         self, conversation_id: int | None, text: str, attachments: Sequence[str] = ()
     ) -> AsyncIterator[ev.Event]:
-        """One user turn. ``conversation_id`` None starts a new conversation."""
+        """One user turn. ``conversation_id`` None starts a new conversation.
+
+        A failure of the store (disk full, damaged file) ends the turn with an error event, not a traceback.
+        """
+        current = conversation_id
+        try:
+            async for event in self._turn(conversation_id, text, attachments):
+                if isinstance(event, ev.ConversationChanged):
+                    current = event.conversation_id
+                yield event
+        except store_errors.DATABASE_ERRORS as exc:
+            failure = store_errors.describe(exc)
+            log.error("store failure: %s", failure)
+            yield ev.ErrorEvent(str(failure), "store")
+            yield ev.Done("error", current)
+
+    async def _turn(
+        self, conversation_id: int | None, text: str, attachments: Sequence[str] = ()
+    ) -> AsyncIterator[ev.Event]:
         if len(text) > MAX_MESSAGE_CHARS:
             yield ev.ErrorEvent(
                 f"message too long ({len(text):,} characters; the limit is {MAX_MESSAGE_CHARS:,}): "
@@ -166,6 +186,7 @@ class AgentLoop:
         row: Message | None = None
         parts: list[str] = []
         last_flush = time.monotonic()
+        stream: Any = None
         try:
             stream = self.client.stream(
                 model=model,
@@ -206,6 +227,12 @@ class AgentLoop:
             if row is not None:
                 history.update_message(row, content="".join(parts), status="cancelled")
             raise
+        except store_errors.DATABASE_ERRORS:
+            # The store failed mid-stream (disk full): the row must not stay "streaming".
+            await _close(stream)
+            if row is not None:
+                finish_row(row.id, "error")
+            raise
         except llm.LLMError as exc:
             if row is not None:
                 history.update_message(row, content="".join(parts), status="error")
@@ -242,6 +269,11 @@ class AgentLoop:
                 if tool is not None and tool.vision_followup and result.is_ok and result.images:
                     outcome["vision"] = True
                 yield ev.ToolFinished(call.id, call.name, call.arguments, result, message.id, role)
+        except store_errors.DATABASE_ERRORS:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
         except (asyncio.CancelledError, GeneratorExit):
             for task in tasks:
                 task.cancel()
@@ -270,3 +302,12 @@ def _loads(raw: str) -> dict[str, Any]:
     except json.JSONDecodeError:
         return {}
     return value if isinstance(value, dict) else {}
+
+
+async def _close(stream: Any) -> None:
+    close = getattr(stream, "aclose", None)
+    if close is not None:
+        try:
+            await close()
+        except Exception:  # the stream is abandoned; its own error does not matter any more
+            log.debug("closing the stream failed", exc_info=True)

@@ -11,6 +11,7 @@ import peewee as pw
 from tui_agent.core.store import migrations
 from tui_agent.core.store.errors import DATABASE_ERRORS, NOT_CHANGED, StoreError, describe
 from tui_agent.core.store.models import MODELS
+from tui_agent.core.store.recovery import make_reserve
 
 BUSY_TIMEOUT_S = 10
 PRAGMAS = {
@@ -46,6 +47,7 @@ def open_database(path: Path, *, target_version: int = migrations.LATEST) -> pw.
         db.close()
         raise describe(exc, path) from None
     db.bind(MODELS, bind_refs=False, bind_backrefs=False)
+    make_reserve(path)
     return db
 
 

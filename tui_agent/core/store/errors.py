@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import errno
+import os
 import sqlite3
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import peewee as pw
 DATABASE_ERRORS: tuple[type[BaseException], ...] = (pw.DatabaseError, sqlite3.DatabaseError)
 
 NOT_CHANGED = "tui-agent did not change it"
+LOW_SPACE_BYTES = 1024 * 1024
 
 
 class StoreError(RuntimeError):
@@ -37,10 +39,13 @@ def describe(exc: BaseException, path: Path | str | None = None) -> StoreError:
     """A StoreError for ``exc`` raised while using the database at ``path`` (default: the bound one)."""
     if isinstance(exc, StoreError):
         return exc
+    while "no transaction is active" in str(exc) and exc.__context__ is not None:
+        # SQLite rolled back by itself (disk full does that); peewee's own ROLLBACK then failed.
+        exc = exc.__context__
     where = str(path) if path is not None else bound_path()
     text = str(exc).strip() or exc.__class__.__name__
     lower = text.lower()
-    if is_disk_full(exc):
+    if is_disk_full(exc) or (("i/o error" in lower or "unable to open" in lower) and _no_space(where)):
         return StoreError(
             f"the disk holding {where} is full ({text}): free some space and try again; "
             "what was saved before stays saved",
@@ -76,3 +81,22 @@ def bound_path() -> str:
     database = Message._meta.database
     name = getattr(database, "database", None) if database is not None else None
     return str(name) if name else "the vault database (agent.db)"
+
+
+def _no_space(where: str) -> bool:
+    """SQLite reports a full disk as an I/O error when it cannot create its -wal/-shm files."""
+    try:
+        stats = os.statvfs(os.path.dirname(where) or ".")
+    except OSError:
+        return False
+    return stats.f_bavail * stats.f_frsize < LOW_SPACE_BYTES
+
+
+def store_failure_message(exc: BaseException) -> str | None:
+    """The one-line message for a failure of the vault's store (or its disk), None for anything else."""
+    if isinstance(exc, (StoreError, *DATABASE_ERRORS)):
+        return str(describe(exc))
+    if isinstance(exc, OSError) and is_disk_full(exc):
+        where = f" writing {exc.filename}" if exc.filename else ""
+        return f"the disk is full{where} ({exc.strerror or exc}): free some space and try again"
+    return None
