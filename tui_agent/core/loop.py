@@ -28,6 +28,8 @@ from tui_agent.core.vault import Vault
 log = logging.getLogger("tui_agent.loop")
 FLUSH_INTERVAL_S = 0.5
 MAX_MESSAGE_CHARS = 200_000
+MAX_TOOL_ARGUMENT_CHARS = 16_000  # longer tool arguments are not run, and kept only as a note
+MAX_TOOL_RESULT_CHARS = 32_000  # longer tool results are kept cut, with a note
 
 
 class AgentLoop:
@@ -170,7 +172,7 @@ class AgentLoop:
                         ToolResult.fail(f"not run: {message}").to_json(),
                         tool_name=call.name,
                         tool_call_id=call.id,
-                        tool_arguments=call.arguments,
+                        tool_arguments=stored_arguments(call.arguments),
                         status="error",
                     )
                 history.add_message(conversation_id, "error", message, status="error")
@@ -239,6 +241,14 @@ class AgentLoop:
             history.add_message(conversation_id, "error", str(exc), model=model, status="error")
             yield ev.ErrorEvent(str(exc), exc.kind)
 
+    async def _execute(self, call: llm.ToolCall, ctx: ToolContext) -> ToolResult:
+        if len(call.arguments) > MAX_TOOL_ARGUMENT_CHARS:
+            return ToolResult.fail(
+                f"arguments too long ({len(call.arguments):,} characters; the limit is "
+                f"{MAX_TOOL_ARGUMENT_CHARS:,}): not run; call it again with shorter arguments"
+            )
+        return await self.registry.execute(call.name, call.arguments, ctx)
+
     async def _run_tools(
         self, conversation_id: int, calls: list[llm.ToolCall], outcome: dict[str, bool]
     ) -> AsyncIterator[ev.Event]:
@@ -246,9 +256,10 @@ class AgentLoop:
         ctx = ToolContext(self.vault, self.profile, self.approve)
         for call in calls:
             tool = self.registry.get(call.name)
-            summary = tool.summarize(_loads(call.arguments)) if tool else f"{call.name} {call.arguments}"
-            yield ev.ToolStarted(call.id, call.name, call.arguments, summary)
-        tasks = [asyncio.ensure_future(self.registry.execute(c.name, c.arguments, ctx)) for c in calls]
+            arguments = stored_arguments(call.arguments)
+            summary = tool.summarize(_loads(arguments)) if tool else f"{call.name} {arguments}"
+            yield ev.ToolStarted(call.id, call.name, arguments, summary[:2000])
+        tasks = [asyncio.ensure_future(self._execute(c, ctx)) for c in calls]
         saved: set[str] = set()
         try:
             for call, task in zip(calls, tasks, strict=True):
@@ -257,18 +268,18 @@ class AgentLoop:
                 message = history.add_message(
                     conversation_id,
                     role,
-                    result.to_json(),
+                    stored_result(result.to_json()),
                     attachments=result.images,
                     tool_name=call.name,
                     tool_call_id=call.id,
-                    tool_arguments=call.arguments,
+                    tool_arguments=stored_arguments(call.arguments),
                     status="complete" if result.is_ok else "error",
                 )
                 saved.add(call.id)
                 tool = self.registry.get(call.name)
                 if tool is not None and tool.vision_followup and result.is_ok and result.images:
                     outcome["vision"] = True
-                yield ev.ToolFinished(call.id, call.name, call.arguments, result, message.id, role)
+                yield ev.ToolFinished(call.id, call.name, stored_arguments(call.arguments), result, message.id, role)
         except store_errors.DATABASE_ERRORS:
             for task in tasks:
                 task.cancel()
@@ -286,14 +297,31 @@ class AgentLoop:
                         ToolResult.fail("cancelled by the user").to_json(),
                         tool_name=call.name,
                         tool_call_id=call.id,
-                        tool_arguments=call.arguments,
+                        tool_arguments=stored_arguments(call.arguments),
                         status="cancelled",
                     )
             raise
 
 
 def _call_dict(call: llm.ToolCall) -> dict[str, str]:
-    return {"id": call.id, "name": call.name, "arguments": call.arguments}
+    return {"id": call.id, "name": call.name, "arguments": stored_arguments(call.arguments)}
+
+
+def stored_arguments(raw: str) -> str:
+    """Tool arguments as kept (and sent back to the model): too long ones become a JSON note."""
+    if len(raw) <= MAX_TOOL_ARGUMENT_CHARS:
+        return raw
+    note = f"{len(raw):,} characters of arguments were not kept (the limit is {MAX_TOOL_ARGUMENT_CHARS:,})"
+    return json.dumps({"note": note, "start": raw[:500]}, ensure_ascii=False)
+
+
+def stored_result(text: str) -> str:
+    """A tool result as kept: a too long one is cut, with a note saying so."""
+    if len(text) <= MAX_TOOL_RESULT_CHARS:
+        return text
+    status = "ok" if text.startswith('{"status": "ok"') else "error"
+    note = f"the result had {len(text):,} characters; only the first {MAX_TOOL_RESULT_CHARS:,} were kept"
+    return json.dumps({"status": status, "note": note, "start": text[:MAX_TOOL_RESULT_CHARS]}, ensure_ascii=False)
 
 
 def _loads(raw: str) -> dict[str, Any]:
