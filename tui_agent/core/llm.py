@@ -161,41 +161,48 @@ class LLMClient:
         if temperature is not None:
             kwargs["temperature"] = temperature
         stream = await self.client.chat.completions.create(**kwargs)
-        result = Completion()
-        calls: dict[int, ToolCall] = {}
-        text_parts: list[str] = []
-        async for chunk in stream:
-            usage = getattr(chunk, "usage", None)
-            if usage is not None:
-                result.prompt_tokens = usage.prompt_tokens
-                result.completion_tokens = usage.completion_tokens
-            for choice in chunk.choices or []:
-                delta = choice.delta
-                if delta is not None and delta.content:
-                    text_parts.append(delta.content)
-                    yield TextDelta(delta.content)
-                for tc in (delta.tool_calls if delta is not None else None) or []:
-                    call = calls.setdefault(tc.index, ToolCall(id="", name=""))
-                    if tc.id:
-                        call.id = tc.id
-                    if tc.function is not None:
-                        if tc.function.name:
-                            call.name += tc.function.name
-                        if tc.function.arguments:
-                            call.arguments += tc.function.arguments
-                if choice.finish_reason:
-                    result.finish_reason = choice.finish_reason
-        result.text = "".join(text_parts)
-        result.tool_calls = [calls[i] for i in sorted(calls)]
-        for index, call in enumerate(result.tool_calls):
-            if not call.id:
-                call.id = f"call_{index}_{random.getrandbits(32):08x}"
-        if result.finish_reason is None:
-            # The server closed the stream without finishing the reply (a dropped connection).
-            raise LLMError(f"the connection to {self.base_url} closed before the reply was complete", "stream", True)
-        if result.finish_reason == "content_filter":
-            raise LLMError("the provider's content policy blocked this reply; try rephrasing", kind="content_policy")
-        yield result
+        try:
+            result = Completion()
+            calls: dict[int, ToolCall] = {}
+            text_parts: list[str] = []
+            async for chunk in stream:
+                usage = getattr(chunk, "usage", None)
+                if usage is not None:
+                    result.prompt_tokens = usage.prompt_tokens
+                    result.completion_tokens = usage.completion_tokens
+                for choice in chunk.choices or []:
+                    delta = choice.delta
+                    if delta is not None and delta.content:
+                        text_parts.append(delta.content)
+                        yield TextDelta(delta.content)
+                    for tc in (delta.tool_calls if delta is not None else None) or []:
+                        call = calls.setdefault(tc.index, ToolCall(id="", name=""))
+                        if tc.id:
+                            call.id = tc.id
+                        if tc.function is not None:
+                            if tc.function.name:
+                                call.name += tc.function.name
+                            if tc.function.arguments:
+                                call.arguments += tc.function.arguments
+                    if choice.finish_reason:
+                        result.finish_reason = choice.finish_reason
+            result.text = "".join(text_parts)
+            result.tool_calls = [calls[i] for i in sorted(calls)]
+            for index, call in enumerate(result.tool_calls):
+                if not call.id:
+                    call.id = f"call_{index}_{random.getrandbits(32):08x}"
+            if result.finish_reason is None:
+                # The server closed the stream without finishing the reply (a dropped connection).
+                raise LLMError(
+                    f"the connection to {self.base_url} closed before the reply was complete", "stream", True
+                )
+            if result.finish_reason == "content_filter":
+                raise LLMError(
+                    "the provider's content policy blocked this reply; try rephrasing", kind="content_policy"
+                )
+            yield result
+        finally:
+            await stream.close()  # an abandoned reply closes its HTTP response now
 
     def translate(self, exc: BaseException, model: str) -> LLMError:
         """Map openai exceptions to one-line, actionable errors."""

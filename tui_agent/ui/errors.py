@@ -14,6 +14,7 @@ HINTS = {
     "max_rounds": "The model kept calling tools. Ask again, or raise max_tool_rounds in the sidebar.",
     "attachment": "Check the file or URL: it must be a PNG, JPEG, GIF or WebP image.",
     "usage": "Type /help for the list of commands.",
+    "store": "What was saved before is still there. Fix the cause above, then send again.",
 }
 
 TITLES = {
@@ -27,6 +28,7 @@ TITLES = {
     "max_rounds": "Stopped a tool loop",
     "attachment": "Can't attach that",
     "usage": "Unknown command",
+    "store": "The vault's database failed",
 }
 
 
