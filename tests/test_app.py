@@ -120,7 +120,12 @@ async def test_sql_update_asks_for_approval(env):
             if isinstance(app.screen, ApprovalScreen):
                 break
         assert isinstance(app.screen, ApprovalScreen)
-        assert "UPDATE messages SET content = 'edited' WHERE id = 1" in app.screen.question
+        assert app.screen.question.startswith("This UPDATE changes the content of 1 message.")
+        assert "UPDATE messages" not in app.screen.question
+        for _ in range(100):
+            if app.screen.armed:
+                break
+            await pilot.pause(0.05)
         await pilot.press("y")
         await settle(app, pilot)
     assert history.recent_messages(1)[0].content == "edited"
@@ -290,8 +295,9 @@ async def test_unreachable_endpoint_shows_setup_card_and_error_card(env):
     assert rows(env.vault.db_path, "SELECT role FROM messages") == [("user",), ("error",)]
 
 
-@pytest.mark.parametrize("key", ["up"])
+@pytest.mark.parametrize("key", ["ctrl+up"])
 async def test_history_recall(env, key):
+    """Ctrl+Up recalls earlier messages (Up on an empty composer moves into the messages instead)."""
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await send(app, pilot, "first message")

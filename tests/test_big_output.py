@@ -9,8 +9,8 @@ from fake_openai import Reply
 from helpers import EchoTool, done, make_loop, rows
 
 from tui_agent.core.context import ContextBuilder
-from tui_agent.core.loop import MAX_TOOL_ARGUMENT_CHARS, MAX_TOOL_RESULT_CHARS
 from tui_agent.core.store import history
+from tui_agent.core.tool_caps import MAX_TOOL_ARGUMENT_CHARS, MAX_TOOL_RESULT_CHARS
 from tui_agent.core.tools.base import Tool, ToolContext, ToolResult
 from tui_agent.core.tools.registry import ToolRegistry
 

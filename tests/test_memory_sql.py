@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 import sys
 import time
@@ -133,6 +134,7 @@ HOSTILE = [
     "SELECT * FROM profiles",
     "SELECT * FROM settings",
     "SELECT _memory_collect_update(1, 'pwned')",
+    "SELECT _memory_collect_update(1, 'x', 'pwned')",
     "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r",
     "WITH RECURSIVE r(x) AS (SELECT 'a' UNION ALL SELECT x || x FROM r) SELECT length(x) FROM r",
     "SELECT randomblob(2000000000)",
@@ -146,6 +148,39 @@ HOSTILE = [
     "SELECT fts3_tokenizer('simple')",
     "",
     "   ",
+    # CTEs that shadow protected names (any case or quoting, nested, inside EXISTS)
+    "WITH messages AS (SELECT * FROM main.messages) SELECT content FROM messages",
+    'WITH "Messages" AS (SELECT * FROM main.messages) SELECT content FROM messages',
+    "WITH [MESSAGES] AS (SELECT * FROM main.messages) SELECT content FROM messages",
+    "WITH `messages` AS (SELECT * FROM main.messages) SELECT content FROM messages",
+    "WITH messages(id, content) AS (SELECT id, content FROM main.messages) SELECT content FROM messages",
+    "WITH messages AS MATERIALIZED (SELECT * FROM main.messages) SELECT content FROM messages",
+    "WITH messages AS NOT MATERIALIZED (SELECT * FROM main.messages) SELECT content FROM messages",
+    "WITH x AS (SELECT 1), messages AS (SELECT * FROM main.messages) SELECT content FROM messages",
+    "WITH RECURSIVE messages(id) AS (SELECT 1) SELECT * FROM messages",
+    "SELECT * FROM (WITH messages AS (SELECT * FROM main.messages) SELECT content FROM messages)",
+    "SELECT EXISTS (WITH messages AS (SELECT * FROM main.messages) SELECT 1 FROM messages WHERE role = 'memory_tool')",
+    "SELECT 1 WHERE EXISTS (WITH Messages AS (SELECT * FROM main.messages) SELECT 1 FROM messages "
+    "WHERE content LIKE '%SECRET%')",
+    "WITH conversations AS (SELECT content AS title FROM messages) SELECT * FROM conversations",
+    "WITH sqlite_master AS (SELECT 1) SELECT * FROM sqlite_master",
+    "WITH messages_fts AS (SELECT 1) SELECT * FROM messages_fts",
+    "UPDATE messages SET content = (WITH messages AS (SELECT * FROM main.messages) "
+    "SELECT group_concat(content) FROM messages) WHERE id = 1",
+    # any reference to main.messages, also in UPDATE ... FROM and WHERE subqueries (copy or one bit per query)
+    "UPDATE messages SET content = m.content FROM main.messages m WHERE m.role = 'memory_tool' AND messages.id = 1",
+    "UPDATE messages SET content = m.content FROM (SELECT * FROM main.messages) m WHERE m.role = 'memory_tool'",
+    "UPDATE messages SET content = 'x' WHERE id = 1 AND EXISTS "
+    "(SELECT 1 FROM main.messages WHERE role = 'memory_tool' AND content LIKE '%SECRET%')",
+    "UPDATE messages SET content = 'x' WHERE id IN (SELECT id - 2 FROM main.messages WHERE role = 'memory_tool')",
+    "SELECT count(*) FROM messages WHERE EXISTS (SELECT 1 FROM main.messages WHERE role = 'memory_tool')",
+    "SELECT (SELECT content FROM main.messages WHERE role = 'memory_tool')",
+    'SELECT * FROM main."messages"',
+    "SELECT * FROM MAIN.MESSAGES",
+    "SELECT * FROM main/**/./**/messages",
+    "SELECT * FROM `main`.`messages`",
+    "WITH m AS (SELECT * FROM main.messages) SELECT * FROM m",
+    "SELECT * FROM messages JOIN main.messages USING (id)",
 ]
 
 
@@ -161,10 +196,35 @@ async def test_hostile_statements_are_refused_and_change_nothing(mem, query):
     assert time.monotonic() - started < 6
     assert fingerprint(mem) == before
     assert SECRET not in result.to_json()
+    assert not re.search(r"LIMIT_|TOOBIG|SQLITE_|Traceback", result.error), result.error
+
+
+REFUSALS_IN_WORDS = [
+    ("DROP TABLE messages", "refused: DROP TABLE (changing the database schema) is not allowed"),
+    ("DROP VIEW messages", "refused: DROP VIEW (changing the database schema) is not allowed"),
+    ("CREATE TABLE evil(x)", "refused: CREATE TABLE (changing the database schema) is not allowed"),
+    (INSERT, "refused: INSERT INTO messages is not allowed"),
+    ("DELETE FROM messages", "refused: DELETE FROM messages is not allowed"),
+    ("PRAGMA user_version = 99", "refused: PRAGMA user_version = 99 is not allowed"),
+    ("ATTACH DATABASE '/tmp/tui-agent-evil.db' AS evil", "refused: ATTACH (attaching databases) is not allowed"),
+    ("BEGIN", "refused: a transaction statement (BEGIN) is not allowed"),
+    ("SELECT * FROM profiles", "refused: reading profiles is not allowed"),
+    ("SELECT load_extension('x')", "refused: the function load_extension is not allowed"),
+    ("UPDATE messages SET role = 'x'", "refused: only messages.content may be updated"),
+    ("SELECT * FROM main.messages", "refused: main.messages cannot be read"),
+    ("WITH Messages AS (SELECT 1) SELECT 1", "refused: a WITH clause may not define a name that hides a table"),
+]
+
+
+@pytest.mark.parametrize(("query", "words"), REFUSALS_IN_WORDS)
+async def test_refusals_say_what_was_refused_in_words(mem, query, words):
+    profiles.set_field(mem.profile, "sql_update_approval", "auto")
+    result = await sql(mem, query)
+    assert result.error.startswith(words), result.error
 
 
 def test_corpus_is_large_enough():
-    assert len(HOSTILE) >= 60
+    assert len(HOSTILE) >= 120
 
 
 HIDING = [
@@ -178,6 +238,12 @@ HIDING = [
     "WITH RECURSIVE r(id) AS (SELECT 1 UNION ALL SELECT id + 1 FROM r WHERE id < 10) SELECT m.content FROM r JOIN messages m USING (id)",
     "SELECT c.title, m.content FROM conversations c JOIN messages m ON m.conversation_id = c.id",
     "SELECT * FROM messages WHERE id IN (SELECT id FROM messages WHERE content LIKE '%SECRET%')",
+    "SELECT count(*) FROM (SELECT id FROM messages)",
+    "SELECT id FROM messages WHERE content LIKE '%main.messages%' OR content = 'WITH messages AS (x)'",
+    "SELECT 1 AS \"main.messages\", 'with messages as' -- WITH messages AS (SELECT * FROM main.messages)",
+    "WITH Recent(id, body) AS (SELECT id, content FROM messages), older AS (SELECT 1) SELECT * FROM Recent",
+    "WITH recent AS (SELECT * FROM messages ORDER BY id DESC) SELECT count(*), group_concat(content) FROM recent",
+    "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 5) SELECT count(*) FROM r",
 ]
 
 
@@ -242,7 +308,11 @@ async def test_update_waits_for_approval(mem):
 
     result = await sql(mem, "UPDATE messages SET content = 'x' WHERE id = 1", no)
     assert result.error == "the user declined this UPDATE; nothing was changed"
-    assert "UPDATE messages SET content = 'x' WHERE id = 1" in asked[0] and "1 message(s): 1" in asked[0]
+    assert asked == [
+        "This UPDATE changes the content of 1 message.\n"
+        "Each previous text is kept as a revision (tui-agent history restore ID).\n\n"
+        "#1 user\n  old: What is a 1T parameter model?\n  new: x"
+    ]
     assert fingerprint(mem)[2] == before[2]
 
     async def yes(tool, question):

@@ -1,89 +1,41 @@
 """`tui-agent serve` end to end: token refusal, a real browser (Debian's Chromium via Playwright),
-two sessions on one vault, clean shutdown."""
+two sessions on one vault, images full size in a tab, clean shutdown."""
 
 from __future__ import annotations
 
-import os
+import base64
 import signal
-import socket
 import sqlite3
-import subprocess
-import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 from fake_openai import Reply
+from serve_helpers import (
+    TOKEN,
+    alive,
+    app_processes,
+    children_of,
+    launch,
+    needs_browser,
+    open_app,
+    start_serve,
+    type_message,
+)
 
-CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).parent.parent / "test-artifacts"
-TOKEN = "test-token-0123456789"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def children_of(pid: int) -> set[int]:
-    """All descendants of ``pid`` (from /proc)."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-    found, frontier = set(), {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def start_serve(vault: Path, *extra: str, **popen: Any) -> subprocess.Popen[str]:
-    argv = [sys.executable, "-m", "tui_agent", "serve", "--vault", str(vault), *extra]
-    return subprocess.Popen(argv, text=True, start_new_session=True, **popen)
 
 
 @pytest.fixture
-def served(env):
-    port = free_port()
-    process = start_serve(
-        env.vault.root, "--port", str(port), "--token", TOKEN, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    else:
-        process.kill()
-        raise AssertionError("serve did not start")
-    yield process, port
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+def served(env, tmp_path):
+    server = start_serve(env.vault.root, tmp_path / "serve.out")
+    yield server
+    server.stop()
 
 
 def test_requests_without_the_token_are_refused_and_start_nothing(served):
-    process, port = served
-    base = f"http://127.0.0.1:{port}"
+    base = served.base
     upgrade = {
         "Connection": "Upgrade",
         "Upgrade": "websocket",
@@ -98,37 +50,59 @@ def test_requests_without_the_token_are_refused_and_start_nothing(served):
         (f"{base}/ws?token=wrong&width=80&height=24", upgrade),
         (f"{base}/static/js/textual.js", {}),
         (f"{base}/download/anything", {}),
+        (f"{base}/media/anything.png", {}),
     ]:
-        response = httpx.get(url, headers=headers, cookies={"tui_agent_token": "nope"} if "static" in url else None)
+        response = httpx.get(url, headers=headers, cookies={"tui_agent_token": TOKEN} if "static" in url else None)
         assert response.status_code == 403, url
         assert "access token" in response.text
     time.sleep(0.5)
-    assert children_of(process.pid) == set()
-    ok = httpx.get(f"{base}/?token={TOKEN}")
-    assert ok.status_code == 200 and "ws://127.0.0.1" in ok.text
-    assert ok.cookies.get("tui_agent_token") == TOKEN
+    assert children_of(served.process.pid) == set()
+    # The token is traded for a cookie and taken out of the address bar.
+    first = httpx.get(served.url)
+    assert first.status_code == 303 and first.headers["location"] == "/"
+    (name, value), *others = first.cookies.items()
+    assert others == [] and name.startswith(f"tui_agent_{served.port}_") and TOKEN not in value
+    assert "HttpOnly" in first.headers["set-cookie"] and "SameSite=Strict" in first.headers["set-cookie"]
+    page = httpx.get(f"{base}/", cookies={name: value})
+    assert page.status_code == 200 and f'data-session-websocket-url="ws://127.0.0.1:{served.port}/ws"' in page.text
+    assert page.headers["x-frame-options"] == "DENY" and page.headers["x-content-type-options"] == "nosniff"
+    # The token never reaches the log, not even through the query string of a refused request.
+    httpx.get(f"{base}/static/js/textual.js?token={TOKEN}&x=1")
+    time.sleep(0.5)
+    log = served.text().split("Press Ctrl+C to stop.\n", 1)[1]  # after the banner
+    assert TOKEN not in log and '"GET /static/js/textual.js" 303' in log
 
 
-def test_banner_prints_the_tokenized_url_and_warns_off_loopback(env):
-    port = free_port()
-    process = start_serve(
-        env.vault.root, "--host", "0.0.0.0", "--port", str(port), stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
+def test_banner_prints_a_working_url_with_the_real_port_and_warns_off_loopback(env, tmp_path):
+    server = start_serve(env.vault.root, tmp_path / "serve.out", "--host", "0.0.0.0", "--port", "0", "--token", "")
     try:
-        assert process.stdout is not None and process.stderr is not None
-        lines = [process.stdout.readline() for _ in range(2)]
-        assert lines[1].startswith(f"Open: http://0.0.0.0:{port}/?token=")
-        assert len(lines[1].strip().split("token=")[1]) >= 24
-        assert "WARNING: listening on 0.0.0.0, not loopback" in process.stderr.readline()
+        assert ":0/" not in server.url and "0.0.0.0" not in server.url
+        assert len(server.url.split("token=")[1]) >= 24
+        # Printed only once the port listens: the first try, at once, gets the page.
+        page = httpx.get(server.url, follow_redirects=True)
+        assert page.status_code == 200 and "data-session-websocket-url" in page.text
+        time.sleep(0.3)
+        assert "WARNING: listening on 0.0.0.0, not loopback" in server.text()
+        server.process.send_signal(signal.SIGINT)
+        assert server.process.wait(timeout=15) == 0
     finally:
-        os.killpg(process.pid, signal.SIGINT)
-        process.wait(timeout=15)
+        server.stop()
 
 
-needs_browser = pytest.mark.skipif(
-    not Path(CHROMIUM).exists() and os.environ.get("CI") != "true",
-    reason="Debian chromium is not installed (CI installs it)",
-)
+def test_a_taken_port_is_a_one_line_error(env, tmp_path):
+    server = start_serve(env.vault.root, tmp_path / "first.out")
+    try:
+        import subprocess
+        import sys
+
+        argv = [sys.executable, "-m", "tui_agent", "serve", "--vault", str(env.vault.root), "--port", str(server.port)]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        assert done.returncode == 1
+        assert done.stderr.strip().splitlines() == [
+            f"error: cannot listen on 127.0.0.1:{server.port}: Address already in use"
+        ]
+    finally:
+        server.stop()
 
 
 def wait_db(db: Path, sql: str, predicate, timeout: float = 30.0):
@@ -148,60 +122,18 @@ def wait_db(db: Path, sql: str, predicate, timeout: float = 30.0):
     raise AssertionError(f"timed out waiting on {sql}: {rows}")
 
 
-def launch(playwright):
-    return playwright.chromium.launch(
-        executable_path=CHROMIUM,
-        args=[
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            "--disable-quic",
-        ],
-    )
-
-
-def ready_sessions(vault: Path) -> int:
-    log = vault / "logs" / "agent.log"
-    return log.read_text().count("chat screen ready") if log.exists() else 0
-
-
-def open_app(browser, port: int, vault: Path):
-    """Open a tab and wait until its own app process has mounted the chat screen (keys sent
-    before that would reach a process that is still starting)."""
-    before = ready_sessions(vault)
-    page = browser.new_page(viewport={"width": 1280, "height": 800})
-    page.route("**/*", lambda route: route.continue_() if "127.0.0.1" in route.request.url else route.abort())
-    page.goto(f"http://127.0.0.1:{port}/?token={TOKEN}")
-    page.wait_for_selector("body.-first-byte", timeout=30_000)
-    deadline = time.monotonic() + 30
-    while ready_sessions(vault) <= before and time.monotonic() < deadline:
-        page.wait_for_timeout(100)
-    assert ready_sessions(vault) > before, "the app process never became ready"
-    page.wait_for_timeout(300)
-    return page
-
-
-def type_message(page, text: str) -> None:
-    page.focus("textarea.xterm-helper-textarea")
-    page.keyboard.type(text)
-    page.keyboard.press("Enter")
-
-
-@needs_browser
+@needs_browser()
 def test_browser_chat_image_two_sessions_and_clean_shutdown(env, served):
     from PIL import Image
     from playwright.sync_api import sync_playwright
 
-    process, port = served
     db = env.vault.db_path
     env.fake.script(Reply(text="Hello from the browser test."), Reply(text="A fox in the snow."))
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as playwright:
         browser = launch(playwright)
-        page = open_app(browser, port, env.vault.root)
+        page = open_app(browser, served.url, env.vault.root)
+        assert page.url == f"{served.base}/"  # the token left the address bar
         type_message(page, "hello browser")
         wait_db(
             db,
@@ -216,7 +148,8 @@ def test_browser_chat_image_two_sessions_and_clean_shutdown(env, served):
         shot = ARTIFACTS / "serve-imagine.png"
         page.screenshot(path=str(shot))
         # The image pane shows the generated picture: its exact colour is on screen (half-blocks).
-        color = Image.open(env.vault.root / paths[0][0]).convert("RGB").getpixel((0, 0))
+        file = env.vault.root / paths[0][0]
+        color = Image.open(file).convert("RGB").getpixel((0, 0))
         screen = Image.open(shot).convert("RGB")
         hits = sum(
             1
@@ -225,17 +158,72 @@ def test_browser_chat_image_two_sessions_and_clean_shutdown(env, served):
         )
         assert hits > 2000, f"image colour {color} not on screen ({hits} pixels)"
         assert env.fake.chat_requests[-1]["model"] == "vision-model"
-        # F3 (open full size) delivers the PNG to the browser as a download.
-        with page.expect_download(timeout=20_000) as download:
+
+        # F3 opens the one on screen (1 / 2) full size in a new tab at /media/.
+        with page.expect_popup(timeout=20_000) as popup_info:
             page.focus("textarea.xterm-helper-textarea")
             page.keyboard.press("F3")
-        delivered = Path(download.value.path())
-        assert delivered.read_bytes() == (env.vault.root / paths[0][0]).read_bytes()  # the one on screen (1 / 2)
+        popup = popup_info.value
+        popup.wait_for_load_state()
+        relative = paths[0][0].removeprefix("media/")
+        assert popup.url == f"{served.base}/media/{relative}"
+        # The app's page (same origin, has the cookie) reads the route byte for byte.
+        delivered = page.evaluate(
+            """async (url) => {
+                const bytes = new Uint8Array(await (await fetch(url)).arrayBuffer());
+                let s = ""; for (const b of bytes) s += String.fromCharCode(b); return btoa(s);
+            }""",
+            popup.url,
+        )
+        assert base64.b64decode(delivered) == file.read_bytes()
+        size = popup.evaluate("[document.images[0].naturalWidth, document.images[0].naturalHeight]")
+        assert tuple(size) == Image.open(file).size  # the browser shows the real file, full size
+        popup.screenshot(path=str(ARTIFACTS / "serve-media-tab.png"))
+        popup.close()
+
+        # Download stays its own action (F4).
+        with page.expect_download(timeout=20_000) as download:
+            page.focus("textarea.xterm-helper-textarea")
+            page.keyboard.press("F4")
+        assert Path(download.value.path()).read_bytes() == file.read_bytes()
         assert download.value.suggested_filename.endswith(".png")
+
+        # The palette's gallery: this conversation's images full size, the arrow keys page through them.
+        with page.expect_popup(timeout=20_000) as popup_info:
+            page.focus("textarea.xterm-helper-textarea")
+            page.keyboard.press("Control+p")
+            page.wait_for_timeout(800)
+            page.keyboard.type("Browse images")
+            page.wait_for_timeout(800)
+            page.keyboard.press("Enter")
+        gallery = popup_info.value
+        gallery.wait_for_load_state()
+        second_relative = paths[1][0].removeprefix("media/")
+        assert gallery.url.startswith(f"{served.base}/gallery/")
+        assert gallery.text_content(".counter") == "1 / 2"
+        gallery.wait_for_function("document.images[0].complete && document.images[0].naturalWidth > 0")
+        assert gallery.evaluate("document.images[0].naturalWidth") == Image.open(file).size[0]
+        gallery.screenshot(path=str(ARTIFACTS / "serve-gallery.png"))
+        with gallery.expect_navigation():
+            gallery.keyboard.press("ArrowRight")
+        assert gallery.text_content(".counter") == "2 / 2"
+        assert gallery.get_attribute("#image", "src") == f"/media/{second_relative}"
+        with gallery.expect_navigation():
+            gallery.keyboard.press("ArrowRight")
+        assert gallery.text_content(".counter") == "1 / 2"
+        gallery.close()
+
+        # A click on the picture opens it too.
+        with page.expect_popup(timeout=20_000) as popup_info:
+            page.mouse.click(200, 450)
+        clicked = popup_info.value
+        assert clicked.url == f"{served.base}/media/{relative}"
+        clicked.close()
+        page.mouse.click(640, 746)  # back to the composer
 
         # A second browser session gets its own app process on the same vault.
         env.fake.script(Reply(text="second session reply", chunk_size=2, chunk_delay_s=0.01), Reply(text="first again"))
-        second = open_app(browser, port, env.vault.root)
+        second = open_app(browser, served.url, env.vault.root)
         type_message(second, "from the second tab")
         type_message(page, "and from the first")
         wait_db(
@@ -243,8 +231,7 @@ def test_browser_chat_image_two_sessions_and_clean_shutdown(env, served):
             "SELECT content FROM messages WHERE role = 'assistant'",
             lambda r: {("second session reply",), ("first again",)} <= set(r),
         )
-        apps = children_of(process.pid)
-        assert len([p for p in apps if "tui_agent" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")]) >= 2
+        assert len(app_processes(served.process.pid)) >= 2
         browser.close()
 
     conn = sqlite3.connect(db)
@@ -254,8 +241,9 @@ def test_browser_chat_image_two_sessions_and_clean_shutdown(env, served):
     conn.close()
     assert {"hello browser", "from the second tab", "and from the first"} <= users
 
-    descendants = children_of(process.pid)
-    process.send_signal(signal.SIGINT)  # what Ctrl+C sends
-    assert process.wait(timeout=20) == 0
+    descendants = children_of(served.process.pid)
+    served.process.send_signal(signal.SIGINT)  # what Ctrl+C sends
+    assert served.process.wait(timeout=20) == 0
     time.sleep(0.5)
     assert [pid for pid in descendants if alive(pid)] == []
+    assert TOKEN not in served.text().split("Press Ctrl+C to stop.\n", 1)[1]

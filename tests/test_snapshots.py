@@ -194,8 +194,8 @@ def test_sidebar_validation_error(env, snap_compare):
 
 
 def test_approval_modal(env, snap_compare):
-    """You should see a modal asking to allow memory_sql to change the history, with the UPDATE
-    statement, how many messages it changes, and Yes / No / Always buttons."""
+    """You should see a modal asking to allow memory_sql to change the history: how many messages
+    it changes, old -> new for message 1 (no SQL text), and Yes / No / Always buttons, No focused."""
     env.fake.script(
         Reply(tool_calls=[("memory_sql", json.dumps({"query": "UPDATE messages SET content = 'Paris' WHERE id = 1"}))]),
         Reply(text="Done."),
@@ -206,7 +206,7 @@ def test_approval_modal(env, snap_compare):
         await pilot.press("enter")
         for _ in range(100):
             await pilot.pause(0.05)
-            if type(pilot.app.screen).__name__ == "ApprovalScreen":
+            if type(pilot.app.screen).__name__ == "ApprovalScreen" and pilot.app.screen.armed:
                 break
         await pilot.pause(0.1)
 

@@ -99,10 +99,12 @@ def test_invalid_profile_values_name_the_field_and_change_nothing(env, field, va
     assert profiles.profile_as_dict(env.reload_profile()) == before
 
 
-def test_searxng_needs_its_url(env):
-    with pytest.raises(profiles.ProfileError, match="web_search_url: required"):
-        profiles.set_field(env.profile, "web_search_backend", "searxng")
-    assert env.reload_profile().web_search_backend == "duckduckgo"
+def test_searxng_may_be_set_before_its_url(env):
+    # issue 11: the pair is checked when web_search is used (see test_polish), not field by field
+    profiles.set_field(env.profile, "web_search_backend", "searxng")
+    assert env.reload_profile().web_search_backend == "searxng"
+    profiles.set_field(env.profile, "web_search_url", "http://127.0.0.1:9")
+    assert env.reload_profile().web_search_url == "http://127.0.0.1:9"
 
 
 def test_first_run_defaults_follow_the_environment():

@@ -38,11 +38,11 @@ def on_full_disk(base_url: str, free_kb: int) -> dict:
 
 @needs_small_disk
 def test_disk_full_mid_stream_ends_the_row_as_error_and_the_conversation_goes_on(fake_llm):
-    # The reply grows the row by 20,000 characters per chunk: with 120 KB left the flushes soon fail.
+    # The disk is filled to the last byte while the reply streams; the next flush of the row fails.
     fake_llm.script(
         Reply(text="warm"), Reply(text=LONG_REPLY, chunk_size=20_000, chunk_delay_s=0.03), Reply(text="fine again")
     )
-    report = on_full_disk(fake_llm.base_url, 120)
+    report = on_full_disk(fake_llm.base_url, -1)
     assert report["code"] == 1
     lines = report["stderr"].splitlines()
     assert len(lines) == 1 and "Traceback" not in report["stderr"], report["stderr"]

@@ -17,8 +17,9 @@ commands:
   ask        one turn through the agent loop, streamed to stdout
   tool       run one tool directly and print its JSON result
   profile    list, show, create, use and set profiles
-  history    list conversations, search, list and restore message revisions
+  history    list, search, export and import conversations; message revisions
   serve      serve the app in a browser (textual-serve) behind a token
+  mcp        MCP servers: list, add, remove, enable, disable, policy, test
 
 The vault (all data) is --vault > $TUI_AGENT_VAULT > ./jj_vault > the user data dir.
 """
@@ -43,7 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     which = ask.add_mutually_exclusive_group()
     which.add_argument("--new", action="store_true", help="start a new conversation")
     which.add_argument("--conversation", type=int, metavar="ID", help="continue conversation ID")
-    ask.add_argument("--yes", action="store_true", help="approve memory_sql UPDATEs without asking")
+    ask.add_argument("--yes", action="store_true", help="approve memory_sql UPDATEs and MCP tool calls without asking")
+    ask.add_argument("--no-reasoning", action="store_true", help="hide the model's reasoning (shown dimmed on stderr)")
+    ask.add_argument("--raw", action="store_true", help="print control characters as they are (default: visible)")
     ask.add_argument("text", nargs="+", help="the message (slash commands work too); - reads it from stdin")
 
     tool = sub.add_parser("tool", parents=[common], help="run one tool, print its JSON result")
@@ -78,18 +81,48 @@ def build_parser() -> argparse.ArgumentParser:
     revs.add_argument("--message", type=int, metavar="ID", help="only this message")
     restore = hsub.add_parser("restore", parents=[common], help="put a revision's content back")
     restore.add_argument("id", type=int)
+    export = hsub.add_parser("export", parents=[common], help="write a conversation as Markdown or JSON")
+    export.add_argument("id", type=int, help="conversation id (tui-agent history list)")
+    export.add_argument("--format", choices=("md", "json"), default="md", help="md (images copied beside) or json")
+    export.add_argument(
+        "--out", metavar="PATH", help="output file (default: ./conversation-ID-title.md|json; - for stdout)"
+    )
+    export.add_argument("--reasoning", action="store_true", help="include the model's reasoning (Markdown)")
+    imp = hsub.add_parser("import", parents=[common], help="read a JSON export back as a new conversation")
+    imp.add_argument("file", help="a file written by history export --format json (- for stdin)")
 
     serve = sub.add_parser("serve", parents=[common], help="serve the app in a browser")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--token", default=None, help="access token (default: $TUI_AGENT_TOKEN or random)")
     serve.add_argument("--profile", metavar="NAME", help="profile to use")
+    serve.add_argument(
+        "--max-sessions", type=int, default=4, metavar="N", help="browser sessions (app processes) at once"
+    )
+
+    from tui_agent.commands.mcp import add_parser as add_mcp_parser
+
+    add_mcp_parser(sub, common)
     return parser
+
+
+def _pipe_closed() -> int:
+    """The reader left (``| head``): stop quietly. Further writes (at exit, too) go nowhere."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 141  # 128 + SIGPIPE, as a shell tool killed by the closed pipe
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    from tui_agent.commands.mcp import split_command_line
+
+    argv, mcp_command_line = split_command_line(list(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(argv)
+    if mcp_command_line is not None:
+        args.command_line = mcp_command_line
     vault = getattr(args, "vault", None)
     command = args.command
     try:
@@ -117,9 +150,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             from tui_agent.commands.serve import run_serve
 
             return run_serve(vault, args)
+        if command == "mcp":
+            from tui_agent.commands.mcp import run_mcp
+
+            return run_mcp(vault, args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return _pipe_closed()
     except Exception as exc:
         from tui_agent.core.store.errors import store_failure_message
 

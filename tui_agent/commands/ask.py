@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import signal
 import sys
+from collections.abc import Callable
 
+from tui_agent.commands.reasoning_output import ReasoningPrinter
 from tui_agent.core import events as ev
 from tui_agent.core.profiles import ProfileError
 from tui_agent.core.session import Session, open_session
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Profile
+from tui_agent.core.textsafe import visible
+
+
+def _raw(text: str) -> str:
+    return text
+
 
 NO_ENDPOINT_HINT = (
     "hint: export OPENAI_API_KEY (and OPENAI_BASE_URL), start Ollama, "
@@ -18,8 +28,14 @@ NO_ENDPOINT_HINT = (
 )
 
 
+class _Out:
+    """Text from the model, tools and servers has its control characters made visible (``--raw``: not)."""
+
+    safe: Callable[[str], str] = staticmethod(visible)
+
+
 def _err(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    print(_Out.safe(text), file=sys.stderr, flush=True)
 
 
 def run_ask(vault_arg: str | None, args: argparse.Namespace) -> int:
@@ -40,30 +56,67 @@ def run_ask(vault_arg: str | None, args: argparse.Namespace) -> int:
     except LookupError as exc:
         _err(f"error: {exc}")
         return 2
+    _Out.safe = staticmethod(_raw if getattr(args, "raw", False) else visible)
     text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
-    return asyncio.run(_turn(session, profile, conversation_id, text, args.yes))
+    interactive = args.text != ["-"] and sys.stdin.isatty() and sys.stderr.isatty()
+    show_reasoning = not getattr(args, "no_reasoning", False)
+    try:
+        return asyncio.run(_turn(session, profile, conversation_id, text, args.yes, interactive, show_reasoning))
+    except asyncio.CancelledError:  # SIGTERM: the turn was cancelled and the MCP servers stopped
+        _err("terminated")
+        return 143
 
 
-async def _turn(session: Session, profile: Profile, conversation_id: int | None, text: str, yes: bool) -> int:
+async def _turn(
+    session: Session,
+    profile: Profile,
+    conversation_id: int | None,
+    text: str,
+    yes: bool,
+    interactive: bool = False,
+    show_reasoning: bool = True,
+) -> int:
     from tui_agent.core.loop import AgentLoop
+    from tui_agent.core.mcp.manager import McpManager
     from tui_agent.core.tools.registry import default_registry
 
     async def approve(tool: str, question: str) -> bool:
-        _err(f"[{tool}] {'approved (--yes)' if yes else 'refused: pass --yes to approve'}: {question}")
-        return yes
+        if yes or not interactive:
+            _err(f"[{tool}] {'approved (--yes)' if yes else 'refused: pass --yes to approve'}: {question}")
+            return yes
+        _err(f"[{tool}] {question}")
+        sys.stderr.write("approve? [y/N] ")
+        sys.stderr.flush()
+        answer = await asyncio.to_thread(sys.stdin.readline)
+        return answer.strip().lower() in ("y", "yes")
 
-    loop = AgentLoop(session.vault, profile, default_registry(), approve=approve)
+    task = asyncio.current_task()
+    if task is not None:
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    registry = default_registry()
+    servers = McpManager(session.vault, registry, notice=lambda notice: _err(f"⚠ {notice}"))
+    await servers.start(profile)  # MCP servers start before the turn (none configured: nothing happens)
+    loop = AgentLoop(session.vault, profile, registry, approve=approve)
     status = "error"
     wrote_text = False
+    thinking = ReasoningPrinter(sys.stderr, show_reasoning)
     try:
         async for event in loop.run_turn(conversation_id, text):
+            if isinstance(event, (ev.ReasoningDelta, ev.TextToReasoning)):
+                thinking.write(event)
+                continue
+            thinking.end()
             if isinstance(event, ev.TextDelta):
-                sys.stdout.write(event.text)
+                sys.stdout.write(_Out.safe(event.text))
                 sys.stdout.flush()
                 wrote_text = True
-            elif isinstance(event, ev.AssistantFinished) and wrote_text:
-                sys.stdout.write("\n")
-                wrote_text = False
+            elif isinstance(event, ev.AssistantFinished):
+                if wrote_text:
+                    sys.stdout.write("\n")
+                    wrote_text = False
+                if event.status == "error":
+                    _err("↻ the reply broke off (the server said the error is transient); asking again")
             elif isinstance(event, ev.ToolStarted):
                 _err(f"→ {event.summary}")
             elif isinstance(event, ev.ToolFinished):
@@ -77,7 +130,7 @@ async def _turn(session: Session, profile: Profile, conversation_id: int | None,
             elif isinstance(event, ev.ConversationChanged):
                 history.remember_conversation(event.conversation_id)
             elif isinstance(event, ev.Notice):
-                print(event.text)
+                print(_Out.safe(event.text))
             elif isinstance(event, ev.ErrorEvent):
                 if wrote_text:
                     sys.stdout.write("\n")
@@ -89,4 +142,5 @@ async def _turn(session: Session, profile: Profile, conversation_id: int | None,
                 status = event.status
     finally:
         await loop.aclose()
+        await servers.aclose()
     return 0 if status == "complete" else 1

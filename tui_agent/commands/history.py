@@ -1,4 +1,4 @@
-"""``tui-agent history list | search | revisions | restore``."""
+"""``tui-agent history list | search | revisions | restore | export | import``."""
 
 from __future__ import annotations
 
@@ -7,21 +7,30 @@ import sys
 
 from tui_agent.core.session import open_session
 from tui_agent.core.store import history
+from tui_agent.core.textsafe import visible
 
 
 def run_history(vault_arg: str | None, args: argparse.Namespace) -> int:
-    open_session(vault_arg)
+    session = open_session(vault_arg)
+    if args.action in ("export", "import"):
+        from tui_agent.commands.transfer import run_transfer
+
+        return run_transfer(session.vault, args)
     if args.action == "list":
         for conversation in history.list_conversations():
-            print(f"{conversation.id}\t{conversation.updated_at[:19]}\t{conversation.title}")
+            print(f"{conversation.id}\t{conversation.updated_at[:19]}\t{visible(conversation.title)}")
         return 0
     if args.action == "search":
-        for message_id, conversation_id, role, snippet in history.search_messages(args.query):
-            print(f"{message_id}\tconversation {conversation_id}\t{role}\t{snippet}")
+        hits = history.search_messages(args.query)
+        for message_id, conversation_id, role, snippet in hits:
+            print(f"{message_id}\tconversation {conversation_id}\t{role}\t{visible(snippet)}")
+        if not hits:
+            print(f"no messages match {args.query!r}", file=sys.stderr)
+            return 1
         return 0
     if args.action == "revisions":
         for revision in history.list_revisions(args.message):
-            preview = " ".join(revision.content.split())[:80]
+            preview = visible(" ".join(revision.content.split())[:80])
             print(
                 f"{revision.id}\tmessage {revision.message_id}\t{revision.created_at[:19]}"
                 f"\t{revision.reason}\t{preview}"

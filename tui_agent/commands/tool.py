@@ -9,6 +9,7 @@ import sys
 
 from tui_agent.core.profiles import ProfileError
 from tui_agent.core.session import open_session
+from tui_agent.core.textsafe import visible
 from tui_agent.core.tools.base import ToolContext
 from tui_agent.core.tools.registry import ToolArgumentError, default_registry
 
@@ -38,10 +39,10 @@ def run_tool(vault_arg: str | None, args: argparse.Namespace) -> int:
 
     async def approve(tool: str, question: str) -> bool:
         if not args.yes:
-            print(f"[{tool}] refused: pass --yes to approve: {question}", file=sys.stderr)
+            print(visible(f"[{tool}] refused: pass --yes to approve: {question}"), file=sys.stderr)
         return bool(args.yes)
 
     ctx = ToolContext(session.vault, profile, approve)
     result = asyncio.run(registry.execute(args.name, arguments, ctx))
-    print(result.to_json())
+    print(visible(result.to_json()))  # JSON escapes C0 controls itself; C1 ones (0x9B CSI) it keeps
     return 0 if result.is_ok else 1

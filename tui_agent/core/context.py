@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tui_agent.core.profiles import accepts_images
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Message, Profile
 from tui_agent.core.vault import Vault
@@ -32,8 +34,20 @@ Tool rules:
 """
 
 IMAGE_TOKENS = 1000
+IMAGES_FOLLOW = "The tool finished; its image output follows."
 CHARS_PER_TOKEN = 4
 EXCLUDED_ROLES = frozenset({"error", "system"})
+EXCLUDED_STATUSES = frozenset({"superseded"})  # a broken-off reply that was retried
+
+
+@dataclass(frozen=True)
+class ContextWindow:
+    """What the last built request holds: for the context meter and the "window starts here" marker."""
+
+    estimated_tokens: int
+    budget_tokens: int
+    first_message_id: int | None
+    truncated: bool  # older messages of the branch were left out to fit
 
 
 @dataclass
@@ -42,6 +56,8 @@ class ContextBuilder:
 
     vault: Vault
     max_messages: int = 400
+    window: ContextWindow | None = None
+    _pixels_from: float = 0
 
     def system_message(self, profile: Profile) -> dict[str, Any]:
         parts = [TOOL_RULES]
@@ -51,24 +67,44 @@ class ContextBuilder:
             parts.append("Memory (notes the user wants you to keep in mind):\n" + profile.memory.strip())
         return {"role": "system", "content": "\n\n".join(parts)}
 
-    def build(self, conversation_id: int, profile: Profile) -> list[dict[str, Any]]:
+    def build(self, conversation_id: int, profile: Profile, model: str | None = None) -> list[dict[str, Any]]:
         rows = history.recent_messages(conversation_id, limit=self.max_messages)
-        rows = [m for m in rows if m.role not in EXCLUDED_ROLES and not (m.status == "streaming" and not m.content)]
+        rows = [
+            m
+            for m in rows
+            if m.role not in EXCLUDED_ROLES
+            and m.status not in EXCLUDED_STATUSES
+            and not (m.status == "streaming" and not m.content)
+        ]
         attachments = history.attachments_for([m.id for m in rows])
+        available = len(rows)
         rows = _within_budget(rows, attachments, int(profile.context_budget_tokens))
-        return [self.system_message(profile), *self._history(rows, attachments)]
+        self._pixels_from = _pixels_from(rows, profile, model or profile.chat_model)
+        system = self.system_message(profile)
+        self.window = ContextWindow(
+            estimated_tokens=len(system["content"]) // CHARS_PER_TOKEN + sum(_cost(m, attachments) for m in rows),
+            budget_tokens=int(profile.context_budget_tokens),
+            first_message_id=rows[0].id if rows else None,
+            truncated=bool(rows) and (len(rows) < available or available >= self.max_messages),
+        )
+        return [system, *self._history(rows, attachments)]
 
     def _history(self, rows: Sequence[Message], attachments: dict[int, list[str]]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         pending_calls: list[str] = []
-        tool_images: list[tuple[str, list[str]]] = []
+        tool_images: list[tuple[str, list[str], bool]] = []
         for message in rows:
             is_tool = message.tool_call_id is not None and message.role != "assistant"
             if not is_tool:
                 self._close_tool_block(out, pending_calls, tool_images)
             if message.role == "user":
                 out.append(
-                    {"role": "user", "content": self._user_content(message.content, attachments.get(message.id, []))}
+                    {
+                        "role": "user",
+                        "content": self._user_content(
+                            message.content, attachments.get(message.id, []), message.id >= self._pixels_from
+                        ),
+                    }
                 )
             elif message.role == "assistant":
                 entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
@@ -76,6 +112,7 @@ class ContextBuilder:
                 if calls:
                     entry["tool_calls"] = [
                         {
+                            **(c.get("extra") or {}),  # provider fields that must round-trip, unchanged
                             "id": c["id"],
                             "type": "function",
                             "function": {"name": c["name"], "arguments": c["arguments"] or "{}"},
@@ -92,12 +129,13 @@ class ContextBuilder:
                 pending_calls.remove(message.tool_call_id)
                 out.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content})
                 if attachments.get(message.id):
-                    tool_images.append((message.tool_name or message.role, attachments[message.id]))
+                    pixels = message.id >= self._pixels_from
+                    tool_images.append((message.tool_name or message.role, attachments[message.id], pixels))
         self._close_tool_block(out, pending_calls, tool_images)
         return out
 
     def _close_tool_block(
-        self, out: list[dict[str, Any]], pending: list[str], images: list[tuple[str, list[str]]]
+        self, out: list[dict[str, Any]], pending: list[str], images: list[tuple[str, list[str], bool]]
     ) -> None:
         # A call without a stored result (process killed mid-tool) still needs an answer for the API.
         for call_id in pending:
@@ -109,16 +147,22 @@ class ContextBuilder:
                 }
             )
         pending.clear()
-        for tool_name, paths in images:
+        if images:
+            # Strict servers (Mistral) reject a user turn right after tool results: a short assistant
+            # turn goes between, so the images still come right after the tool turn on every server.
+            out.append({"role": "assistant", "content": IMAGES_FOLLOW})
+        for tool_name, paths, pixels in images:
             # The images a tool produced follow its result, in order, so the model sees what was made.
             parts: list[dict[str, Any]] = [{"type": "text", "text": f"Image(s) produced by {tool_name}:"}]
-            parts.extend(self._image_part(path) for path in paths)
+            parts.extend(self._image_part(path) if pixels else _image_note(path) for path in paths)
             out.append({"role": "user", "content": parts})
         images.clear()
 
-    def _user_content(self, text: str, paths: list[str]) -> str | list[dict[str, Any]]:
+    def _user_content(self, text: str, paths: list[str], pixels: bool = True) -> str | list[dict[str, Any]]:
         if not paths:
             return text
+        if not pixels:
+            return "\n".join([text, *(_image_note(path)["text"] for path in paths)]).strip()
         parts: list[dict[str, Any]] = []
         if text:
             parts.append({"type": "text", "text": text})
@@ -137,8 +181,33 @@ class ContextBuilder:
         return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}}
 
 
+def _image_note(relative: str) -> dict[str, Any]:
+    return {"type": "text", "text": f"[image: {relative} (shown to you earlier)]"}
+
+
+def _pixels_from(rows: Sequence[Message], profile: Profile, model: str) -> float:
+    """Images of messages with an id from this one on go as pixels; earlier ones as short notes.
+
+    A chat model that takes images sees them all. Otherwise only a request to a model that takes
+    images (the vision follow-up) carries pixels, and only those of the current turn (from the
+    latest user message on): a text-only chat model rejects image parts.
+    """
+    if accepts_images(profile, profile.chat_model):
+        return 0
+    if not accepts_images(profile, model):
+        return math.inf
+    users = [m.id for m in rows if m.role == "user"]
+    return users[-1] if users else 0
+
+
 def _read_image(path: Path) -> str:
     return base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def _cost(message: Message, attachments: dict[int, list[str]]) -> int:
+    """Estimated tokens of one message (about 4 characters a token, 1,000 an image)."""
+    cost = len(message.content) // CHARS_PER_TOKEN + len(message.tool_calls or "") // CHARS_PER_TOKEN + 4
+    return cost + IMAGE_TOKENS * len(attachments.get(message.id, []))
 
 
 def _within_budget(rows: list[Message], attachments: dict[int, list[str]], budget_tokens: int) -> list[Message]:
@@ -153,11 +222,11 @@ def _within_budget(rows: list[Message], attachments: dict[int, list[str]], budge
         return []
     users = [i for i, unit in enumerate(units) if unit[0].role == "user"]
     kept = {len(units) - 1, *users[-1:]}
-    used = sum(_cost(units[i], attachments) for i in kept)
+    used = sum(_unit_cost(units[i], attachments) for i in kept)
     for index in range(len(units) - 1, -1, -1):
         if index in kept:
             continue
-        cost = _cost(units[index], attachments)
+        cost = _unit_cost(units[index], attachments)
         if used + cost > budget_tokens:
             break
         kept.add(index)
@@ -177,10 +246,5 @@ def _units(rows: list[Message]) -> list[list[Message]]:
     return units
 
 
-def _cost(unit: list[Message], attachments: dict[int, list[str]]) -> int:
-    return sum(
-        (len(m.content) + len(m.tool_calls or "")) // CHARS_PER_TOKEN
-        + 4
-        + IMAGE_TOKENS * len(attachments.get(m.id, []))
-        for m in unit
-    )
+def _unit_cost(unit: list[Message], attachments: dict[int, list[str]]) -> int:
+    return sum(_cost(message, attachments) for message in unit)

@@ -15,8 +15,34 @@ class TurnStarted:
 
 
 @dataclass(frozen=True)
+class TurnRetried:
+    """The failed last turn runs again from its stored user message (no new user message)."""
+
+    conversation_id: int
+    user_message_id: int
+
+
+@dataclass(frozen=True)
 class ConversationChanged:
     conversation_id: int
+
+
+@dataclass(frozen=True)
+class BranchChanged:
+    """The active branch was moved (regenerate, edit): show the conversation again from the store."""
+
+    conversation_id: int
+
+
+@dataclass(frozen=True)
+class ContextBuilt:
+    """A request was built: its estimated size against the budget, and where its window starts."""
+
+    conversation_id: int
+    estimated_tokens: int
+    budget_tokens: int
+    first_message_id: int | None
+    truncated: bool
 
 
 @dataclass(frozen=True)
@@ -46,6 +72,20 @@ class TextDelta:
 
 
 @dataclass(frozen=True)
+class ReasoningDelta:
+    """A piece of the model's reasoning (shown apart from the answer, never sent back)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class TextToReasoning:
+    """The answer text streamed so far was reasoning after all (a reply that only closed ``</think>``)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class AssistantFinished:
     message_id: int | None
     text: str
@@ -53,6 +93,7 @@ class AssistantFinished:
     status: str
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    reasoning: str = ""
 
 
 @dataclass(frozen=True)
@@ -88,11 +129,16 @@ class Done:
 
 Event = (
     TurnStarted
+    | TurnRetried
     | ConversationChanged
+    | BranchChanged
+    | ContextBuilt
     | Notice
     | ModelSwitched
     | AssistantStarted
     | TextDelta
+    | ReasoningDelta
+    | TextToReasoning
     | AssistantFinished
     | ToolStarted
     | ToolFinished

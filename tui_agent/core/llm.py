@@ -1,4 +1,8 @@
-"""The one LLM client: streamed text, assembled tool calls, usage, retries and one-line errors.
+"""The one LLM client: raw SSE read through the openai client, retries and one-line errors.
+
+The stream is read as raw server-sent events (``with_streaming_response``), so fields the SDK's
+models drop or reshape (``reasoning``, ``reasoning_content``, list-shaped ``content``,
+``extra_content.google.thought_signature``) reach :mod:`stream_assembly` intact.
 
 ``openai`` is imported lazily (it costs ~0.4 s), so ``tui-agent --help`` stays fast.
 """
@@ -6,48 +10,99 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import random
-from collections.abc import AsyncGenerator, AsyncIterator
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
+from tui_agent.core.llm_errors import (
+    LLMError,
+    refuses_stream_options,
+    refuses_tools_with_stream,
+    server_message,
+    stream_error,
+)
+from tui_agent.core.sse import loads as _loads
+from tui_agent.core.sse import payloads as _payloads
+from tui_agent.core.sse import sse_data as _sse_data
+from tui_agent.core.sse import whole_reply as _whole_reply
 from tui_agent.core.store.models import Profile
+from tui_agent.core.stream_assembly import (
+    Completion,
+    ReasoningDelta,
+    StreamAssembler,
+    TextDelta,
+    TextToReasoning,
+    ToolCall,
+    new_call_id,
+)
+
+__all__ = [
+    "Completion",
+    "LLMClient",
+    "LLMError",
+    "ReasoningDelta",
+    "Restart",
+    "TextDelta",
+    "TextToReasoning",
+    "ToolCall",
+    "new_call_id",
+    "resolve_api_key",
+]
 
 log = logging.getLogger("tui_agent.llm")
 
+# What each endpoint refused once, remembered for the rest of the process.
+NO_STREAM_OPTIONS = "no_stream_options"
+NO_STREAM_WITH_TOOLS = "no_stream_with_tools"
+_ENDPOINT_QUIRKS: dict[str, set[str]] = {}
+QUIRKS_KEY = "endpoint_quirks "  # settings key prefix, followed by the base URL
 
-class LLMError(Exception):
-    """A request failed for good. ``str(err)`` is a one-line message fit for a user."""
 
-    def __init__(self, message: str, kind: str = "error", retryable: bool = False) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.retryable = retryable
+def endpoint_quirks(base_url: str) -> set[str]:
+    """What this endpoint refused before: in this process, or saved in the vault's settings."""
+    key = base_url.rstrip("/")
+    if key not in _ENDPOINT_QUIRKS:
+        _ENDPOINT_QUIRKS[key] = set()
+        try:
+            from tui_agent.core.store.models import Setting
+
+            saved = Setting.get_or_none(Setting.key == QUIRKS_KEY + key)
+            if saved is not None:
+                _ENDPOINT_QUIRKS[key].update(json.loads(saved.value))
+        except Exception as exc:  # no vault open (a bare client): remembered for this process only
+            log.debug("endpoint quirks not loaded for %s: %s", key, exc)
+    return _ENDPOINT_QUIRKS[key]
+
+
+def remember_quirk(base_url: str, quirk: str, *, persist: bool) -> None:
+    """Remember a refusal for this process; ``persist`` also saves it in the vault's settings."""
+    quirks = endpoint_quirks(base_url)
+    quirks.add(quirk)
+    if not persist:
+        return
+    try:
+        from tui_agent.core.store.models import Setting
+
+        key = QUIRKS_KEY + base_url.rstrip("/")
+        saved = sorted(q for q in quirks if q == NO_STREAM_OPTIONS)
+        Setting.insert(key=key, value=json.dumps(saved)).on_conflict_replace().execute()
+    except Exception as exc:
+        log.debug("endpoint quirk %s not saved for %s: %s", quirk, base_url, exc)
 
 
 @dataclass
-class ToolCall:
-    id: str
-    name: str
-    arguments: str = ""
+class Restart:
+    """A transient error broke the reply after output; the partial is kept and the request goes again."""
+
+    reason: str
 
 
-@dataclass
-class Completion:
-    """The end of one streamed response."""
-
-    text: str = ""
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    finish_reason: str | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-
-
-@dataclass
-class TextDelta:
-    text: str
+class _MidStreamError(LLMError):
+    """An error the server sent inside a 200 stream (``data: {"error": ...}``)."""
 
 
 def resolve_api_key(profile: Profile) -> str:
@@ -84,7 +139,11 @@ class LLMClient:
         self.backoff_s = backoff_s
         self._api_key = api_key
         self._client: Any = None
-        self.stream_usage = True
+        self.quirks = endpoint_quirks(base_url)
+
+    @property
+    def stream_usage(self) -> bool:
+        return NO_STREAM_OPTIONS not in self.quirks
 
     @classmethod
     def for_profile(cls, profile: Profile, **kwargs: Any) -> LLMClient:
@@ -118,126 +177,183 @@ class LLMClient:
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None = None,
         temperature: float | None = None,
-    ) -> AsyncIterator[TextDelta | Completion]:
-        """Yield text deltas, then exactly one Completion. Retries only before anything was yielded."""
+    ) -> AsyncIterator[TextDelta | ReasoningDelta | TextToReasoning | Restart | Completion]:
+        """Yield display pieces, then exactly one Completion.
+
+        A request is sent again only when the attempt provably failed: the server could not be
+        reached, answered 429/5xx before any output, refused an option we can drop, or said
+        mid-stream that the failure is transient (then a :class:`Restart` comes first).
+        """
         attempt = 0
         while True:
             attempt += 1
             yielded = False
-            once = self._stream_once(model, messages, tools, temperature)
             try:
-                async for item in once:
+                async for item in self._once(model, messages, tools, temperature):
                     yielded = True
                     yield item
                 return
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
+                if isinstance(exc, LLMError) and exc.kind == "bad_stream":
+                    # A shape we do not understand: never retried, the partial reply is kept.
+                    log.warning("%s sent %s", self.base_url, exc)
+                    raise LLMError(f"{self.base_url} sent {exc}", "bad_stream") from exc
                 error = self.translate(exc, model)
-                if not yielded and self.stream_usage and "stream_options" in str(error):
-                    # Some servers reject the usage option; ask again without it (usage is then unknown).
-                    self.stream_usage = False
+                body = _body_text(exc)
+                if not yielded and self.stream_usage and _status(exc) in (400, 422) and refuses_stream_options(body):
+                    remember_quirk(self.base_url, NO_STREAM_OPTIONS, persist=True)
+                    log.info("retrying without stream_options: %s refused them (%s)", self.base_url, error)
                     attempt -= 1
                     continue
+                if not yielded and tools and NO_STREAM_WITH_TOOLS not in self.quirks:
+                    if refuses_tools_with_stream(body or str(error)):
+                        # Not saved: after a server upgrade, streaming with tools should come back.
+                        remember_quirk(self.base_url, NO_STREAM_WITH_TOOLS, persist=False)
+                        log.info("retrying without streaming: %s refused tools with stream (%s)", self.base_url, error)
+                        attempt -= 1
+                        continue
+                if yielded and isinstance(exc, _MidStreamError) and exc.retryable and attempt < self.max_attempts:
+                    log.warning("retrying after a transient error mid-stream (attempt %d): %s", attempt, error)
+                    yield Restart(str(error))
+                    await asyncio.sleep(self._delay(exc, attempt))
+                    continue
                 if yielded or not error.retryable or attempt >= self.max_attempts:
-                    if yielded and error.retryable:
-                        error = LLMError(f"the reply broke off: {error}", kind="stream")
+                    if yielded and error.kind == "stream" and not isinstance(exc, _MidStreamError):
+                        error = LLMError(f"the reply broke off: {error}", "stream")
                     log.warning("request failed (attempt %d): %s", attempt, error, exc_info=exc)
                     raise error from exc
-                delay = _retry_after(exc) or self.backoff_s * (2 ** (attempt - 1)) * (1 + random.random() * 0.2)
-                log.info("retrying after %s in %.2fs (attempt %d)", error, delay, attempt)
-                await asyncio.sleep(min(delay, 30.0))
-            finally:
-                await once.aclose()  # a reply abandoned halfway closes its HTTP stream now, not at exit
+                delay = self._delay(exc, attempt)
+                log.warning("retrying in %.2fs (attempt %d failed before any output): %s", delay, attempt, error)
+                await asyncio.sleep(delay)
 
-    async def _stream_once(
+    def _delay(self, exc: BaseException, attempt: int) -> float:
+        delay = _retry_after(exc) or self.backoff_s * (2 ** (attempt - 1)) * (1 + random.random() * 0.2)
+        return min(delay, 30.0)
+
+    async def _once(
         self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, temperature: float | None
-    ) -> AsyncGenerator[TextDelta | Completion, None]:
-        kwargs: dict[str, Any] = {"model": model, "messages": messages, "stream": True}
-        if self.stream_usage:
-            kwargs["stream_options"] = {"include_usage": True}
+    ) -> AsyncIterator[TextDelta | ReasoningDelta | TextToReasoning | Completion]:
+        kwargs: dict[str, Any] = {"model": model, "messages": messages}
+        streaming = not (tools and NO_STREAM_WITH_TOOLS in self.quirks)
+        if streaming:
+            kwargs["stream"] = True
+            if self.stream_usage:
+                kwargs["stream_options"] = {"include_usage": True}
         if tools:
             kwargs["tools"] = tools
         if temperature is not None:
             kwargs["temperature"] = temperature
-        stream = await self.client.chat.completions.create(**kwargs)
-        try:
-            result = Completion()
-            calls: dict[int, ToolCall] = {}
-            text_parts: list[str] = []
-            async for chunk in stream:
-                usage = getattr(chunk, "usage", None)
-                if usage is not None:
-                    result.prompt_tokens = usage.prompt_tokens
-                    result.completion_tokens = usage.completion_tokens
-                for choice in chunk.choices or []:
-                    delta = choice.delta
-                    if delta is not None and delta.content:
-                        text_parts.append(delta.content)
-                        yield TextDelta(delta.content)
-                    for tc in (delta.tool_calls if delta is not None else None) or []:
-                        call = calls.setdefault(tc.index, ToolCall(id="", name=""))
-                        if tc.id:
-                            call.id = tc.id
-                        if tc.function is not None:
-                            if tc.function.name:
-                                call.name += tc.function.name
-                            if tc.function.arguments:
-                                call.arguments += tc.function.arguments
-                    if choice.finish_reason:
-                        result.finish_reason = choice.finish_reason
-            result.text = "".join(text_parts)
-            result.tool_calls = [calls[i] for i in sorted(calls)]
-            for index, call in enumerate(result.tool_calls):
-                if not call.id:
-                    call.id = f"call_{index}_{random.getrandbits(32):08x}"
-            if result.finish_reason is None:
-                # The server closed the stream without finishing the reply (a dropped connection).
-                raise LLMError(
-                    f"the connection to {self.base_url} closed before the reply was complete", "stream", True
-                )
-            if result.finish_reason == "content_filter":
-                raise LLMError(
-                    "the provider's content policy blocked this reply; try rephrasing", kind="content_policy"
-                )
-            yield result
-        finally:
-            await stream.close()  # an abandoned reply closes its HTTP response now
+        assembler = StreamAssembler()
+        done = False
+        async with self.client.chat.completions.with_streaming_response.create(**kwargs) as response:
+            content_type = response.headers.get("content-type", "")
+            if "event-stream" not in content_type and (not streaming or "json" in content_type):
+                # A whole reply (non-streaming request, or a server that ignored stream=true).
+                payload = _loads(await response.text(), self.base_url)
+                self._raise_if_error(payload)
+                for piece in assembler.feed(_whole_reply(payload)):
+                    yield piece
+                done = True
+            else:
+                async for data in _sse_data(response):
+                    if not data.strip():
+                        continue  # an empty keep-alive event
+                    if data.strip() == "[DONE]":
+                        done = True
+                        break
+                    for payload in _payloads(data, self.base_url):
+                        self._raise_if_error(payload)
+                        for piece in assembler.feed(payload):
+                            yield piece
+        for piece in assembler.flush():
+            yield piece
+        result = assembler.finish()
+        if not done and result.finish_reason is None:
+            # The server closed the stream without finishing the reply (a dropped connection).
+            raise LLMError(f"the connection to {self.base_url} closed before the reply was complete", "stream")
+        if result.finish_reason == "content_filter":
+            raise LLMError("the provider's content policy blocked this reply; try rephrasing", kind="content_policy")
+        yield result
+
+    def _raise_if_error(self, payload: Any) -> None:
+        found = stream_error(payload) if isinstance(payload, dict) else None
+        if found is None:
+            return
+        message, code, transient = found
+        status = f" ({code})" if code else ""
+        raise _MidStreamError(
+            f"{self.base_url} reported an error{status}: {message}", "server" if transient else "bad_request", transient
+        )
 
     def translate(self, exc: BaseException, model: str) -> LLMError:
-        """Map openai exceptions to one-line, actionable errors."""
+        """Map openai and transport exceptions to one-line, actionable errors naming the server's message."""
+        import httpx2
         import openai
 
         url = self.base_url
         if isinstance(exc, LLMError):
             return exc
-        if isinstance(exc, openai.APITimeoutError):
+        if isinstance(exc, (openai.APITimeoutError, httpx2.TimeoutException)):
+            # Retried only when the connection was never made; a request that went out may be billed.
+            never_sent = isinstance(exc, httpx2.ConnectTimeout) or isinstance(exc.__cause__, httpx2.ConnectTimeout)
             return LLMError(
-                f"{url} did not answer within {self.timeout:g}s (profile field request_timeout_s)", "timeout", True
+                f"{url} did not answer within {self.timeout:g}s (profile field request_timeout_s)",
+                "timeout",
+                never_sent,
             )
         if isinstance(exc, openai.APIConnectionError):
-            return LLMError(f"cannot reach {url}: is the server running? (profile field base_url)", "connection", True)
-        if isinstance(exc, openai.AuthenticationError):
-            env = self.api_key_env or "(none set; profile field api_key_env)"
-            return LLMError(f"{url} rejected the API key from {env}: check the key", "auth")
-        if isinstance(exc, openai.PermissionDeniedError):
-            return LLMError(f"{url} refused access (403): {_detail(exc)}", "auth")
-        if isinstance(exc, openai.NotFoundError):
+            # Retried only when the connection was never made: then nothing reached the server.
+            never_sent = isinstance(exc.__cause__, httpx2.ConnectError)
             return LLMError(
-                f"model {model!r} not found at {url} (check the profile's model fields): {_detail(exc)}", "model"
+                f"cannot reach {url}: is the server running? (profile field base_url)", "connection", never_sent
             )
-        if isinstance(exc, openai.RateLimitError):
-            return LLMError(f"{url} is rate limiting requests (429): {_detail(exc)}", "rate_limit", True)
+        if isinstance(exc, httpx2.TransportError):
+            return LLMError(f"the connection to {url} closed before the reply was complete", "stream")
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
+            detail, rest = server_message(_body_text(exc), exc.response.headers.get("content-type", ""))
+            if rest:
+                log.info("rest of the %d error body from %s:\n%s", status, url, rest[:4000])
+            detail = detail or _detail(exc)
+            if isinstance(exc, openai.AuthenticationError):
+                env = self.api_key_env or "(none set; profile field api_key_env)"
+                return LLMError(f"{url} rejected the API key from {env}: check the key ({detail})", "auth")
+            if isinstance(exc, openai.PermissionDeniedError):
+                return LLMError(f"{url} refused access (403): {detail}", "auth")
+            if isinstance(exc, openai.NotFoundError):
+                return LLMError(
+                    f"model {model!r} not found at {url} (check the profile's model fields): {detail}", "model"
+                )
+            if isinstance(exc, openai.RateLimitError):
+                return LLMError(f"{url} is rate limiting requests (429): {detail}", "rate_limit", True)
             if status >= 500:
-                return LLMError(f"{url} had a server error ({status}): {_detail(exc)}", "server", True)
-            if "content" in _detail(exc).lower() and "polic" in _detail(exc).lower():
-                return LLMError("the provider's content policy refused this request; try rephrasing", "content_policy")
-            return LLMError(f"{url} refused the request ({status}): {_detail(exc)}", "bad_request")
+                return LLMError(f"{url} had a server error ({status}): {detail}", "server", True)
+            if "content" in detail.lower() and "polic" in detail.lower():
+                return LLMError(f"the provider's content policy refused this request: {detail}", "content_policy")
+            return LLMError(f"{url} refused the request ({status}): {detail}", "bad_request")
         if isinstance(exc, openai.APIError):
-            return LLMError(f"bad response from {url}: {exc}", "stream", True)
+            return LLMError(f"bad response from {url}: {exc}", "stream")
         return LLMError(f"{exc.__class__.__name__}: {exc}", "error")
+
+
+def _status(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def _body_text(exc: BaseException) -> str:
+    response = getattr(exc, "response", None)
+    if response is not None:
+        try:
+            return str(response.text)
+        except Exception:  # the body could not be read; fall back to what the SDK kept
+            pass
+    body = getattr(exc, "body", None)
+    if body is None:
+        return ""
+    return body if isinstance(body, str) else json.dumps(body)
 
 
 def _detail(exc: Any) -> str:

@@ -9,18 +9,20 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import secrets
-import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from tui_agent.core import events as ev
-from tui_agent.core import llm, slash
+from tui_agent.core import llm, profiles, slash
 from tui_agent.core.context import ContextBuilder
+from tui_agent.core.reply import Reply as _Reply
+from tui_agent.core.reply import call_dict as _call_dict
+from tui_agent.core.reply import temperature as _temperature
+from tui_agent.core.store import branches, history
 from tui_agent.core.store import errors as store_errors
-from tui_agent.core.store import history
 from tui_agent.core.store.models import Message, Profile
 from tui_agent.core.store.recovery import finish_row
+from tui_agent.core.tool_caps import MAX_TOOL_ARGUMENT_CHARS, stored_arguments, stored_result
 from tui_agent.core.tools.base import ApprovalCallback, ToolContext, ToolResult
 from tui_agent.core.tools.registry import ToolRegistry
 from tui_agent.core.vault import Vault
@@ -28,8 +30,6 @@ from tui_agent.core.vault import Vault
 log = logging.getLogger("tui_agent.loop")
 FLUSH_INTERVAL_S = 0.5
 MAX_MESSAGE_CHARS = 200_000
-MAX_TOOL_ARGUMENT_CHARS = 16_000  # longer tool arguments are not run, and kept only as a note
-MAX_TOOL_RESULT_CHARS = 32_000  # longer tool results are kept cut, with a note
 
 
 class AgentLoop:
@@ -61,16 +61,43 @@ class AgentLoop:
         if self._client is not None:
             await self._client.close()
 
+    async def regenerate(self, message_id: int) -> AsyncIterator[ev.Event]:
+        """Answer again in place of assistant message ``message_id``: same builder, same model rules.
+
+        The old reply stays as an alternative (a sibling under the same parent, see store.branches);
+        the new one becomes the active branch."""
+        message = Message.get_or_none(Message.id == message_id)
+        if message is None or message.role != "assistant":
+            yield ev.ErrorEvent(f"message {message_id} is not an assistant reply: nothing to regenerate", "usage")
+            yield ev.Done("error", message.conversation_id if message is not None else None)
+            return
+        conversation_id = message.conversation_id
+        parent = Message.get_or_none(Message.id == message.parent_id) if message.parent_id else None
+        branches.rewind_to_parent_of(message_id)
+        yield ev.BranchChanged(conversation_id)
+        async for event in self._rounds(conversation_id, [], use_vision=self._vision_after(parent)):
+            yield event
+
+    def _vision_after(self, message: Message | None) -> bool:
+        """The model rule for a request that follows ``message``: vision right after the image tool's images."""
+        if message is None or message.tool_name is None or message.role == "assistant":
+            return False
+        tool = self.registry.get(message.tool_name)
+        return bool(tool and tool.vision_followup and history.attachments_for([message.id]).get(message.id))
+
     async def run_turn(
-        self, conversation_id: int | None, text: str, attachments: Sequence[str] = ()
+        self, conversation_id: int | None, text: str, attachments: Sequence[str] = (), *, edit_of: int | None = None
     ) -> AsyncIterator[ev.Event]:
         """One user turn. ``conversation_id`` None starts a new conversation.
+
+        ``edit_of``: the user message this one replaces; the conversation forks there (the old
+        branch is kept and can be chosen again).
 
         A failure of the store (disk full, damaged file) ends the turn with an error event, not a traceback.
         """
         current = conversation_id
         try:
-            async for event in self._turn(conversation_id, text, attachments):
+            async for event in self._turn(conversation_id, text, attachments, edit_of):
                 if isinstance(event, ev.ConversationChanged):
                     current = event.conversation_id
                 yield event
@@ -81,7 +108,7 @@ class AgentLoop:
             yield ev.Done("error", current)
 
     async def _turn(
-        self, conversation_id: int | None, text: str, attachments: Sequence[str] = ()
+        self, conversation_id: int | None, text: str, attachments: Sequence[str], edit_of: int | None
     ) -> AsyncIterator[ev.Event]:
         if len(text) > MAX_MESSAGE_CHARS:
             yield ev.ErrorEvent(
@@ -106,6 +133,8 @@ class AgentLoop:
             yield ev.ConversationChanged(conversation.id)
             yield ev.Done("complete", conversation.id)
             return
+        if command is None:
+            text = slash.literal(text)  # "//text" sends "/text"
         files = list(attachments)
         if command is not None and command.attach is not None:
             from tui_agent.core.attachments import AttachmentError, import_image
@@ -120,20 +149,48 @@ class AgentLoop:
         if conversation_id is None:
             conversation_id = history.new_conversation().id
             yield ev.ConversationChanged(conversation_id)
+        if edit_of is not None:
+            edited = Message.get_or_none(Message.id == edit_of)
+            if edited is None or edited.role != "user" or edited.conversation_id != conversation_id:
+                yield ev.ErrorEvent(f"message {edit_of} is not a user message of this conversation", "usage")
+                yield ev.Done("error", conversation_id)
+                return
+            branches.rewind_to_parent_of(edit_of)
+            yield ev.BranchChanged(conversation_id)
         user = history.add_message(conversation_id, "user", text, attachments=files)
         yield ev.TurnStarted(conversation_id, user.id)
 
         pending: list[llm.ToolCall] = []
         if command is not None and command.tool is not None:
-            call = llm.ToolCall(f"slash_{secrets.token_hex(6)}", command.tool, json.dumps(command.arguments))
+            call = llm.ToolCall(llm.new_call_id(), command.tool, json.dumps(command.arguments))
             history.add_message(conversation_id, "assistant", "", tool_calls=[_call_dict(call)], model="user-command")
             pending = [call]
-        async for event in self._rounds(conversation_id, pending):
+        # A text-only chat model cannot take the user's images: this turn starts on the vision model.
+        sees_images = bool(files) and not profiles.accepts_images(self.profile, self.profile.chat_model)
+        async for event in self._rounds(conversation_id, pending, use_vision=sees_images):
             yield event
 
-    async def _rounds(self, conversation_id: int, pending: list[llm.ToolCall]) -> AsyncIterator[ev.Event]:
+    async def retry_turn(self, conversation_id: int) -> AsyncIterator[ev.Event]:
+        """Run the last turn of a conversation again after it failed, from its stored user message
+        (nothing is added for the user; tool results it already has are kept)."""
+        from tui_agent.core.retry import RetryError, failed_turn
+
+        try:
+            user = failed_turn(conversation_id)
+        except RetryError as exc:
+            yield ev.ErrorEvent(str(exc), "retry")
+            yield ev.Done("error", conversation_id)
+            return
+        yield ev.TurnRetried(conversation_id, user.id)
+        files = history.attachments_for([user.id]).get(user.id, [])
+        sees_images = bool(files) and not profiles.accepts_images(self.profile, self.profile.chat_model)
+        async for event in self._rounds(conversation_id, [], use_vision=sees_images):
+            yield event
+
+    async def _rounds(
+        self, conversation_id: int, pending: list[llm.ToolCall], *, use_vision: bool = False
+    ) -> AsyncIterator[ev.Event]:
         rounds = 0
-        use_vision = False
         previous_model: str | None = None
         while True:
             if pending:
@@ -144,7 +201,8 @@ class AgentLoop:
                 use_vision = outcome.get("vision", False)
             model = self.profile.vision_model if use_vision else self.profile.chat_model
             if model != previous_model and (previous_model is not None or use_vision):
-                reason = "after the image tool" if use_vision else "back to the chat model"
+                reason = "after the image tool" if use_vision and rounds else "back to the chat model"
+                reason = "for the attached image" if use_vision and not rounds else reason
                 log.info("model switched to %s (%s)", model, reason)
                 yield ev.ModelSwitched(model, previous_model, reason)
             previous_model = model
@@ -183,61 +241,65 @@ class AgentLoop:
 
     async def _request(self, conversation_id: int, model: str) -> AsyncIterator[ev.Event | llm.Completion]:
         """One streamed request; the assistant row is written as text arrives and finished at the end."""
-        messages = self.builder.build(conversation_id, self.profile)
+        messages = self.builder.build(conversation_id, self.profile, model)
+        window = self.builder.window
+        if window is not None:
+            yield ev.ContextBuilt(
+                conversation_id,
+                window.estimated_tokens,
+                window.budget_tokens,
+                window.first_message_id,
+                window.truncated,
+            )
         yield ev.AssistantStarted(model)
-        row: Message | None = None
-        parts: list[str] = []
-        last_flush = time.monotonic()
+        reply = _Reply(conversation_id, model, FLUSH_INTERVAL_S)
+        finished = False
         stream: Any = None
         try:
             stream = self.client.stream(
                 model=model,
                 messages=messages,
                 tools=self.registry.schemas(),
-                temperature=float(self.profile.temperature),
+                temperature=_temperature(self.profile),
             )
             async for item in stream:
-                if isinstance(item, llm.TextDelta):
-                    parts.append(item.text)
-                    if row is None:
-                        row = history.add_message(
-                            conversation_id, "assistant", item.text, model=model, status="streaming"
-                        )
-                        last_flush = time.monotonic()
-                    elif time.monotonic() - last_flush > FLUSH_INTERVAL_S:
-                        history.update_message(row, content="".join(parts))
-                        last_flush = time.monotonic()
-                    yield ev.TextDelta(item.text)
-                    continue
-                fields: dict[str, Any] = {
-                    "content": item.text,
-                    "status": "complete",
-                    "model": model,
-                    "prompt_tokens": item.prompt_tokens,
-                    "completion_tokens": item.completion_tokens,
-                    "tool_calls": [_call_dict(c) for c in item.tool_calls] or None,
-                }
-                if row is None:
-                    row = history.add_message(conversation_id, "assistant", **fields)
+                if isinstance(item, llm.Completion):
+                    row = reply.finish(item)
+                    finished = True  # a cancel or close from here on must not unfinish the stored reply
+                    yield ev.AssistantFinished(
+                        row.id,
+                        item.text,
+                        model,
+                        "complete",
+                        item.prompt_tokens,
+                        item.completion_tokens,
+                        reasoning=item.reasoning,
+                    )
+                    yield item
+                elif isinstance(item, llm.Restart):
+                    # The server said the failure is transient: the partial reply stays, the request goes again.
+                    partial = reply.save("error")
+                    yield ev.AssistantFinished(
+                        partial.id if partial else None, reply.text, model, "error", reasoning=reply.reasoning
+                    )
+                    reply = _Reply(conversation_id, model, FLUSH_INTERVAL_S)
+                    yield ev.AssistantStarted(model)
                 else:
-                    history.update_message(row, **fields)
-                yield ev.AssistantFinished(
-                    row.id, item.text, model, "complete", item.prompt_tokens, item.completion_tokens
-                )
-                yield item
+                    event = reply.add(item)
+                    if event is not None:
+                        yield event
         except (asyncio.CancelledError, GeneratorExit):
-            if row is not None:
-                history.update_message(row, content="".join(parts), status="cancelled")
+            if not finished:
+                reply.save("cancelled")
             raise
         except store_errors.DATABASE_ERRORS:
             # The store failed mid-stream (disk full): the row must not stay "streaming".
             await _close(stream)
-            if row is not None:
-                finish_row(row.id, "error")
+            if reply.row is not None and not finished:
+                finish_row(reply.row.id, "error")
             raise
         except llm.LLMError as exc:
-            if row is not None:
-                history.update_message(row, content="".join(parts), status="error")
+            reply.save("error")
             history.add_message(conversation_id, "error", str(exc), model=model, status="error")
             yield ev.ErrorEvent(str(exc), exc.kind)
 
@@ -301,27 +363,6 @@ class AgentLoop:
                         status="cancelled",
                     )
             raise
-
-
-def _call_dict(call: llm.ToolCall) -> dict[str, str]:
-    return {"id": call.id, "name": call.name, "arguments": stored_arguments(call.arguments)}
-
-
-def stored_arguments(raw: str) -> str:
-    """Tool arguments as kept (and sent back to the model): too long ones become a JSON note."""
-    if len(raw) <= MAX_TOOL_ARGUMENT_CHARS:
-        return raw
-    note = f"{len(raw):,} characters of arguments were not kept (the limit is {MAX_TOOL_ARGUMENT_CHARS:,})"
-    return json.dumps({"note": note, "start": raw[:500]}, ensure_ascii=False)
-
-
-def stored_result(text: str) -> str:
-    """A tool result as kept: a too long one is cut, with a note saying so."""
-    if len(text) <= MAX_TOOL_RESULT_CHARS:
-        return text
-    status = "ok" if text.startswith('{"status": "ok"') else "error"
-    note = f"the result had {len(text):,} characters; only the first {MAX_TOOL_RESULT_CHARS:,} were kept"
-    return json.dumps({"status": status, "note": note, "start": text[:MAX_TOOL_RESULT_CHARS]}, ensure_ascii=False)
 
 
 def _loads(raw: str) -> dict[str, Any]:

@@ -74,6 +74,15 @@ def _number(kind: type, low: float, high: float) -> Callable[[str], Any]:
     return parse
 
 
+def _optional(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """Empty means "not set" (None); anything else must pass ``parse``."""
+
+    def parse_optional(raw: str) -> Any:
+        return None if str(raw).strip() in ("", "None") else parse(raw)
+
+    return parse_optional
+
+
 def _env_name(raw: str) -> str:
     value = raw.strip()
     if value.startswith("sk-") or len(value) > 64:
@@ -126,11 +135,25 @@ FIELDS: list[FieldSpec] = [
     FieldSpec("web_search_url", _url(False), "SearXNG base URL (required for searxng)"),
     FieldSpec("system_prompt", lambda raw: raw, "extra instructions added to the system message", multiline=True),
     FieldSpec("memory", lambda raw: raw, "notes injected into every request", multiline=True),
-    FieldSpec("temperature", _number(float, 0, 2), "sampling temperature (0-2)"),
+    FieldSpec(
+        "temperature",
+        _optional(_number(float, 0, 2)),
+        "sampling temperature (0-2); empty sends none (models that accept only the default)",
+    ),
     FieldSpec("max_tool_rounds", _number(int, 1, 50), "tool rounds per turn before the loop stops"),
     FieldSpec("sql_update_approval", _choice("ask", "auto"), "ask: memory_sql UPDATE waits for your yes"),
     FieldSpec("request_timeout_s", _number(float, 1, 3600), "seconds to wait for the model"),
     FieldSpec("context_budget_tokens", _number(int, 500, 2_000_000), "approximate token budget for history"),
+    FieldSpec("mcp_timeout_s", _number(float, 1, 3600), "seconds an MCP server may take to start or answer a call"),
+    FieldSpec("sql_update_max_rows", _number(int, 1, 10_000), "most messages one memory_sql UPDATE may change"),
+    FieldSpec(
+        "sql_update_max_value_bytes", _number(int, 1, 1_000_000), "largest new content (UTF-8 bytes) memory_sql writes"
+    ),
+    FieldSpec(
+        "chat_accepts_images",
+        _choice("auto", "yes", "no"),
+        "does chat_model take images? auto: only when it is vision_model; if not, earlier images go as notes",
+    ),
 ]
 FIELD_NAMES = [spec.name for spec in FIELDS]
 _SPECS = {spec.name: spec for spec in FIELDS}
@@ -163,12 +186,14 @@ def validate_profile(profile: Profile) -> None:
     validate_name(profile.name)
     for spec in FIELDS:
         parse_field(spec.name, str(getattr(profile, spec.name)))
-    if profile.web_search_backend == "searxng" and not profile.web_search_url:
-        raise ProfileError("web_search_url", "required when web_search_backend is searxng")
+    # web_search_backend searxng without web_search_url is allowed here (set them in either order);
+    # the web_search tool says what is missing when it is used.
 
 
 def field_as_text(profile: Profile, name: str) -> str:
     value = getattr(profile, name)
+    if value is None:
+        return ""
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
@@ -234,7 +259,24 @@ def get_profile(name: str) -> Profile:
     return profile
 
 
+class _RunProfile:
+    """``--profile NAME`` for one run of the app: it wins over the stored active profile until
+    ``use_profile`` (a permanent switch) or ``set_run_profile(None)``; nothing is written."""
+
+    name: str | None = None
+
+
+def set_run_profile(name: str | None) -> None:
+    if name is not None:
+        get_profile(name)  # raises ProfileError naming the profiles that exist
+    _RunProfile.name = name
+
+
 def active_profile() -> Profile:
+    if _RunProfile.name is not None:
+        chosen = Profile.get_or_none(Profile.name == _RunProfile.name)
+        if chosen is not None:
+            return chosen
     setting = Setting.get_or_none(Setting.key == ACTIVE_PROFILE_KEY)
     if setting is not None:
         profile = Profile.get_or_none(Profile.name == setting.value)
@@ -250,6 +292,7 @@ def active_profile() -> Profile:
 def use_profile(name: str) -> Profile:
     profile = get_profile(name)
     Setting.insert(key=ACTIVE_PROFILE_KEY, value=name).on_conflict_replace().execute()
+    _RunProfile.name = None
     return profile
 
 
@@ -259,6 +302,15 @@ def resolve_profile(name: str | None) -> Profile:
     profile = get_profile(name) if name else active_profile()
     validate_profile(profile)
     return profile
+
+
+def accepts_images(profile: Profile, model: str) -> bool:
+    """May a request to ``model`` carry image pixels? The vision model always; the chat model per
+    ``chat_accepts_images`` (auto: only when it is the vision model too)."""
+    if model == profile.vision_model:
+        return True
+    setting = getattr(profile, "chat_accepts_images", "auto")
+    return setting == "yes" or (setting == "auto" and profile.chat_model == profile.vision_model)
 
 
 def profile_as_dict(profile: Profile) -> dict[str, Any]:

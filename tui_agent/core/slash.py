@@ -46,6 +46,12 @@ def is_command(text: str) -> bool:
     return stripped.startswith("/") and not stripped.startswith("//")
 
 
+def literal(text: str) -> str:
+    """A plain message as sent: a leading ``//`` stands for a literal ``/``."""
+    stripped = text.lstrip()
+    return stripped[1:] if stripped.startswith("//") else text
+
+
 def parse(text: str) -> SlashCommand | None:
     """Return the command in ``text``, or None for a plain message. ``//x`` sends ``/x`` literally."""
     if not is_command(text):

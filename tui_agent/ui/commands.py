@@ -6,8 +6,10 @@ from functools import partial
 from typing import TYPE_CHECKING, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.content import Content
 
 from tui_agent.core.store import history
+from tui_agent.core.textsafe import visible
 
 if TYPE_CHECKING:
     from tui_agent.ui.app import AgentApp
@@ -16,16 +18,30 @@ ACTIONS = [
     ("New conversation", "new_conversation", "Start an empty conversation (Ctrl+N)"),
     ("Toggle sidebar", "toggle_sidebar", "Profile fields and conversations (Ctrl+B)"),
     ("Expand or collapse all tool results", "toggle_tools", "Ctrl+O"),
+    ("Show or hide all thinking blocks", "toggle_thinking", "The model's reasoning above its replies (Ctrl+G)"),
     ("Attach an image", "attach", "Pick a file or type a URL (Ctrl+T)"),
     (
         "Open image full size",
         "open_image",
-        "The focused or newest image: system viewer, or a download in a browser (F3)",
+        "The focused or newest image: system viewer, or a new tab in a browser (F3)",
     ),
+    ("Download image", "download_image", "The focused or newest image, as a file (F4)"),
+    ("Browse images in a browser tab", "open_gallery", "This conversation's images, full size (tui-agent serve)"),
     ("Cancel the running turn", "cancel_turn", "Esc"),
+    ("Retry the failed turn", "retry_turn", "Send the last message again after an error (Ctrl+R)"),
     ("Show the log", "show_log", "logs/agent.log, live (Ctrl+L)"),
     ("Rename conversation", "rename_conversation", "Give this conversation a title"),
     ("Delete conversation", "delete_conversation", "Asks for confirmation"),
+    ("Select messages", "select_messages", "Move a cursor through the messages (Up on an empty composer)"),
+    ("Message actions", "message_menu", "Actions for the message under the cursor, or the newest (Enter)"),
+    ("Copy message", "copy_message", "Its Markdown source: OSC 52, tmux, system clipboard (c)"),
+    ("Copy to prompt", "copy_to_prompt", "Put the message's text into the composer (p)"),
+    ("Regenerate reply", "regenerate", "Answer again; earlier answers stay as alternatives (r)"),
+    ("Edit and resend", "edit_message", "Edit one of your messages; the conversation branches (e)"),
+    ("Next alternative or branch", "alternative(1)", "Right on a message with ◀ n / N ▶"),
+    ("Previous alternative or branch", "alternative(-1)", "Left on a message with ◀ n / N ▶"),
+    ("Export conversation as Markdown", "export_markdown", "Into the vault's exports/ with its images"),
+    ("Export conversation as JSON", "export_json", "Every stored field; tui-agent history import reads it"),
     ("Help", "help", "Slash commands and key bindings (F1)"),
 ]
 
@@ -51,10 +67,10 @@ class HistorySearch(Provider):
             return
         app = cast("AgentApp", self.app)
         for message_id, conversation_id, role, snippet in history.search_messages(query.strip(), limit=20):
-            text = " ".join(snippet.split())
+            text = visible(" ".join(snippet.split()))
             yield Hit(
                 0.5,
-                f"{role}: {text}",
+                Content(f"{role}: {text}"),  # plain text: brackets in a message are not markup
                 partial(app.jump_to_message, conversation_id, message_id),
                 help=f"conversation {conversation_id} · message {message_id}",
             )

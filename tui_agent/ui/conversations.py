@@ -6,13 +6,18 @@ from typing import Any
 
 from textual import on
 from textual.app import App
+from textual.notifications import SeverityLevel
 from textual.worker import Worker
 
+from tui_agent.core import profiles
 from tui_agent.core.store import history
+from tui_agent.core.textsafe import visible
+from tui_agent.ui.chat_screen import ChatScreen
 from tui_agent.ui.widgets.bubbles import NoticeCard
 from tui_agent.ui.widgets.chat_log import ChatLog
 from tui_agent.ui.widgets.composer import Composer
 from tui_agent.ui.widgets.sidebar_messages import ConversationsAction, ConversationSelected
+from tui_agent.ui.widgets.status import StatusLine
 
 
 class ConversationsApp(App[None]):
@@ -20,6 +25,9 @@ class ConversationsApp(App[None]):
 
     conversation_id: int | None = None
     turns: dict[int | None, Worker[Any]]
+
+    def get_default_screen(self) -> ChatScreen:
+        return ChatScreen(id="_default")  # focus goes back to the composer whenever it resumes
 
     @property
     def chat_log(self) -> ChatLog:
@@ -34,6 +42,8 @@ class ConversationsApp(App[None]):
         if conversation_id is not None:
             history.remember_conversation(conversation_id)
         await self.chat_log.show_conversation(conversation_id, until_id=until_id)
+        for meter in self.query("ContextMeter"):
+            meter.clear()  # type: ignore[attr-defined]
         if conversation_id is None:
             await self.chat_log.mount(
                 NoticeCard("New conversation. Type a message, or /help for commands.", classes="welcome")
@@ -45,12 +55,34 @@ class ConversationsApp(App[None]):
         )
         self.sub_title = self._title()
         await self._reload_conversation_list()
+        self._status_for_conversation()
+
+    def _status_for_conversation(self) -> None:
+        """No stale state from another conversation: what runs here, or ready."""
+        for status in self.query("#status").results(StatusLine):
+            if self.conversation_id in self.turns:
+                status.show("a reply is running in this conversation…", state="busy")
+            elif status.state not in ("connecting", "offline"):
+                status.ready(profiles.active_profile().chat_model)
 
     def _title(self) -> str:
         if self.conversation_id is None:
             return "new conversation"
         conversation = history.get_conversation(self.conversation_id)
-        return conversation.title or f"conversation {conversation.id}"
+        return visible(conversation.title) or f"conversation {conversation.id}"
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Notifications often name files or quote errors: shown as plain text, control characters visible."""
+        # Always plain: a file name like "a[b].png" is not markup, whoever called notify.
+        super().notify(visible(message), title=visible(title), severity=severity, timeout=timeout, markup=False)
 
     async def conversation_started(self, conversation_id: int) -> None:
         """A turn created a conversation: it becomes the displayed one if the user is still on the empty view."""

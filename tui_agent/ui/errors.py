@@ -15,6 +15,9 @@ HINTS = {
     "attachment": "Check the file or URL: it must be a PNG, JPEG, GIF or WebP image.",
     "usage": "Type /help for the list of commands.",
     "store": "What was saved before is still there. Fix the cause above, then send again.",
+    "bad_request": "The message above is the server's own; check the profile's model and fields (Ctrl+B).",
+    "bad_stream": "The partial reply is kept; send again, or try another model or server.",
+    "retry": "Ctrl+R sends a turn again after it failed or was cancelled.",
 }
 
 TITLES = {
@@ -29,11 +32,18 @@ TITLES = {
     "attachment": "Can't attach that",
     "usage": "Unknown command",
     "store": "The vault's database failed",
+    "bad_request": "The server refused the request",
+    "bad_stream": "The server sent something unexpected",
+    "retry": "Nothing to retry",
 }
 
 
+def friendly_title(kind: str) -> str:
+    return TITLES.get(kind, "Something went wrong")
+
+
 def friendly(kind: str, message: str) -> str:
-    title = TITLES.get(kind, "Something went wrong")
+    title = friendly_title(kind)
     hint = HINTS.get(kind, "Details are in the log (Ctrl+L).")
     return f"✗ {title}\n{message}\n{hint}"
 

@@ -1,18 +1,25 @@
-"""Which textual-image widget class renders images.
+"""Which widget class renders images, chosen once before the app starts, and how big they are.
 
-textual-image probes the terminal once, when it is imported, by writing to stdout; it must be
-imported before the app starts (imported late, the terminal's reply is typed into the input).
-This module imports it at the top and is imported by the app module.
+``prepare()`` runs before ``App.run()`` (it asks the terminal; see ``terminal_probe``), logs
+``image protocol: ...`` and imports textual-image without letting it probe the terminal itself
+(its own probe sends the kitty query raw inside tmux and waits only 0.1 s). ``image_class()``
+maps the choice to a widget class: our Sixel encoder for Sixel terminals, textual-image's kitty
+placeholders for kitty >= 0.28, half-cells elsewhere.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
+from typing import Any
 
-from textual_image.widget import HalfcellImage, Image, SixelImage, TGPImage, UnicodeImage
+from tui_agent.ui.terminal_probe import IMAGE_ENV, Probe
 
-IMAGE_ENV = "TUI_AGENT_IMAGES"
-CLASSES = {"auto": Image, "halfcell": HalfcellImage, "sixel": SixelImage, "kitty": TGPImage, "unicode": UnicodeImage}
+log = logging.getLogger("tui_agent.ui.images")
+
+_probe: Probe | None = None
+_classes: dict[str, type] = {}
 
 
 def served_in_browser() -> bool:
@@ -20,9 +27,100 @@ def served_in_browser() -> bool:
     return os.environ.get("TERM_PROGRAM") == "textual" or os.environ.get("TUI_AGENT_SERVED") == "1"
 
 
+class _NotATty:
+    """Stands in for ``sys.__stdout__`` while textual-image is imported, so it does not probe."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def isatty(self) -> bool:
+        return False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _import_textual_image(cell: tuple[int, int]) -> None:
+    from textual_image import _terminal
+
+    _terminal.get_cell_size._result = _terminal.CellSize(*cell)  # type: ignore[attr-defined]
+    real = sys.__stdout__
+    sys.__stdout__ = _NotATty(real)  # type: ignore[misc,assignment]
+    try:
+        import textual_image.widget  # noqa: F401
+    finally:
+        sys.__stdout__ = real  # type: ignore[misc]
+
+
+def prepare(first_run: bool = False) -> Probe:
+    """Probe once (before the app reads the keyboard), log the choice, import textual-image."""
+    global _probe
+    if _probe is None:
+        from tui_agent.ui.terminal_probe import probe
+
+        _probe = probe(first_run)
+        _import_textual_image(_probe.cell)
+    return _probe
+
+
+def log_choice() -> None:
+    log.info(current().describe())
+
+
+def current() -> Probe:
+    """The probe's result; without a probe (tests, pilot) only ``TUI_AGENT_IMAGES`` decides."""
+    global _probe
+    if _probe is None:
+        choice = (os.environ.get(IMAGE_ENV) or "unicode").lower()
+        if served_in_browser():
+            choice = "halfcell"
+        _probe = Probe(choice if choice != "auto" else "unicode", "no terminal probe")
+        _import_textual_image(_probe.cell)
+    return _probe
+
+
 def image_class(choice: str | None = None) -> type:
-    """``choice`` or ``$TUI_AGENT_IMAGES`` (auto, halfcell, sixel, kitty, unicode); half-blocks in a browser."""
-    name = (choice or os.environ.get(IMAGE_ENV) or "auto").lower()
-    if name == "auto" and served_in_browser():
-        name = "halfcell"
-    return CLASSES.get(name, Image)
+    """The widget class for ``choice`` (auto, halfcell, sixel, kitty, unicode) or the probe's choice."""
+    probe = current()
+    name = (choice or "auto").lower()
+    if name == "auto":
+        name = probe.protocol
+    if name not in _classes:
+        _classes[name] = _load(name, probe)
+    return _classes[name]
+
+
+def _load(name: str, probe: Probe) -> type:
+    from textual_image.widget import HalfcellImage, TGPImage, UnicodeImage
+
+    if name == "sixel":
+        from tui_agent.ui.sixel_widget import sixel_image_class
+
+        return sixel_image_class(probe.colors, probe.tmux)
+    if name == "kitty":
+        return TGPImage
+    if name == "kitty-direct":
+        from tui_agent.ui.kitty_widget import KittyImage
+
+        return KittyImage
+    if name == "unicode":
+        return UnicodeImage
+    return HalfcellImage
+
+
+def cell_size() -> tuple[int, int]:
+    return current().cell
+
+
+def fit(
+    image_size: tuple[int, int], max_cols: int, max_rows: int, cell: tuple[int, int] | None = None
+) -> tuple[int, int]:
+    """Columns and rows that show an image of ``image_size`` pixels whole, keeping its aspect ratio."""
+    cell_w, cell_h = cell or cell_size()
+    width, height = max(1, image_size[0]), max(1, image_size[1])
+    cols = max(1, max_cols)
+    rows = round(cols * cell_w * height / (width * cell_h))
+    if rows > max_rows:
+        rows = max(1, max_rows)
+        cols = max(1, min(max_cols, round(rows * cell_h * width / (height * cell_w))))
+    return cols, max(1, rows)

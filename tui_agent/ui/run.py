@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tui_agent.core.profiles import ProfileError
@@ -23,12 +24,29 @@ def make_app(vault_arg: str | None = None, profile_name: str | None = None, **kw
 
 
 def _import_images() -> None:
-    import tui_agent.ui.images  # noqa: F401
+    from tui_agent.ui import images
+
+    images.prepare(first_run=_first_run())
+
+
+def _first_run() -> bool:
+    """A cold terminal (kitty's first start) can answer late: the first probe waits longer."""
+    import platformdirs
+
+    marker = Path(platformdirs.user_cache_dir("tui-agent", appauthor=False)) / "terminal-probed"
+    if marker.exists():
+        return False
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except OSError:
+        pass
+    return True
 
 
 def run_app(vault_arg: str | None, profile_name: str | None) -> int:
-    # textual-image probes the terminal when imported (it waits for the terminal's replies); that
-    # must finish before the app reads the keyboard, but it can overlap with the other imports.
+    # The image probe asks the terminal (it waits for the terminal's replies); that must finish
+    # before the app reads the keyboard, but it can overlap with the other imports.
     probe = threading.Thread(target=_import_images, name="image-probe")
     probe.start()
     try:
@@ -42,5 +60,8 @@ def run_app(vault_arg: str | None, profile_name: str | None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     probe.join()
+    from tui_agent.ui import images
+
+    images.log_choice()  # after make_app: the vault's log file is set up by then
     app.run()
     return 0

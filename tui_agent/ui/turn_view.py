@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from textual.widget import Widget
 
 from tui_agent.core import events as ev
-from tui_agent.ui.errors import friendly
+from tui_agent.ui.errors import friendly, friendly_title
 from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard, NoticeCard, UserBubble
+from tui_agent.ui.widgets.context_meter import ContextMeter
+from tui_agent.ui.widgets.thinking import ThinkingBlock
 from tui_agent.ui.widgets.tool_block import ToolProgress
 
 if TYPE_CHECKING:
@@ -17,6 +20,13 @@ if TYPE_CHECKING:
 
 
 FRAME_S = 1 / 30
+
+
+class DetachedStatus:
+    """The status line of a conversation that is not on screen: its turn does not write it."""
+
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        return lambda *args, **kwargs: None
 
 
 class TurnView:
@@ -28,7 +38,12 @@ class TurnView:
         self.progress: dict[str, ToolProgress] = {}
         self.started = app.clock()
         self._pending: list[str] = []
+        self._thoughts: list[str] = []
+        self.model = ""
+        self.tokens = 0  # streamed pieces of the current reply (one per token with real servers)
+        self.first_token_at: float | None = None
         self._flusher: asyncio.Task[None] | None = None
+        self.window_tokens: tuple[int, int] | None = None  # (estimated, budget) of the last request
 
     @property
     def attached(self) -> bool:
@@ -39,43 +54,72 @@ class TurnView:
             await self.log.mount(widget)
 
     async def handle(self, event: ev.Event) -> None:
-        status = self.app.status_line
+        status = self.app.status_line if self.attached else DetachedStatus()
         if isinstance(event, ev.ConversationChanged):
             self.conversation_id = event.conversation_id
             await self.app.conversation_started(event.conversation_id)
+        elif isinstance(event, ev.BranchChanged):
+            # Regenerate or edit: the page now ends where the new reply or message will go.
+            if self.attached:
+                await self.log.show_conversation(event.conversation_id)
         elif isinstance(event, ev.TurnStarted):
             self.conversation_id = event.conversation_id
-            from tui_agent.core.store import history
+            from tui_agent.core.store import branches, history
 
             images = history.attachments_for([event.user_message_id]).get(event.user_message_id, [])
             message = history.recent_messages(event.conversation_id, limit=1)[0]
+            alternatives = branches.alternatives(message, branches.fork_parents(event.conversation_id))
             await self._mount(
-                UserBubble(message.content, [self.app.vault.root / p for p in images], message_id=message.id)
+                UserBubble(
+                    message.content,
+                    [self.app.vault.root / p for p in images],
+                    message_id=message.id,
+                    alternatives=alternatives,
+                )
             )
+        elif isinstance(event, ev.ContextBuilt):
+            self.window_tokens = (event.estimated_tokens, event.budget_tokens)
+            if self.attached:
+                self.app.query_one(ContextMeter).show(event.estimated_tokens, event.budget_tokens, estimated=True)
+                await self.log.mark_window_start(event.first_message_id if event.truncated else None)
         elif isinstance(event, ev.ModelSwitched):
             status.model_switched(event.model, event.reason)
         elif isinstance(event, ev.AssistantStarted):
-            status.thinking(event.model, self.started)
+            self.model, self.tokens, self.first_token_at = event.model, 0, None
+            status.waiting(event.model, self.app.clock())
             self.bubble = AssistantBubble(thinking=True)
             await self._mount(self.bubble)
-        elif isinstance(event, ev.TextDelta):
-            self._pending.append(event.text)
+        elif isinstance(event, (ev.TextDelta, ev.ReasoningDelta)):
+            (self._pending if isinstance(event, ev.TextDelta) else self._thoughts).append(event.text)
+            if isinstance(event, ev.TextDelta):
+                self.tokens += 1
+            if self.first_token_at is None:
+                self.first_token_at = self.app.clock()
             if self._flusher is None:
                 self._flusher = asyncio.create_task(self._flush_soon())
+        elif isinstance(event, ev.TextToReasoning):
+            await self.flush()
+            if self.bubble is not None and self.attached and self.bubble.is_attached:
+                await self.bubble.clear_text()
+                block = await self.bubble.live_thinking()
+                block.replace(event.text + block.text)
         elif isinstance(event, ev.AssistantFinished):
             await self.flush()
+            if event.prompt_tokens is not None and self.window_tokens is not None and self.attached:
+                self.app.query_one(ContextMeter).show(event.prompt_tokens, self.window_tokens[1], estimated=False)
             status.finished(event.model, self.started, event.prompt_tokens, event.completion_tokens)
             if self.bubble is not None:
-                if not event.text and self.bubble.is_attached:
+                if not event.text and not event.reasoning.strip() and self.bubble.is_attached:
                     await self.bubble.remove()
                 elif self.bubble.is_attached:
-                    await self.bubble.finish("complete")
+                    await self.bubble.finish(event.status)
                     self.bubble.message_id = event.message_id
+                    await self._show_alternatives(self.bubble)
             self.bubble = None
         elif isinstance(event, ev.ToolStarted):
             progress = ToolProgress(event.call_id, event.summary)
             self.progress[event.call_id] = progress
-            status.tool_running(event.name)
+            status.tool_running(event.name, self.app.clock())
             await self._mount(progress)
         elif isinstance(event, ev.ToolFinished):
             done_progress: ToolProgress | None = self.progress.pop(event.call_id, None)
@@ -88,11 +132,23 @@ class TurnView:
                 await self._mount(widget)
         elif isinstance(event, ev.ErrorEvent):
             await self.close_bubble("error")
+            retryable = event.kind not in ("usage", "attachment", "retry")  # nothing was sent to retry
+            status.failed(friendly_title(event.kind), self.started, retryable=retryable)
             await self._mount(ErrorCard(friendly(event.kind, event.message)))
         elif isinstance(event, ev.Notice):
             await self.log.mount(NoticeCard(event.text))
         elif isinstance(event, ev.Done):
             status.done(event.status, self.started)
+
+    async def _show_alternatives(self, bubble: AssistantBubble) -> None:
+        from tui_agent.core.store import branches
+        from tui_agent.core.store.models import Message
+
+        if bubble.message_id is None or self.conversation_id is None:
+            return
+        message = Message.get_or_none(Message.id == bubble.message_id)
+        if message is not None:
+            await bubble.show_alternatives(branches.alternatives(message, branches.fork_parents(self.conversation_id)))
 
     async def _flush_soon(self) -> None:
         await asyncio.sleep(FRAME_S)
@@ -110,14 +166,24 @@ class TurnView:
         # Tokens are written to the Markdown stream once per frame: per-token writes re-wrap the
         # paragraph thousands of times (2,000 tokens: ~3 s per token vs ~0.3 s batched).
         text = "".join(self._pending)
+        thoughts = "".join(self._thoughts)
         self._pending.clear()
-        if text and self.bubble is not None and self.attached and self.bubble.is_attached:
+        self._thoughts.clear()
+        if text and self.attached and self.first_token_at is not None:  # once per frame, like the text
+            self.app.status_line.streaming(self.model, self.tokens, self.first_token_at)
+        if self.bubble is None or not self.attached or not self.bubble.is_attached:
+            return
+        if thoughts.strip() or (thoughts and self.bubble.query(ThinkingBlock)):
+            (await self.bubble.live_thinking()).append(thoughts)
+        if text:
+            for block in self.bubble.query(ThinkingBlock):
+                block.finish()  # the answer started: the thinking collapses
             await self.bubble.write(text)
 
     async def close_bubble(self, status: str) -> None:
         await self.flush()
         if self.bubble is not None and self.bubble.is_attached:
-            if self.bubble.text:
+            if self.bubble.text or self.bubble.query(ThinkingBlock):
                 await self.bubble.finish(status)
             else:
                 await self.bubble.remove()  # nothing arrived: the error card or status line says why

@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from tui_agent.core.store import branches
 from tui_agent.core.store.models import Attachment, Conversation, Message, MessageRevision, Setting, utcnow
 
 LAST_CONVERSATION_KEY = "last_conversation"
@@ -71,7 +72,9 @@ def add_message(
     if "tool_arguments" in fields and not isinstance(fields["tool_arguments"], (str, type(None))):
         fields["tool_arguments"] = json.dumps(fields["tool_arguments"])
     with Message._meta.database.atomic():
+        fields.setdefault("parent_id", branches.leaf_of(conversation_id) or 0)
         message = Message.create(conversation=conversation_id, role=role, content=content, **fields)
+        branches.set_leaf(conversation_id, message.id)
         for position, path in enumerate(attachments):
             Attachment.create(message=message.id, position=position, path=path, mime=_mime(path))
         conversation = Conversation.get_by_id(conversation_id)
@@ -91,7 +94,12 @@ def update_message(message: Message, **fields: Any) -> None:
 
 
 def recent_messages(conversation_id: int, limit: int | None = None, before_id: int | None = None) -> list[Message]:
-    """The newest ``limit`` messages (optionally older than ``before_id``), oldest first."""
+    """The newest ``limit`` messages of the active branch (optionally older than ``before_id``), oldest first."""
+    return branches.path_messages(conversation_id, limit=limit, before_id=before_id)
+
+
+def all_messages(conversation_id: int, limit: int | None = None, before_id: int | None = None) -> list[Message]:
+    """The newest ``limit`` messages of every branch (optionally older than ``before_id``), oldest first."""
     query = Message.select().where(Message.conversation == conversation_id)
     if before_id is not None:
         query = query.where(Message.id < before_id)
@@ -99,6 +107,17 @@ def recent_messages(conversation_id: int, limit: int | None = None, before_id: i
     if limit is not None:
         query = query.limit(limit)
     return list(reversed(list(query)))
+
+
+def messages_after(conversation_id: int, after_id: int, limit: int) -> list[Message]:
+    """The ``limit`` messages right after ``after_id``, oldest first."""
+    query = (
+        Message.select()
+        .where(Message.conversation == conversation_id, Message.id > after_id)
+        .order_by(Message.id)
+        .limit(limit)
+    )
+    return list(query)
 
 
 def attachments_for(message_ids: Sequence[int]) -> dict[int, list[str]]:
@@ -149,8 +168,26 @@ def restore_revision(revision_id: int) -> Message:
     return message
 
 
+def _slash_names() -> set[str]:
+    from tui_agent.core.slash import COMMANDS
+
+    return {spec.name for spec in COMMANDS}
+
+
 def _title_from(content: str) -> str:
     line = content.strip().splitlines()[0]
+    command, _, rest = line.partition(" ")
+    if line.startswith("//"):
+        line = line[1:]
+    elif command.lower().lstrip("/") in _slash_names():
+        # "/imagine a red fox" is titled "a red fox"; "/generate-image 3 castles" "castles"
+        rest = rest.strip()
+        if command == "/generate-image":
+            count, _, prompt = rest.partition(" ")
+            rest = prompt.strip() if count.isdigit() and prompt.strip() else rest
+        elif command == "/attach":
+            rest = rest.partition(" ")[2].strip() or "image " + rest.rsplit("/", 1)[-1]
+        line = rest or command.lstrip("/")
     return line[:60] + ("…" if len(line) > 60 else "")
 
 

@@ -92,7 +92,57 @@ END;
 INSERT INTO messages_fts(messages_fts) VALUES ('rebuild');
 """
 
-STEPS: list[str] = [V1, V2]
+# Branches (regenerate, edit and resend): a parent link per message, the active leaf per
+# conversation (see store/branches.py). NULL parents mean "the message before", so existing
+# conversations are one straight branch without rewriting them.
+V_BRANCHES = """
+ALTER TABLE messages ADD COLUMN parent_id INTEGER;
+ALTER TABLE conversations ADD COLUMN leaf_id INTEGER;
+CREATE INDEX messages_parent ON messages(parent_id);
+"""
+
+V_MCP = """
+ALTER TABLE profiles ADD COLUMN mcp_timeout_s REAL NOT NULL DEFAULT 60;
+CREATE TABLE mcp_servers (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    transport TEXT NOT NULL,
+    command TEXT NOT NULL DEFAULT '',
+    args TEXT NOT NULL DEFAULT '[]',
+    env TEXT NOT NULL DEFAULT '{}',
+    cwd TEXT NOT NULL DEFAULT '',
+    url TEXT NOT NULL DEFAULT '',
+    headers TEXT NOT NULL DEFAULT '{}',
+    policy TEXT NOT NULL DEFAULT 'ask',
+    tool_policies TEXT NOT NULL DEFAULT '{}',
+    timeout_s REAL,
+    enabled INTEGER NOT NULL DEFAULT 1,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE mcp_server_profiles (
+    server_id INTEGER NOT NULL REFERENCES mcp_servers(id) ON DELETE CASCADE,
+    profile_id INTEGER NOT NULL REFERENCES profiles(id) ON DELETE CASCADE,
+    enabled INTEGER NOT NULL,
+    PRIMARY KEY (server_id, profile_id)
+);
+"""
+
+V_SQL_CAPS = """
+ALTER TABLE profiles ADD COLUMN sql_update_max_rows INTEGER NOT NULL DEFAULT 50;
+ALTER TABLE profiles ADD COLUMN sql_update_max_value_bytes INTEGER NOT NULL DEFAULT 65536;
+"""
+
+# Reasoning (thinking) of a reply, kept apart from its content and never sent back to the model.
+V_REASONING = """
+ALTER TABLE messages ADD COLUMN reasoning TEXT;
+"""
+
+# Whether chat_model takes images: auto (yes only when it is the vision_model), yes, no.
+V_CHAT_IMAGES = """
+ALTER TABLE profiles ADD COLUMN chat_accepts_images TEXT NOT NULL DEFAULT 'auto';
+"""
+
+STEPS: list[str] = [V1, V2, V_BRANCHES, V_MCP, V_SQL_CAPS, V_REASONING, V_CHAT_IMAGES]
 LATEST = len(STEPS)
 
 

@@ -25,6 +25,16 @@ class Setting(BaseModel):
         table_name = "settings"
 
 
+class OptionalFloatField(pw.FloatField):
+    """A number or nothing; nothing is stored as '' so the NOT NULL column needs no migration."""
+
+    def db_value(self, value: object) -> object:
+        return "" if value is None or value == "" else super().db_value(value)
+
+    def python_value(self, value: object) -> object:
+        return None if value is None or value == "" else super().python_value(value)
+
+
 class Profile(BaseModel):
     id = pw.AutoField()
     name = pw.TextField(unique=True)
@@ -42,11 +52,15 @@ class Profile(BaseModel):
     web_search_url = pw.TextField(default="")
     system_prompt = pw.TextField(default="")
     memory = pw.TextField(default="")
-    temperature = pw.FloatField(default=0.7)
+    temperature = OptionalFloatField(default=0.7)  # None: not sent (models that accept only the default)
     max_tool_rounds = pw.IntegerField(default=6)
     sql_update_approval = pw.TextField(default="ask")
     request_timeout_s = pw.FloatField(default=60)
     context_budget_tokens = pw.IntegerField(default=12000)
+    mcp_timeout_s = pw.FloatField(default=60)
+    sql_update_max_rows = pw.IntegerField(default=50)
+    sql_update_max_value_bytes = pw.IntegerField(default=65536)
+    chat_accepts_images = pw.TextField(default="auto")
     created_at = pw.TextField(default=utcnow)
     updated_at = pw.TextField(default=utcnow)
 
@@ -57,6 +71,7 @@ class Profile(BaseModel):
 class Conversation(BaseModel):
     id = pw.AutoField()
     title = pw.TextField(default="")
+    leaf_id = pw.IntegerField(null=True)  # the active branch's last message (see store.branches)
     created_at = pw.TextField(default=utcnow)
     updated_at = pw.TextField(default=utcnow)
 
@@ -79,6 +94,8 @@ class Message(BaseModel):
     prompt_tokens = pw.IntegerField(null=True)
     completion_tokens = pw.IntegerField(null=True)
     created_at = pw.TextField(default=utcnow)
+    parent_id = pw.IntegerField(null=True)  # the message before on its branch (see store.branches)
+    reasoning = pw.TextField(null=True)
 
     class Meta:
         table_name = "messages"
@@ -108,4 +125,37 @@ class MessageRevision(BaseModel):
         table_name = "message_revisions"
 
 
+class McpServer(BaseModel):
+    """An MCP server the user added (global); ``McpServerProfile`` rows turn it on or off per profile."""
+
+    id = pw.AutoField()
+    name = pw.TextField(unique=True)
+    transport = pw.TextField()
+    command = pw.TextField(default="")
+    args = pw.TextField(default="[]")
+    env = pw.TextField(default="{}")
+    cwd = pw.TextField(default="")
+    url = pw.TextField(default="")
+    headers = pw.TextField(default="{}")
+    policy = pw.TextField(default="ask")
+    tool_policies = pw.TextField(default="{}")
+    timeout_s = pw.FloatField(null=True)
+    enabled = pw.BooleanField(default=True)
+    created_at = pw.TextField(default=utcnow)
+
+    class Meta:
+        table_name = "mcp_servers"
+
+
+class McpServerProfile(BaseModel):
+    server = pw.ForeignKeyField(McpServer, on_delete="CASCADE")
+    profile = pw.ForeignKeyField(Profile, on_delete="CASCADE")
+    enabled = pw.BooleanField()
+
+    class Meta:
+        table_name = "mcp_server_profiles"
+        primary_key = pw.CompositeKey("server", "profile")
+
+
 MODELS: list[type[BaseModel]] = [Setting, Profile, Conversation, Message, Attachment, MessageRevision]
+MODELS += [McpServer, McpServerProfile]

@@ -69,6 +69,8 @@ class Tool(ABC):
     role: ClassVar[str]
     #: After this tool runs, the next request uses the profile's vision model.
     vision_followup: ClassVar[bool] = False
+    #: False for tools whose schema comes from elsewhere (MCP servers check their own arguments).
+    strict_schema: ClassVar[bool] = True
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI function-calling schema."""

@@ -1,193 +1,30 @@
 """memory_sql: the model reads and edits its own history with SQL, guarded by SQLite itself.
 
-The statement runs on a dedicated READ-ONLY connection whose authorizer denies by default.
-A TEMP VIEW named ``messages`` shadows the real table and hides ``memory_tool`` rows; direct
-reads of ``main.messages`` are refused. An UPDATE goes through an INSTEAD OF trigger that only
-collects (id, new content) pairs; this module then writes them on the app's own connection,
-keeping each previous content as a revision. Nothing else can be written.
+The statement runs in a worker process (``sql_worker``) on a READ-ONLY connection whose
+authorizer denies by default (``sql_guard``); ``memory_tool`` rows are hidden behind a TEMP VIEW
+named ``messages``. An UPDATE only collects (id, new content) pairs, counted and capped in the
+worker; after the user approves a question the app computed (``sql_update``), this module
+writes them on the app's own connection, keeping each previous content as a revision.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import sqlite3
-import time
-from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from tui_agent.core.store.models import Message, MessageRevision
 from tui_agent.core.tools.base import Tool, ToolContext, ToolResult
+from tui_agent.core.tools.sql_run import Limits, Request
+from tui_agent.core.tools.sql_update import apply_updates, approval_question
+from tui_agent.core.tools.sql_worker import WorkerFailed, run_in_worker
+from tui_agent.core.vault import Vault
 
 TIME_LIMIT_S = 3.0
-ROW_LIMIT = 200
-OUTPUT_LIMIT_CHARS = 32_000
-VALUE_LIMIT_BYTES = 1_000_000
-HIDDEN_ROLE = "memory_tool"
-READABLE_TABLES = frozenset(
-    {
-        "conversations",
-        "attachments",
-        "message_revisions",
-        "sqlite_master",
-        "sqlite_schema",
-        "sqlite_temp_master",
-        "sqlite_temp_schema",
-    }
-)
-DENIED_FUNCTIONS = frozenset({"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer", "sqlite_offset"})
-COLLECT_FUNCTION = "_memory_collect_update"
-TRIGGER = "memory_collect_update"
-SETUP = f"""
-CREATE TEMP VIEW messages AS SELECT * FROM main.messages WHERE role IS NOT '{HIDDEN_ROLE}';
-CREATE TEMP TRIGGER {TRIGGER} INSTEAD OF UPDATE OF content ON messages
-BEGIN SELECT {COLLECT_FUNCTION}(OLD.id, NEW.content); END;
-"""
-_ACTION_NAMES = {
-    getattr(sqlite3, n): n.removeprefix("SQLITE_")
-    for n in dir(sqlite3)
-    if n.startswith("SQLITE_")
-    and isinstance(getattr(sqlite3, n), int)
-    and n not in ("SQLITE_OK", "SQLITE_DENY", "SQLITE_IGNORE")
-}
-ALLOWED = "memory_sql allows one SELECT (or WITH ... SELECT) or one UPDATE of messages.content"
 
 
-class QueryRefused(Exception):
-    pass
-
-
-@dataclass
-class QueryOutcome:
-    kind: str = "select"
-    columns: list[str] = field(default_factory=list)
-    rows: list[list[Any]] = field(default_factory=list)
-    truncated: str = ""
-    updates: list[tuple[int, str]] = field(default_factory=list)
-
-
-class _Guard:
-    """The authorizer: deny by default, remember why."""
-
-    def __init__(self) -> None:
-        self.denied = ""
-        self.wrote = False
-
-    def __call__(self, action: int, arg1: str | None, arg2: str | None, dbname: str | None, source: str | None) -> int:
-        if action in (sqlite3.SQLITE_SELECT, sqlite3.SQLITE_RECURSIVE):
-            return sqlite3.SQLITE_OK
-        if action == sqlite3.SQLITE_READ:
-            table = (arg1 or "").lower()
-            if table == "messages" and (dbname == "temp" or (source or "").lower() == "messages"):
-                return sqlite3.SQLITE_OK
-            if table in READABLE_TABLES:
-                return sqlite3.SQLITE_OK
-            return self._deny(f"reading {'main.' if table == 'messages' else ''}{arg1}")
-        if action == sqlite3.SQLITE_UPDATE:
-            if (arg1 or "").lower() == "messages" and (arg2 or "").lower() == "content" and dbname == "temp":
-                self.wrote = True
-                return sqlite3.SQLITE_OK
-            return self._deny(f"updating {arg1}.{arg2} (only messages.content may change)")
-        if action == sqlite3.SQLITE_FUNCTION:
-            name = (arg2 or "").lower()
-            if name == COLLECT_FUNCTION.lower():
-                return sqlite3.SQLITE_OK if (source or "").lower() == TRIGGER else self._deny(f"function {arg2}")
-            if name in DENIED_FUNCTIONS:
-                return self._deny(f"function {arg2}")
-            return sqlite3.SQLITE_OK
-        return self._deny(f"{_ACTION_NAMES.get(action, str(action))} {arg1 or ''}".strip())
-
-    def _deny(self, what: str) -> int:
-        self.denied = self.denied or what
-        return sqlite3.SQLITE_DENY
-
-
-def run_query(db_path: str, query: str) -> QueryOutcome:
-    """Run one statement under the guard (blocking; call it in a thread)."""
-    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
-    try:
-        outcome = QueryOutcome()
-        conn.create_function(
-            COLLECT_FUNCTION, 2, lambda i, c: outcome.updates.append((int(i), str(c))), deterministic=False
-        )
-        conn.executescript(SETUP)
-        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, VALUE_LIMIT_BYTES)
-        conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
-        deadline = time.monotonic() + TIME_LIMIT_S
-        conn.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 1000)
-        guard = _Guard()
-        conn.set_authorizer(guard)
-        try:
-            cursor = conn.execute(query)
-            outcome.kind = "update" if guard.wrote else "select"
-            if cursor.description:
-                outcome.columns = [d[0] for d in cursor.description]
-                _collect(cursor, outcome)
-        except sqlite3.ProgrammingError as exc:
-            if "one statement" in str(exc):
-                raise QueryRefused(f"refused: one statement per call ({ALLOWED})") from None
-            raise QueryRefused(f"SQL error: {exc}") from None
-        except sqlite3.DatabaseError as exc:
-            text = str(exc)
-            if "not authorized" in text or "prohibited" in text:
-                raise QueryRefused(f"refused: {guard.denied or 'this statement'} is not allowed; {ALLOWED}") from None
-            if "interrupted" in text:
-                raise QueryRefused(f"stopped: the query ran longer than the {TIME_LIMIT_S:g}s time limit") from None
-            if "too big" in text:
-                raise QueryRefused(f"stopped: a value exceeded the {VALUE_LIMIT_BYTES:,} byte size limit") from None
-            if "cannot modify messages because it is a view" in text:
-                raise QueryRefused(f"refused: only messages.content may be updated; {ALLOWED}") from None
-            raise QueryRefused(f"SQL error: {text}") from None
-        if outcome.kind == "select" and outcome.updates:
-            outcome.kind = "update"
-        return outcome
-    finally:
-        conn.close()
-
-
-def _collect(cursor: sqlite3.Cursor, outcome: QueryOutcome) -> None:
-    size = 0
-    while True:
-        row = cursor.fetchone()
-        if row is None:
-            return
-        if len(outcome.rows) >= ROW_LIMIT:
-            outcome.truncated = (
-                f"row limit reached: only the first {ROW_LIMIT} rows are shown; add LIMIT or narrow WHERE"
-            )
-            return
-        values = [_jsonable(v) for v in row]
-        size += len(json.dumps(values, ensure_ascii=False))
-        if size > OUTPUT_LIMIT_CHARS:
-            outcome.truncated = (
-                f"output limit reached: {len(outcome.rows)} rows shown (limit {OUTPUT_LIMIT_CHARS:,} characters); "
-                "select fewer columns, use substr(), or add LIMIT"
-            )
-            return
-        outcome.rows.append(values)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return f"<blob {len(value)} bytes>"
-    return value
-
-
-def apply_updates(updates: list[tuple[int, str]]) -> list[int]:
-    """Write collected updates on the app connection; every previous content becomes a revision."""
-    changed: list[int] = []
-    final: dict[int, str] = {}
-    for message_id, content in updates:
-        final[message_id] = content
-    with Message._meta.database.atomic():
-        for message_id, content in final.items():
-            message = Message.get_or_none((Message.id == message_id) & (Message.role != HIDDEN_ROLE))
-            if message is None or message.content == content:
-                continue
-            MessageRevision.create(message=message.id, content=message.content, reason="memory_sql UPDATE")
-            Message.update(content=content).where(Message.id == message_id).execute()
-            changed.append(message_id)
-    return changed
+def temp_dir(vault: Vault) -> Path:
+    """Where SQLite may spill a big sort: inside the vault, never the system's /tmp."""
+    return vault.root / ".tmp" / "memory_sql"
 
 
 class MemorySqlTool(Tool):
@@ -218,35 +55,47 @@ class MemorySqlTool(Tool):
         query = str(arguments["query"]).strip()
         if not query:
             return ToolResult.fail("missing parameter: query (it is empty)")
+        limits = Limits(
+            time_limit_s=TIME_LIMIT_S,
+            update_max_rows=int(ctx.profile.sql_update_max_rows),
+            update_max_value_bytes=int(ctx.profile.sql_update_max_value_bytes),
+        )
         try:
-            outcome = await asyncio.to_thread(run_query, str(ctx.vault.db_path), query)
-        except QueryRefused as exc:
+            answer = await run_in_worker(Request(str(ctx.vault.db_path), query, limits), temp_dir(ctx.vault))
+        except WorkerFailed as exc:
+            if exc.timed_out:
+                return ToolResult.fail(f"stopped: the query ran longer than the {TIME_LIMIT_S:g}s time limit ({exc})")
             return ToolResult.fail(str(exc))
-        if outcome.kind == "select":
+        if not answer.get("ok"):
+            return ToolResult.fail(str(answer.get("error") or "the query failed"))
+        if answer["kind"] == "select":
             data: dict[str, Any] = {
                 "kind": "select",
-                "columns": outcome.columns,
-                "rows": outcome.rows,
-                "row_count": len(outcome.rows),
+                "columns": answer["columns"],
+                "rows": answer["rows"],
+                "row_count": len(answer["rows"]),
             }
-            if outcome.truncated:
-                data["truncated"] = outcome.truncated
+            if answer.get("truncated"):
+                data["truncated"] = answer["truncated"]
             return ToolResult.ok(data)
-        ids = sorted({i for i, _ in outcome.updates})
-        if not ids:
+        count = int(answer["count"])
+        if count == 0:
             return ToolResult.ok({"kind": "update", "updated": 0, "ids": []})
+        if count > limits.update_max_rows:
+            return ToolResult.fail(
+                f"refused: this UPDATE would change {count:,} messages; the limit is {limits.update_max_rows} "
+                "per UPDATE (profile field sql_update_max_rows); narrow the WHERE clause. Nothing was changed"
+            )
         if ctx.profile.sql_update_approval == "ask":
             if ctx.approve is None:
                 return ToolResult.fail(
                     "UPDATE needs the user's approval (profile field sql_update_approval = ask; "
                     "headless: pass --yes); nothing was changed"
                 )
-            question = (
-                f"{query}\n\nThis would change the content of {len(ids)} message(s): {', '.join(map(str, ids[:20]))}"
-            )
-            if not await ctx.approve(self.name, question):
+            if not await ctx.approve(self.name, approval_question(answer)):
                 return ToolResult.fail("the user declined this UPDATE; nothing was changed")
-        changed = await asyncio.to_thread(apply_updates, outcome.updates)
+        updates = [(int(i), str(c)) for i, c in answer["updates"]]
+        changed = await asyncio.to_thread(apply_updates, updates)
         return ToolResult.ok(
             {"kind": "update", "updated": len(changed), "ids": changed, "revisions_kept": len(changed)}
         )

@@ -39,6 +39,9 @@ class ToolRegistry:
         _check_schema(tool)
         self._tools[tool.name] = tool
 
+    def unregister(self, name: str) -> None:
+        self._tools.pop(name, None)
+
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
@@ -69,6 +72,8 @@ class ToolRegistry:
                 raise ToolArgumentError(f"invalid JSON arguments for {name}: {exc.msg} at position {exc.pos}") from None
         if not isinstance(arguments, dict):
             raise ToolArgumentError(f"arguments for {name} must be a JSON object")
+        if not tool.strict_schema:
+            return arguments
         return check_arguments(tool, arguments)
 
     async def execute(self, name: str, raw_arguments: str | dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -110,6 +115,8 @@ def check_arguments(tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check_schema(tool: Tool) -> None:
+    if not tool.strict_schema:
+        return
     props = tool.parameters.get("properties", {})
     for key, spec in props.items():
         if "type" not in spec or "description" not in spec:

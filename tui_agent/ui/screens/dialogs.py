@@ -1,9 +1,10 @@
-"""Modal dialogs: memory_sql UPDATE approval, confirmation, text prompt, attach picker."""
+"""Modal dialogs: confirmation, text prompt, attach picker (the approval modal lives in approval.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import on
 from textual.app import ComposeResult
@@ -12,39 +13,14 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, DirectoryTree, Input, Label, Static
 
+from tui_agent.core.textsafe import visible
+from tui_agent.ui.screens.approval import ApprovalScreen as ApprovalScreen  # re-export for older imports
 
-class ApprovalScreen(ModalScreen[str]):
-    """Returns "yes", "no" or "always" (yes for the rest of this session)."""
-
-    BINDINGS = [
-        Binding("y", "choose('yes')", "Yes", id="approval.yes"),
-        Binding("n,escape", "choose('no')", "No", id="approval.no"),
-        Binding("a", "choose('always')", "Always this session", id="approval.always"),
-    ]
-
-    def __init__(self, tool: str, question: str) -> None:
-        super().__init__()
-        self.tool = tool
-        self.question = question
-
-    def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog approval"):
-            yield Label(f"Allow {self.tool} to change your history?", classes="dialog-title")
-            yield Static(self.question, classes="dialog-body", markup=False)
-            with Horizontal(classes="dialog-buttons"):
-                yield Button("Yes (y)", id="yes", variant="warning")
-                yield Button("No (n)", id="no", variant="primary")
-                yield Button("Always this session (a)", id="always")
-
-    def on_mount(self) -> None:
-        self.query_one("#no", Button).focus()
-
-    @on(Button.Pressed)
-    def _pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id or "no")
-
-    def action_choose(self, choice: str) -> None:
-        self.dismiss(choice)
+if TYPE_CHECKING:
+    from rich.style import Style
+    from rich.text import Text
+    from textual.widgets._directory_tree import DirEntry
+    from textual.widgets.tree import TreeNode
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -60,7 +36,7 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Static(self.question, classes="dialog-title", markup=False)
+            yield Static(visible(self.question), classes="dialog-title", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button(f"{self.confirm_label} (y)", id="confirm", variant="error")
                 yield Button("Cancel (n)", id="cancel", variant="primary")
@@ -90,7 +66,7 @@ class PromptScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Label(self.title_text, classes="dialog-title")
-            yield Input(self.value, id="prompt-input")
+            yield Input(visible(self.value), id="prompt-input")
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
@@ -102,6 +78,11 @@ class PromptScreen(ModalScreen[str | None]):
 
 class ImageTree(DirectoryTree):
     SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
+
+    def render_label(self, node: TreeNode[DirEntry], base_style: Style, style: Style) -> Text:
+        label = super().render_label(node, base_style, style)
+        label.plain = visible(label.plain)  # a file name may hold escape sequences
+        return label
 
     def filter_paths(self, paths: Iterable[Path]) -> Iterable[Path]:
         return [p for p in paths if not p.name.startswith(".") and (p.is_dir() or p.suffix.lower() in self.SUFFIXES)]

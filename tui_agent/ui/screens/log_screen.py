@@ -9,6 +9,8 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Log
 
+from tui_agent.core.textsafe import visible
+
 TAIL_BYTES = 64_000
 
 
@@ -43,4 +45,4 @@ class LogScreen(Screen[None]):
             return
         if data:
             self._offset += len(data)
-            self.query_one(Log).write(data.decode("utf-8", "replace"))
+            self.query_one(Log).write(visible(data.decode("utf-8", "replace")))

@@ -1,22 +1,43 @@
 """An image carousel: one image at a time, left/right keys and arrow buttons, a ``1 / 3`` counter.
 
 One image shows no arrows and no counter. A broken or missing file shows a clear placeholder.
+
+The image sits in a slot whose size the carousel computes itself (columns from the width it is
+given, rows from the tallest image's aspect ratio, capped by the screen height), so switching
+images, resizing and reopening never change or collapse it; textual-image's own ``height: auto``
+measured a fresh widget at width 0 and gave it zero rows.
 """
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Center, Horizontal, Vertical
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Button, Static
 
 from tui_agent.core.images import ImageCheckError, verify_image
+from tui_agent.core.textsafe import visible
+
+MAX_COLS = 100  # wider than this, a picture is too much for a chat bubble
+MAX_ROWS_SHARE = 0.45  # of the screen height
+
+
+def image_pixels(path: Path) -> tuple[int, int] | None:
+    try:
+        verify_image(path)
+        from PIL import Image
+
+        with Image.open(path) as image:
+            return image.size
+    except (ImageCheckError, OSError):
+        return None
 
 
 class ImageCarousel(Vertical, can_focus=True):
@@ -26,11 +47,11 @@ class ImageCarousel(Vertical, can_focus=True):
         Binding("o", "open", "Open full size", id="carousel.open"),
     ]
     DEFAULT_CSS = """
-    ImageCarousel { height: auto; width: 44; padding: 0 1; }
+    ImageCarousel { height: auto; width: 1fr; max-width: 104; padding: 0 1; }
     ImageCarousel:focus { background: $accent 10%; }
-    ImageCarousel .carousel-image { width: 40; height: auto; }
-    ImageCarousel .carousel-missing { width: 40; height: 3; color: $error; }
-    ImageCarousel .carousel-nav { height: 1; width: 40; }
+    ImageCarousel .carousel-slot { width: 1fr; height: auto; align: center middle; }
+    ImageCarousel .carousel-missing { width: 1fr; height: auto; color: $error; }
+    ImageCarousel .carousel-nav { height: 1; width: 1fr; }
     ImageCarousel Button.arrow { min-width: 3; width: 3; height: 1; margin: 0; border: none; }
     ImageCarousel .counter { width: 1fr; content-align: center middle; color: $text-muted; }
     ImageCarousel:focus .counter { color: $accent; text-style: bold; }
@@ -39,21 +60,34 @@ class ImageCarousel(Vertical, can_focus=True):
     index: reactive[int] = reactive(0)
 
     class OpenRequested(Message):
-        def __init__(self, path: Path) -> None:
+        def __init__(self, path: Path, paths: list[Path] | None = None) -> None:
             super().__init__()
             self.path = path
+            self.paths = paths or [path]
 
     def __init__(self, paths: list[Path], *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.paths = paths
+        self._pixels: dict[Path, tuple[int, int] | None] = {}
+        self._box: tuple[int, int] = (0, 0)
+        self._showing = asyncio.Lock()
 
     def compose(self) -> ComposeResult:
-        yield self._image_widget(0)
+        yield Center(classes="carousel-slot")
         if len(self.paths) > 1:
             with Horizontal(classes="carousel-nav"):
                 yield Button("◀", classes="arrow", id="prev", compact=True)
                 yield Static(self._counter(), classes="counter")
                 yield Button("▶", classes="arrow", id="next", compact=True)
+
+    async def on_mount(self) -> None:
+        await self._show(self.index)
+        # The terminal's size changes the rows allowed even when this widget's width does not.
+        self.screen.screen_layout_refresh_signal.subscribe(self, self._layout_refreshed)
+
+    def _layout_refreshed(self, _screen: object) -> None:
+        if self._slot_size() != self._box:
+            self.call_later(self._refit)
 
     @property
     def current(self) -> Path:
@@ -62,22 +96,66 @@ class ImageCarousel(Vertical, can_focus=True):
     def _counter(self) -> str:
         return f"{self.index + 1} / {len(self.paths)}"
 
+    def pixels(self, path: Path) -> tuple[int, int] | None:
+        if path not in self._pixels:
+            self._pixels[path] = image_pixels(path)
+        return self._pixels[path]
+
+    def _cols(self) -> int:
+        """The width to fill: the carousel's own when laid out, else what the screen allows."""
+        width = self.content_size.width or max(20, self.app.size.width - 12)
+        return max(8, min(MAX_COLS, width))
+
+    def _max_rows(self) -> int:
+        return max(4, int(self.app.size.height * MAX_ROWS_SHARE))
+
+    def _slot_size(self) -> tuple[int, int]:
+        from tui_agent.ui.images import fit
+
+        cols, max_rows = self._cols(), self._max_rows()
+        sizes = [fit(px, cols, max_rows) for p in self.paths if (px := self.pixels(p)) is not None]
+        if not sizes:
+            return cols, 0
+        return cols, max(rows for _, rows in sizes)
+
     def _image_widget(self, index: int) -> Widget:
+        from tui_agent.ui.images import fit
+
         path = self.paths[index]
         try:
             verify_image(path)
         except (ImageCheckError, OSError) as exc:
-            return Static(f"image unavailable: {path.name}\n{exc}", classes="carousel-missing", markup=False)
-        return self.app.image_class(str(path), classes="carousel-image")  # type: ignore[attr-defined]
+            return Static(visible(f"image unavailable: {path.name}\n{exc}"), classes="carousel-missing", markup=False)
+        px = self.pixels(path) or (1, 1)
+        cols, rows = fit(px, self._box[0], self._box[1])
+        widget: Widget = self.app.image_class(str(path), classes="carousel-image")  # type: ignore[attr-defined]
+        widget.styles.width = cols
+        widget.styles.height = rows
+        return widget
+
+    async def _show(self, index: int) -> None:
+        async with self._showing:  # a resize and a key can both ask; one slot change at a time
+            slot = self.query_one(".carousel-slot", Center)
+            self._box = self._slot_size()
+            slot.styles.height = self._box[1] if self._box[1] else "auto"
+            await slot.remove_children()
+            await slot.mount(self._image_widget(self.index))
+            for counter in self.query(".counter").results(Static):
+                counter.update(self._counter())
+        # Graphics drawn while the layout was still settling can be painted over by it: draw once more.
+        self.set_timer(0.3, lambda: [widget.refresh() for widget in slot.query("*")])
 
     async def watch_index(self, index: int) -> None:
-        if not self.is_mounted:
-            return
-        old = self.query(".carousel-image, .carousel-missing").first()
-        await self.mount(self._image_widget(index), after=old)
-        await old.remove()
-        for counter in self.query(".counter").results(Static):
-            counter.update(self._counter())
+        if self.is_mounted:
+            await self._show(index)
+
+    def on_resize(self) -> None:
+        # Measured after the layout settles: during the event the new width is not final yet.
+        self.call_after_refresh(self._refit)
+
+    async def _refit(self) -> None:
+        if self.is_mounted and self._slot_size() != self._box:
+            await self._show(self.index)
 
     def action_previous(self) -> None:
         if len(self.paths) > 1:
@@ -88,7 +166,12 @@ class ImageCarousel(Vertical, can_focus=True):
             self.index = (self.index + 1) % len(self.paths)
 
     def action_open(self) -> None:
-        self.post_message(self.OpenRequested(self.current))
+        self.post_message(self.OpenRequested(self.current, self.paths))
+
+    def on_click(self, event: events.Click) -> None:
+        """A click on the picture opens it full size (the arrows only turn pages)."""
+        if event.widget is not None and event.widget.has_class("carousel-image"):
+            self.action_open()
 
     @on(Button.Pressed, "#prev")
     def _prev_pressed(self, event: Button.Pressed) -> None:

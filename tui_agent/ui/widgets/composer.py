@@ -1,9 +1,11 @@
 """The composer: multi-line input. Enter sends; Shift+Enter or Ctrl+J inserts a newline;
-Up on an empty composer recalls earlier messages; Tab completes slash commands."""
+Up on an empty composer moves into the messages (the message cursor); Ctrl+Up/Ctrl+Down recall
+earlier messages; Tab completes slash commands."""
 
 from __future__ import annotations
 
 from textual import events
+from textual.content import Content
 from textual.message import Message
 from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
@@ -16,6 +18,9 @@ class Composer(TextArea):
         def __init__(self, text: str) -> None:
             super().__init__()
             self.text = text
+
+    class CursorRequested(Message):
+        """Up on an empty composer: the user wants to move through the messages."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, soft_wrap=True, show_line_numbers=False, tab_behavior="focus", compact=True)
@@ -43,12 +48,17 @@ class Composer(TextArea):
             event.prevent_default()
             event.stop()
             return
-        if key == "up" and (not self.text or self._recall_index is not None) and self.recall:
+        if key == "up" and not self.text and self._recall_index is None:
+            event.prevent_default()
+            event.stop()
+            self.post_message(self.CursorRequested())
+            return
+        if (key == "ctrl+up" or (key == "up" and self._recall_index is not None)) and self.recall:
             event.prevent_default()
             event.stop()
             self._recall_step(-1)
             return
-        if key == "down" and self._recall_index is not None:
+        if key in ("down", "ctrl+down") and self._recall_index is not None:
             event.prevent_default()
             event.stop()
             self._recall_step(1)
@@ -93,5 +103,7 @@ class SlashHints(OptionList):
 
     def show(self, specs: list[slash.SlashSpec]) -> None:
         self.clear_options()
-        self.add_options([Option(f"{spec.usage}  [dim]{spec.description}[/]", id=spec.name) for spec in specs])
+        self.add_options(
+            [Option(Content.assemble(spec.usage, "  ", (spec.description, "dim")), id=spec.name) for spec in specs]
+        )
         self.set_class(bool(specs), "-visible")

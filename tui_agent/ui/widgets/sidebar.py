@@ -3,19 +3,24 @@ conversation list (new, switch, rename, delete)."""
 
 from __future__ import annotations
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Button, Input, Label, ListItem, ListView, Select, Static
+from textual.widgets import Button, Input, Label, ListItem, ListView, Select, Static, TextArea
 
 from tui_agent.core import profiles
 from tui_agent.core.store import history
-from tui_agent.core.store.models import Profile
+from tui_agent.core.store.models import McpServer, Profile
+from tui_agent.core.textsafe import visible
 from tui_agent.ui.widgets.sidebar_messages import ConversationsAction, ConversationSelected, ProfileChanged
 
 
 class ProfileEditor(VerticalScroll):
     """Each field saves when Enter is pressed or focus leaves it, only if valid."""
+
+    DEFAULT_CSS = """
+    ProfileEditor .field-multiline { height: 5; }
+    """
 
     Changed = ProfileChanged
 
@@ -26,20 +31,32 @@ class ProfileEditor(VerticalScroll):
         yield Select([(n, n) for n in names], value=active.name, allow_blank=False, id="profile-select")
         for spec in profiles.FIELDS:
             yield Label(spec.name, classes="field-label")
-            yield Input(profiles.field_as_text(active, spec.name), id=f"field-{spec.name}", tooltip=spec.help)
+            value = profiles.field_as_text(active, spec.name)
+            if spec.multiline:  # system_prompt, memory: several lines; saved when focus leaves
+                area = TextArea(value, id=f"field-{spec.name}", soft_wrap=True, compact=True, classes="field-multiline")
+                area.tooltip = spec.help
+                yield area
+            else:
+                yield Input(value, id=f"field-{spec.name}", tooltip=spec.help)
             yield Static("", id=f"error-{spec.name}", classes="field-error", markup=False)
 
     def on_mount(self) -> None:
         if not getattr(self.app, "live_motion", True):
             for field in self.query(Input):
                 field.cursor_blink = False
+            for area in self.query(TextArea):
+                area.cursor_blink = False
 
     def refresh_fields(self) -> None:
         active = profiles.active_profile()
         for spec in profiles.FIELDS:
-            field = self.query_one(f"#field-{spec.name}", Input)
-            with field.prevent(Input.Changed):
-                field.value = profiles.field_as_text(active, spec.name)
+            field = self.query_one(f"#field-{spec.name}")
+            if isinstance(field, TextArea):
+                with field.prevent(TextArea.Changed):
+                    field.load_text(profiles.field_as_text(active, spec.name))
+            elif isinstance(field, Input):
+                with field.prevent(Input.Changed):
+                    field.value = profiles.field_as_text(active, spec.name)
             field.remove_class("-invalid")
             self.query_one(f"#error-{spec.name}", Static).update("")
 
@@ -58,16 +75,21 @@ class ProfileEditor(VerticalScroll):
     def _blurred(self, event: Input.Blurred) -> None:
         self.save_field(event.input)
 
-    def save_field(self, field: Input) -> bool:
+    def on_descendant_blur(self, event: events.DescendantBlur) -> None:
+        if isinstance(event.widget, TextArea):
+            self.save_field(event.widget)
+
+    def save_field(self, field: Input | TextArea) -> bool:
         name = (field.id or "").removeprefix("field-")
         error = self.query_one(f"#error-{name}", Static)
         profile = profiles.active_profile()
-        if field.value == profiles.field_as_text(profile, name):
+        value = field.text if isinstance(field, TextArea) else field.value
+        if value == profiles.field_as_text(profile, name):
             field.remove_class("-invalid")
             error.update("")
             return True
         try:
-            profiles.set_field(profile, name, field.value)
+            profiles.set_field(profile, name, value)
         except profiles.ProfileError as exc:
             field.add_class("-invalid")
             error.update(str(exc))
@@ -101,7 +123,7 @@ class ConversationList(Vertical):
         index = None
         for position, conversation in enumerate(history.list_conversations()):
             title = conversation.title or f"Conversation {conversation.id}"
-            items.append(ListItem(Label(title, markup=False), id=f"conversation-{conversation.id}"))
+            items.append(ListItem(Label(visible(title), markup=False), id=f"conversation-{conversation.id}"))
             if conversation.id == current:
                 index = position
         await view.extend(items)
@@ -118,7 +140,29 @@ class ConversationList(Vertical):
         self.post_message(self.Action((event.button.id or "").removeprefix("conv-")))
 
 
+class ThemePicker(Vertical):
+    """Textual's built-in themes; the choice is remembered (see ui.themes)."""
+
+    def compose(self) -> ComposeResult:
+        from tui_agent.ui.themes import theme_names
+
+        yield Label("Theme", classes="sidebar-title")
+        names = theme_names(self.app)
+        current = self.app.theme if self.app.theme in names else names[0]
+        yield Select([(n, n) for n in names], value=current, allow_blank=False, id="theme-select")
+
+    @on(Select.Changed, "#theme-select")
+    def _chosen(self, event: Select.Changed) -> None:
+        if isinstance(event.value, str) and event.value != self.app.theme:
+            self.app.theme = event.value
+
+
 class Sidebar(Vertical):
     def compose(self) -> ComposeResult:
         yield ConversationList(id="conversations")
+        yield ThemePicker(id="theme-picker")
+        if McpServer.select().exists():  # the MCP section appears once a server is added
+            from tui_agent.ui.widgets.mcp_list import McpServerList
+
+            yield McpServerList(id="mcp-servers")
         yield ProfileEditor(id="profile-editor")

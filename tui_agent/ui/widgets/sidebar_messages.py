@@ -21,3 +21,7 @@ class ConversationsAction(Message):
     def __init__(self, action: str) -> None:
         super().__init__()
         self.action = action
+
+
+class McpStateChanged(Message):
+    """An MCP server started, failed, died or changed its tools."""

@@ -13,7 +13,7 @@ class Spinner(Static):
     """
 
     def __init__(self, label: str, *, id: str | None = None, classes: str | None = None) -> None:
-        super().__init__("", id=id, classes=classes)
+        super().__init__("", id=id, classes=classes, markup=False)
         self.label = label
         self._frame = 0
         self._started = 0.0

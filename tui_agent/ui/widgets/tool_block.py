@@ -1,5 +1,6 @@
-"""Tool results as collapsible blocks: ``Tool result · <tool>`` and its status; the body holds
-the command and the raw output. Any tool renders this way; the image tool adds a carousel."""
+"""Tool results as collapsible blocks: ``Tool result · <tool>`` and its status (the one-line reason
+when it failed); the body holds the command and the raw output. A failed tool also gets a red card
+with the reason in words, outside the collapsed block; a warning shows next to the images."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Collapsible, Static
 
+from tui_agent.core.textsafe import visible
+from tui_agent.ui.tool_failures import Outcome, card_text, outcome, title
+from tui_agent.ui.widgets.bubbles import ErrorCard
 from tui_agent.ui.widgets.carousel import ImageCarousel
 from tui_agent.ui.widgets.spinner import Spinner
 
@@ -24,16 +28,28 @@ def _pretty(raw: str) -> str:
 class ToolBlock(Collapsible):
     """Collapsed by default; focus it and press Enter to toggle."""
 
-    def __init__(self, name: str, arguments: str, output: str, status: str, *, message_id: int | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        arguments: str,
+        output: str,
+        status: str,
+        *,
+        message_id: int | None = None,
+        result: Outcome | None = None,
+    ) -> None:
         from rich.syntax import Syntax  # pygments: only when a tool block is shown
 
-        mark = "✓" if status == "ok" else "✗"
+        result = result or outcome(output)
         super().__init__(
             Static("command", classes="tool-label"),
-            Static(Syntax(f"{name} {arguments}", "text", word_wrap=True, theme="ansi_dark"), classes="tool-command"),
+            Static(
+                Syntax(visible(f"{name} {arguments}"), "text", word_wrap=True, theme="ansi_dark"),
+                classes="tool-command",
+            ),
             Static("output", classes="tool-label"),
-            Static(Syntax(_pretty(output), "json", word_wrap=True, theme="ansi_dark"), classes="tool-output"),
-            title=f"Tool result · {name} · {mark} {status}",
+            Static(Syntax(visible(_pretty(output)), "json", word_wrap=True, theme="ansi_dark"), classes="tool-output"),
+            title=title(name, result),
             collapsed=True,
             classes=f"tool-block -{'ok' if status == 'ok' else 'error'}",
         )
@@ -43,18 +59,33 @@ class ToolBlock(Collapsible):
 
 
 class ToolResultView(Vertical):
-    """A tool's bubble: a richer view when the tool made images, then the generic block."""
+    """A tool's bubble: the red card when it failed, the images and their warning, then the block."""
+
+    DEFAULT_CSS = """
+    ToolResultView .tool-warning { color: $warning; padding: 0 1; }
+    ToolResultView .tool-error { margin: 0; }
+    """
 
     def __init__(
         self, name: str, arguments: str, output: str, status: str, images: list[Path], *, message_id: int | None = None
     ) -> None:
         super().__init__(classes="bubble tool")
-        self.block = ToolBlock(name, arguments, output, status, message_id=message_id)
+        self.result = outcome(output)
+        self.block = ToolBlock(name, arguments, output, status, message_id=message_id, result=self.result)
         self.images = images
+        self.message_id = message_id
+        self.text = f"{name} {arguments}\n\n{_pretty(output)}"
 
     def compose(self) -> ComposeResult:
+        result = self.result
+        if result.status not in ("ok", "cancelled") and result.error:
+            card = ErrorCard(card_text(self.block.tool_name, result.error))
+            card.add_class("tool-error")
+            yield card
         if self.images:
             yield ImageCarousel(self.images)
+        if result.warning:
+            yield Static(f"⚠ {visible(result.warning)}", classes="tool-warning", markup=False)
         yield self.block
 
 
@@ -67,4 +98,4 @@ class ToolProgress(Vertical):
         self.summary = summary
 
     def compose(self) -> ComposeResult:
-        yield Spinner(f"running {self.summary}")
+        yield Spinner(f"running {visible(self.summary)}")

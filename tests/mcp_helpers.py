@@ -1,0 +1,96 @@
+"""Shared by the MCP tests: the fixture server's command line, child-process checks, an HTTP server."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tui_agent.core.mcp import config as mcp_config
+
+FIXTURE = Path(__file__).parent / "mcp_servers" / "fixture_server.py"
+
+
+def add_fixture(name: str = "fx", *flags: str, policy: str = "auto", timeout_s: float | None = None) -> None:
+    mcp_config.add_server(
+        mcp_config.ServerConfig(
+            name=name,
+            transport="stdio",
+            command=sys.executable,
+            args=[str(FIXTURE), "stdio", *flags],
+            # The SDK passes only a safe environment to a server; the pid log goes through `env` (and ${} expansion).
+            env={"FIXTURE_MCP_PIDS": "${FIXTURE_MCP_PIDS}"} if "FIXTURE_MCP_PIDS" in os.environ else {},
+            policy=policy,
+            timeout_s=timeout_s,
+        )
+    )
+
+
+def alive(pid: int) -> bool:
+    """True while the process exists and is not a zombie (a reaped child is gone)."""
+    try:
+        state = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "State:\tZ" not in state
+
+
+def started_pids(path: Path) -> list[int]:
+    return [int(line) for line in path.read_text().split()] if path.exists() else []
+
+
+def wait_gone(pids: list[int], timeout_s: float = 20) -> list[int]:
+    """Pids still alive after waiting (a dying process takes a moment on a loaded machine)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        left = [pid for pid in pids if alive(pid)]
+        if not left:
+            return []
+        time.sleep(0.1)
+    return [pid for pid in pids if alive(pid)]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_http_fixture(port: int, log: Path) -> subprocess.Popen[bytes]:
+    process = subprocess.Popen(
+        [sys.executable, str(FIXTURE), "http", str(port)],
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "FIXTURE_MCP_PIDS": ""},
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return process
+        except OSError:
+            if process.poll() is not None:
+                raise RuntimeError(f"the HTTP fixture server exited: {log.read_text()}") from None
+            time.sleep(0.2)
+    process.kill()
+    raise RuntimeError("the HTTP fixture server did not listen within 60 s")
+
+
+def my_children_running(word: str) -> list[int]:
+    """Live (not zombie) children of this process whose command line contains ``word``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[1]) == os.getpid() and fields[0] != "Z" and word in cmdline:
+            found.append(int(entry.name))
+    return found

@@ -1,0 +1,162 @@
+"""Starting `tui-agent serve` for tests, and the real Chromium (Debian's, through Playwright)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+TOKEN = "test-token-0123456789"
+GET_CHROMIUM = "needs Chromium at /usr/bin/chromium: apt-get install chromium chromium-driver"
+
+
+def needs_browser() -> Any:
+    """Skip without Chromium or Playwright, saying how to get them; in CI (CI=true) run and fail instead."""
+    if os.environ.get("CI") == "true":
+        return pytest.mark.skipif(False, reason="CI must run the browser tests")
+    if not Path(CHROMIUM).exists():
+        return pytest.mark.skip(reason=GET_CHROMIUM)
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        return pytest.mark.skip(reason="needs Playwright: pip install -e '.[test]'")
+    return pytest.mark.skipif(False, reason="Chromium is here")
+
+
+def children_of(pid: int) -> set[int]:
+    """All descendants of ``pid`` (from /proc)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def app_processes(pid: int) -> list[int]:
+    found = []
+    for child in children_of(pid):
+        try:
+            argv = Path(f"/proc/{child}/cmdline").read_text(errors="replace").split("\0")
+        except OSError:
+            continue
+        # textual-serve starts each app through ``sh -c``: count the Python processes, not the shells.
+        if "tui_agent" in argv and Path(argv[0]).name not in {"sh", "dash", "bash"}:
+            found.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@dataclass
+class Served:
+    process: subprocess.Popen[str]
+    output: Path  # the server's stdout and stderr together
+    url: str  # the printed "Open:" URL
+    port: int
+
+    @property
+    def base(self) -> str:
+        return self.url.split("/?token=")[0]
+
+    def text(self) -> str:
+        return self.output.read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+
+def start_serve(vault: Path, output: Path, *extra: str) -> Served:
+    """Start serve (``--port 0`` unless given) and return once it printed its URL (not a moment longer)."""
+    if "--port" not in extra:
+        extra = ("--port", "0", *extra)
+    if "--token" not in extra:
+        extra = ("--token", TOKEN, *extra)
+    argv = [sys.executable, "-m", "tui_agent", "serve", "--vault", str(vault), *extra]
+    with output.open("w") as sink:
+        process = subprocess.Popen(argv, text=True, start_new_session=True, stdout=sink, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        match = re.search(r"^Open: (http://\S+)$", output.read_text(), re.MULTILINE)
+        if match:
+            url = match.group(1)
+            port = int(re.search(r":(\d+)/\?token=", url).group(1))  # type: ignore[union-attr]
+            return Served(process, output, url, port)
+        if process.poll() is not None:
+            break
+        time.sleep(0.05)
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+    raise AssertionError(f"serve printed no URL: {output.read_text()}")
+
+
+def launch(playwright: Any) -> Any:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(GET_CHROMIUM)  # only in CI, which must run these
+    return playwright.chromium.launch(
+        executable_path=CHROMIUM,
+        args=[
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--disable-quic",
+            "--host-resolver-rules=MAP evil.test 127.0.0.1",  # a "cross-site" page on loopback
+        ],
+    )
+
+
+def ready_sessions(vault: Path) -> int:
+    log = vault / "logs" / "agent.log"
+    return log.read_text().count("chat screen ready") if log.exists() else 0
+
+
+def open_app(browser: Any, url: str, vault: Path) -> Any:
+    """Open a tab at ``url`` and wait until its own app process has mounted the chat screen (keys sent
+    before that would reach a process that is still starting)."""
+    before = ready_sessions(vault)
+    page = browser.new_page()  # a Browser or a BrowserContext (whose cookies it then shares)
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.route("**/*", lambda route: route.continue_() if "127.0.0.1" in route.request.url else route.abort())
+    page.goto(url)
+    page.wait_for_selector("body.-first-byte", timeout=30_000)
+    deadline = time.monotonic() + 30
+    while ready_sessions(vault) <= before and time.monotonic() < deadline:
+        page.wait_for_timeout(100)
+    assert ready_sessions(vault) > before, "the app process never became ready"
+    page.wait_for_timeout(300)
+    return page
+
+
+def type_message(page: Any, text: str) -> None:
+    page.focus("textarea.xterm-helper-textarea")
+    page.keyboard.type(text)
+    page.keyboard.press("Enter")

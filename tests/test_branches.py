@@ -1,0 +1,178 @@
+"""Regenerate and edit-and-resend: alternatives and branches, stored, and what the builder sends."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from fake_openai import Reply
+from helpers import done, make_loop, run_turn
+
+from tui_agent.core import events as ev
+from tui_agent.core import export
+from tui_agent.core.store import branches, history, migrations, open_database
+from tui_agent.core.store.models import Message
+from tui_agent.core.tools.base import ToolContext
+from tui_agent.core.tools.registry import default_registry
+
+
+async def drain(gen) -> list:
+    return [event async for event in gen]
+
+
+def contents(request) -> list[str]:
+    return [m["content"] if isinstance(m["content"], str) else "[parts]" for m in request["messages"][1:]]
+
+
+def test_upgrade_makes_each_conversation_one_straight_branch(tmp_path):
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    before = migrations.STEPS.index(migrations.V_BRANCHES)
+    assert migrations.migrate(conn, target=before) == before
+    now = "2025-01-01 00:00:00.000000"
+    for title in ("a", "b"):
+        conn.execute("INSERT INTO conversations(title, created_at, updated_at) VALUES (?, ?, ?)", (title, now, now))
+    for conversation, role, text in [
+        (1, "user", "u1"),
+        (2, "user", "x1"),
+        (1, "assistant", "a1"),
+        (2, "assistant", "y1"),
+        (1, "user", "u2"),
+    ]:
+        conn.execute(
+            "INSERT INTO messages(conversation_id, role, content, created_at) VALUES (?, ?, ?, ?)",
+            (conversation, role, text, now),
+        )
+    conn.commit()
+    conn.close()
+
+    db = open_database(path)
+    try:
+        conn = sqlite3.connect(path)
+        assert conn.execute("SELECT count(*) FROM messages WHERE parent_id IS NULL").fetchone() == (5,)
+        conn.close()
+        assert [m.content for m in history.recent_messages(1)] == ["u1", "a1", "u2"]
+        assert [m.content for m in history.recent_messages(2)] == ["x1", "y1"]
+        assert history.add_message(1, "assistant", "a2").parent_id == 5
+        assert [m.content for m in history.recent_messages(1)] == ["u1", "a1", "u2", "a2"]
+    finally:
+        db.close()
+
+
+async def test_regenerate_keeps_alternatives_and_later_context_uses_the_chosen_one(env):
+    env.fake.script(Reply(text="first answer"), Reply(text="second answer"))
+    events = await run_turn(env, "hello")
+    conversation_id = done(events).conversation_id
+    first = next(e for e in events if isinstance(e, ev.AssistantFinished)).message_id
+
+    loop = make_loop(env)
+    try:
+        events = await drain(loop.regenerate(first))
+    finally:
+        await loop.aclose()
+    assert isinstance(events[0], ev.BranchChanged) and done(events).status == "complete"
+    second = next(e for e in events if isinstance(e, ev.AssistantFinished)).message_id
+    # The same turn again: the very same request.
+    assert env.fake.chat_requests[1]["messages"] == env.fake.chat_requests[0]["messages"]
+    assert [m.content for m in branches.siblings(second)] == ["first answer", "second answer"]
+    assert [m.content for m in history.recent_messages(conversation_id)] == ["hello", "second answer"]
+
+    env.fake.script(Reply(text="ok"))
+    await run_turn(env, "and then?", conversation_id)
+    assert contents(env.fake.chat_requests[2]) == ["hello", "second answer", "and then?"]
+
+    branches.choose(first)
+    assert [m.content for m in history.recent_messages(conversation_id)] == ["hello", "first answer"]
+    await run_turn(env, "back on the first", conversation_id)
+    assert contents(env.fake.chat_requests[3]) == ["hello", "first answer", "back on the first"]
+    # Every stored row survives: the first user message, 2 alternatives, 2 later turns of 2 rows.
+    assert Message.select().where(Message.conversation == conversation_id).count() == 7
+
+
+async def test_regenerating_the_reply_after_an_image_uses_the_vision_model_again(env):
+    env.fake.script(Reply(text="A fox."), Reply(text="A red fox, again."))
+    events = await run_turn(env, "/imagine a red fox")
+    reply = next(e for e in events if isinstance(e, ev.AssistantFinished)).message_id
+    loop = make_loop(env)
+    try:
+        await drain(loop.regenerate(reply))
+    finally:
+        await loop.aclose()
+    first, again = env.fake.chat_requests
+    assert again["model"] == first["model"] == "vision-model"
+    assert again["messages"] == first["messages"]
+
+
+async def test_regenerate_refuses_what_is_not_a_reply(env):
+    events = await run_turn(env, "hello")
+    user_id = next(e for e in events if isinstance(e, ev.TurnStarted)).user_message_id
+    loop = make_loop(env)
+    try:
+        events = await drain(loop.regenerate(user_id))
+    finally:
+        await loop.aclose()
+    assert isinstance(events[0], ev.ErrorEvent) and "not an assistant reply" in events[0].message
+    assert len(env.fake.chat_requests) == 1
+
+
+async def test_edit_and_resend_forks_and_the_old_branch_can_be_chosen_again(env):
+    env.fake.script(Reply(text="A"), Reply(text="B"), Reply(text="C"))
+    events = await run_turn(env, "a")
+    conversation_id = done(events).conversation_id
+    events = await run_turn(env, "b", conversation_id)
+    b_id = next(e for e in events if isinstance(e, ev.TurnStarted)).user_message_id
+
+    loop = make_loop(env)
+    try:
+        events = await drain(loop.run_turn(conversation_id, "c", edit_of=b_id))
+    finally:
+        await loop.aclose()
+    assert any(isinstance(e, ev.BranchChanged) for e in events)
+    c_id = next(e for e in events if isinstance(e, ev.TurnStarted)).user_message_id
+    assert contents(env.fake.chat_requests[2]) == ["a", "A", "c"]
+    assert [m.content for m in branches.siblings(c_id)] == ["b", "c"]
+    assert [m.content for m in history.recent_messages(conversation_id)] == ["a", "A", "c", "C"]
+
+    branches.choose(b_id)
+    assert [m.content for m in history.recent_messages(conversation_id)] == ["a", "A", "b", "B"]
+    # memory_sql still sees every message of every branch.
+    result = await default_registry().execute(
+        "memory_sql",
+        json.dumps({"query": "SELECT group_concat(content, ',') AS c FROM messages WHERE role = 'user'"}),
+        ToolContext(env.vault, env.profile, None),
+    )
+    assert result.is_ok, result.error
+    assert "a,b,c" in json.dumps(result.data)
+
+
+async def test_editing_the_first_message_starts_a_new_root(env):
+    env.fake.script(Reply(text="A"), Reply(text="Z"))
+    events = await run_turn(env, "a")
+    conversation_id = done(events).conversation_id
+    a_id = next(e for e in events if isinstance(e, ev.TurnStarted)).user_message_id
+    loop = make_loop(env)
+    try:
+        await drain(loop.run_turn(conversation_id, "z", edit_of=a_id))
+    finally:
+        await loop.aclose()
+    assert contents(env.fake.chat_requests[1]) == ["z"]
+    assert [m.content for m in history.recent_messages(conversation_id)] == ["z", "Z"]
+    assert [m.content for m in branches.siblings(a_id)] == ["a", "z"]
+
+
+async def test_json_export_keeps_every_branch_and_imports_them_back(env):
+    env.fake.script(Reply(text="one"), Reply(text="two"))
+    events = await run_turn(env, "q")
+    conversation_id = done(events).conversation_id
+    first = next(e for e in events if isinstance(e, ev.AssistantFinished)).message_id
+    loop = make_loop(env)
+    try:
+        await drain(loop.regenerate(first))
+    finally:
+        await loop.aclose()
+    data = export.to_json(conversation_id)
+    assert [m["content"] for m in data["messages"]] == ["q", "one", "two"]
+    new_id = export.import_json(env.vault, json.loads(json.dumps(data)))
+    assert [m.content for m in history.recent_messages(new_id)] == ["q", "two"]
+    reply = history.recent_messages(new_id)[-1]
+    assert [m.content for m in branches.siblings(reply.id)] == ["one", "two"]

@@ -1,0 +1,186 @@
+"""The carousel in half-cell mode: its image keeps its size through Right, Left, resize and reopen.
+
+Pilot tests measure the image widget; snapshot tests (SVGs in snapshots/test_carousel/) show it.
+"""
+
+from __future__ import annotations
+
+import json
+
+from fake_openai import png_bytes
+from PIL import Image
+
+from tui_agent.core.store import history
+from tui_agent.ui.app import AgentApp
+from tui_agent.ui.images import fit
+from tui_agent.ui.widgets.carousel import ImageCarousel
+
+SIZE = (120, 40)
+
+
+def make(env) -> AgentApp:
+    return AgentApp(env.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
+
+
+def image_conversation(env, sizes=((64, 40), (40, 64)), missing: int | None = None) -> int:
+    conversation = history.new_conversation("pictures")
+    history.add_message(conversation.id, "user", "make pictures")
+    paths = []
+    for i, size in enumerate(sizes):
+        path = env.vault.media / f"shapes/shape-{i + 1}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if i != missing:
+            path.write_bytes(png_bytes(((70 * i + 40) % 255, 120, 200 - 60 * i), size))
+        paths.append(f"media/shapes/shape-{i + 1}.png")
+    arguments = json.dumps({"prompt": "shapes", "path": "shapes/shape.png", "count": len(sizes), "reason": "r"})
+    output = json.dumps({"status": "ok", "data": {"paths": paths, "prompt": "shapes", "count": len(sizes)}})
+    history.add_message(
+        conversation.id,
+        "image_tool",
+        output,
+        attachments=paths,
+        tool_name="generate_image",
+        tool_call_id="c1",
+        tool_arguments=arguments,
+    )
+    history.add_message(conversation.id, "assistant", "Here you go.")
+    return conversation.id
+
+
+async def settle(pilot, carousel: ImageCarousel, counter: str | None = None) -> None:
+    for _ in range(100):
+        await pilot.pause(0.05)
+        images = carousel.query(".carousel-image, .carousel-missing")
+        shown = counter is None or str(carousel.query_one(".counter").render()) == counter
+        if shown and len(images) == 1 and images.first().size.height > 0:
+            break
+    await pilot.pause(0.1)
+
+
+def image_box(carousel: ImageCarousel) -> tuple[int, int, int]:
+    """(slot height, image columns, image rows) as laid out on screen."""
+    slot = carousel.query_one(".carousel-slot")
+    image = carousel.query_one(".carousel-image, .carousel-missing")
+    return slot.size.height, image.size.width, image.size.height
+
+
+def test_fit_keeps_the_aspect_ratio_and_the_limits():
+    # 10x20 px cells: a square image of 40 columns is 20 rows
+    assert fit((1024, 1024), 40, 100, (10, 20)) == (40, 20)
+    # too tall for the rows allowed: shrink both ways
+    assert fit((500, 1000), 40, 10, (10, 20)) == (10, 10)
+    # grows with the space given
+    assert fit((1024, 1024), 90, 100, (10, 20)) == (90, 45)
+
+
+async def test_right_left_resize_and_reopen_keep_the_image_size(env):
+    conversation_id = image_conversation(env)
+    app = make(env)
+    async with app.run_test(size=SIZE) as pilot:
+        carousel = app.chat_log.query_one(ImageCarousel)
+        await settle(pilot, carousel, "1 / 2")
+        slot, cols, rows = image_box(carousel)
+        assert rows > 0 and cols > 0 and slot >= rows
+        # the landscape image: wider than tall on screen (10x20 cells: 64x40 px -> cols ≈ 3.2 x rows)
+        assert cols > rows * 2
+        carousel.focus()
+        await pilot.press("right")
+        await settle(pilot, carousel, "2 / 2")
+        slot_after, cols2, rows2 = image_box(carousel)
+        assert slot_after == slot, "the slot must not jump between images"
+        assert rows2 > 0 and cols2 < cols  # the portrait image is narrower in the same slot
+        await pilot.press("left")
+        await settle(pilot, carousel, "1 / 2")
+        assert image_box(carousel) == (slot, cols, rows)
+        # a wider, taller terminal gives a bigger image (aspect ratio kept)
+        await pilot.resize_terminal(200, 60)
+        await pilot.pause(0.3)
+        await settle(pilot, carousel, "1 / 2")
+        big_slot, big_cols, big_rows = image_box(carousel)
+        assert big_slot >= big_rows
+        assert big_cols > cols and big_rows > rows
+        await pilot.resize_terminal(*SIZE)
+        await pilot.pause(0.3)
+        await settle(pilot, carousel, "1 / 2")
+        assert image_box(carousel) == (slot, cols, rows)
+        # reopen the conversation: same size again
+        await app.open_conversation(None)
+        await app.open_conversation(conversation_id)
+        reopened = app.chat_log.query_one(ImageCarousel)
+        await settle(pilot, reopened, "1 / 2")
+        assert image_box(reopened) == (slot, cols, rows)
+
+
+async def test_a_missing_image_says_why_in_full(env):
+    image_conversation(env, sizes=((64, 40),), missing=0)
+    app = make(env)
+    async with app.run_test(size=SIZE) as pilot:
+        carousel = app.chat_log.query_one(ImageCarousel)
+        await settle(pilot, carousel)
+        missing = carousel.query_one(".carousel-missing")
+        text = str(missing.render())
+        assert "image unavailable: shape-1.png" in text
+        assert missing.size.height >= len(text.splitlines())  # nothing cut off
+
+
+def _snap_app(env) -> AgentApp:
+    image_conversation(env)
+    return make(env)
+
+
+def test_snapshot_first_image(env, snap_compare):
+    """You should see the first (landscape, blue) image in half-cells, '◀ 1 / 2 ▶' below it."""
+
+    async def run_before(pilot):
+        await settle(pilot, pilot.app.chat_log.query_one(ImageCarousel), "1 / 2")
+
+    assert snap_compare(_snap_app(env), terminal_size=SIZE, run_before=run_before)
+
+
+def test_snapshot_after_right(env, snap_compare):
+    """You should see the second (portrait) image centred in the same-height slot, '◀ 2 / 2 ▶'."""
+
+    async def run_before(pilot):
+        carousel = pilot.app.chat_log.query_one(ImageCarousel)
+        await settle(pilot, carousel, "1 / 2")
+        carousel.focus()
+        await pilot.press("right")
+        await settle(pilot, carousel, "2 / 2")
+
+    assert snap_compare(_snap_app(env), terminal_size=SIZE, run_before=run_before)
+
+
+def test_snapshot_after_right_then_left(env, snap_compare):
+    """You should see the first image again, exactly as before, '◀ 1 / 2 ▶'."""
+
+    async def run_before(pilot):
+        carousel = pilot.app.chat_log.query_one(ImageCarousel)
+        await settle(pilot, carousel, "1 / 2")
+        carousel.focus()
+        await pilot.press("right")
+        await settle(pilot, carousel, "2 / 2")
+        await pilot.press("left")
+        await settle(pilot, carousel, "1 / 2")
+
+    assert snap_compare(_snap_app(env), terminal_size=SIZE, run_before=run_before)
+
+
+def test_snapshot_after_reopening(env, snap_compare):
+    """You should see the conversation reopened (via a new chat and back) with its image whole."""
+    conversation_id = image_conversation(env)
+
+    async def run_before(pilot):
+        app = pilot.app
+        await settle(pilot, app.chat_log.query_one(ImageCarousel), "1 / 2")
+        await app.open_conversation(None)
+        await pilot.pause(0.1)
+        await app.open_conversation(conversation_id)
+        await settle(pilot, app.chat_log.query_one(ImageCarousel), "1 / 2")
+
+    assert snap_compare(make(env), terminal_size=SIZE, run_before=run_before)
+
+
+def test_png_fixture_sizes_are_what_the_tests_assume(env):
+    image_conversation(env)
+    with Image.open(env.vault.media / "shapes/shape-2.png") as image:
+        assert image.size == (40, 64)

@@ -1,0 +1,144 @@
+"""Export a conversation (Markdown with its images, JSON with every field) and import the JSON back."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from fake_openai import Reply
+
+
+def cli(*args, vault, cwd=None, stdin=None):
+    argv = [sys.executable, "-m", "tui_agent", *args, "--vault", str(vault)]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=cwd, input=stdin)
+
+
+def make_conversation(env) -> int:
+    """A real turn through the loop: a user message, the image tool, the vision follow-up."""
+    env.fake.script(
+        Reply(
+            tool_calls=[
+                ("generate_image", json.dumps({"prompt": "a fox", "path": "fox/red.png", "count": 2, "reason": "r"}))
+            ]
+        ),
+        Reply(text="Two foxes, one ```odd``` fence."),
+    )
+    result = cli("ask", "--new", "draw a fox", vault=env.vault.root)
+    assert result.returncode == 0, result.stderr
+    conn = sqlite3.connect(env.vault.db_path)
+    try:
+        return int(conn.execute("SELECT max(id) FROM conversations").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def test_markdown_export_copies_images_beside_and_links_them(env, tmp_path):
+    conversation_id = make_conversation(env)
+    out = tmp_path / "out" / "fox.md"
+    result = cli("history", "export", str(conversation_id), "--out", str(out), vault=env.vault.root)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"wrote {out} and 2 image(s) in fox_files/"
+    text = out.read_text()
+    assert text.startswith("# draw a fox\n")
+    assert "## User\n\ndraw a fox\n" in text
+    # The tool call is a collapsible block (seed 002): command, then the raw output, in a fence.
+    assert "<details>\n<summary>Tool result · generate_image · ok</summary>\n\n```bash\ngenerate_image {" in text
+    assert '"status": "ok"' in text and "</details>" in text
+    for name in ("fox_red-1.png", "fox_red-2.png"):
+        assert f"![image](fox_files/{name})" in text
+        copied = out.parent / "fox_files" / name
+        assert copied.read_bytes() == (env.vault.media / "fox" / name.replace("fox_", "")).read_bytes()
+    assert "## Assistant\n\nTwo foxes, one ```odd``` fence.\n" in text
+
+
+def test_markdown_export_default_name_and_missing_image(env, tmp_path):
+    conversation_id = make_conversation(env)
+    (env.vault.media / "fox" / "red-2.png").unlink()
+    result = cli("history", "export", str(conversation_id), vault=env.vault.root, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = tmp_path / f"conversation-{conversation_id}-draw-a-fox.md"
+    text = out.read_text()
+    assert "![image](" in text and "*(image no longer in the vault)*" in text
+    assert result.stdout.strip() == f"wrote {out.name} and 1 image(s) in {out.stem}_files/"
+
+
+def test_json_export_has_every_stored_field_and_imports_back(env, tmp_path):
+    conversation_id = make_conversation(env)
+    result = cli("history", "export", str(conversation_id), "--format", "json", "--out", "-", vault=env.vault.root)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["format"] == "tui-agent-conversation" and data["conversation"]["id"] == conversation_id
+    conn = sqlite3.connect(env.vault.db_path)
+    conn.row_factory = sqlite3.Row
+    try:
+        stored = [
+            dict(r)
+            for r in conn.execute("SELECT * FROM messages WHERE conversation_id=? ORDER BY id", (conversation_id,))
+        ]
+    finally:
+        conn.close()
+    assert len(data["messages"]) == len(stored) >= 4
+    for exported, row in zip(data["messages"], stored, strict=True):
+        for column, value in row.items():
+            key = "conversation" if column == "conversation_id" else column
+            if key != "conversation":
+                assert exported[key] == value, column
+    tool = next(m for m in data["messages"] if m["tool_name"] == "generate_image")
+    assert [a["path"] for a in tool["attachments"]] == ["media/fox/red-1.png", "media/fox/red-2.png"]
+
+    path = tmp_path / "c.json"
+    path.write_text(result.stdout)
+    result = cli("history", "import", str(path), vault=env.vault.root)
+    assert result.returncode == 0, result.stderr
+    new_id = int(result.stdout.split()[-1])
+    assert new_id != conversation_id
+    again = json.loads(
+        cli("history", "export", str(new_id), "--format", "json", "--out", "-", vault=env.vault.root).stdout
+    )
+    strip = ("id", "created_at", "conversation", "parent_id")  # renumbered; the shape is checked below
+    assert [
+        {k: v for k, v in m.items() if k not in strip and k not in ("attachments", "revisions")}
+        for m in again["messages"]
+    ] == [
+        {k: v for k, v in m.items() if k not in strip and k not in ("attachments", "revisions")}
+        for m in data["messages"]
+    ]
+    from tui_agent.core.store import history
+
+    assert [m.content for m in history.recent_messages(new_id)] == [
+        m.content for m in history.recent_messages(conversation_id)
+    ]
+    assert [[a["path"] for a in m["attachments"]] for m in again["messages"]] == [
+        [a["path"] for a in m["attachments"]] for m in data["messages"]
+    ]
+
+
+def test_import_refuses_paths_outside_media_and_imports_nothing(env, tmp_path):
+    conversation_id = make_conversation(env)
+    data = json.loads(
+        cli("history", "export", str(conversation_id), "--format", "json", "--out", "-", vault=env.vault.root).stdout
+    )
+    tool = next(m for m in data["messages"] if m["attachments"])
+    for hostile in ("../agent.db", "/etc/passwd", "media/../../secret.png", "media/x.txt"):
+        tool["attachments"][0]["path"] = hostile
+        result = cli("history", "import", "-", vault=env.vault.root, stdin=json.dumps(data))
+        assert result.returncode == 1
+        assert result.stderr.startswith(f"error: attachment path {hostile!r} is not an image under media/")
+    listing = cli("history", "list", vault=env.vault.root).stdout.strip().splitlines()
+    assert len(listing) == 1
+
+
+def test_export_errors_are_one_line(env, tmp_path: Path):
+    result = cli("history", "export", "999", vault=env.vault.root)
+    assert result.returncode == 1
+    assert result.stderr.strip() == "error: no conversation with id 999 (tui-agent history list shows them)"
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    result = cli("history", "import", str(bad), vault=env.vault.root)
+    assert result.returncode == 1 and result.stderr.startswith(f"error: {bad} is not JSON")
+    bad.write_text(json.dumps({"format": "other"}))
+    result = cli("history", "import", str(bad), vault=env.vault.root)
+    assert result.returncode == 1 and "not a tui-agent conversation export" in result.stderr

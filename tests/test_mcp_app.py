@@ -1,0 +1,160 @@
+"""MCP servers in the app: started after the first paint, approval through the same modal, shown in
+the sidebar with a switch, every child gone after quit (also on SIGTERM, and in a real terminal)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from fake_openai import Reply
+from mcp_helpers import add_fixture, alive, my_children_running, started_pids, wait_gone
+from test_app import make, send
+from textual.widgets import Switch
+
+from tui_agent.core.mcp import config as mcp_config
+from tui_agent.ui.screens.dialogs import ApprovalScreen
+from tui_agent.ui.widgets.carousel import ImageCarousel
+from tui_agent.ui.widgets.tool_block import ToolResultView
+
+
+@pytest.fixture
+def pids(tmp_path, monkeypatch):
+    path = tmp_path / "mcp-pids.txt"
+    monkeypatch.setenv("FIXTURE_MCP_PIDS", str(path))
+    return path
+
+
+async def wait_until(pilot, condition, timeout: float = 60.0) -> None:
+    for _ in range(int(timeout / 0.05)):
+        if condition():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError("condition not met in time")
+
+
+async def test_servers_start_after_the_first_paint_and_calls_ask_in_the_modal(env, pids):
+    add_fixture(policy="ask")
+    mcp_config.set_policy("fx", "auto", tool="picture")
+    env.fake.script(
+        Reply(tool_calls=[("echo", '{"text": "from the app"}')]),
+        Reply(text="Echoed."),
+        Reply(tool_calls=[("picture", '{"color": "blue"}')]),
+        Reply(text="A blue picture."),
+    )
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert app.mcp.states() == {}  # nothing started during the first paint
+        await wait_until(pilot, lambda: app.mcp.states().get("fx", ("",))[0] == "ready")
+        assert "echo" in app.registry
+        app.composer.load_text("echo please")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        assert "Run tool 'echo' of MCP server 'fx'" in app.screen.question
+        await pilot.press("y")
+        await wait_until(pilot, lambda: not app.turns)
+        tool_message = env.fake.chat_requests[1]["messages"][-1]
+        assert "echo: from the app" in tool_message["content"]
+        await send(app, pilot, "draw")
+        view = list(app.chat_log.query(ToolResultView))[-1]
+        carousel = view.query_one(ImageCarousel)
+        assert len(carousel.paths) == 1 and "media/mcp/fx/picture-" in str(carousel.paths[0])
+        assert env.fake.chat_requests[-1]["model"] == "vision-model"
+    assert started_pids(pids) and wait_gone(started_pids(pids)) == []
+
+
+async def test_sidebar_lists_servers_and_the_switch_stops_one(env, pids):
+    add_fixture()
+    add_fixture("crashes", "--die-on-start")
+    app = make(env)
+    async with app.run_test(size=(140, 50)) as pilot:
+        await wait_until(pilot, lambda: app.mcp.states().get("fx", ("",))[0] == "ready")
+        await wait_until(pilot, lambda: app.mcp.states().get("crashes", ("",))[0] == "failed")
+        await pilot.press("ctrl+b")
+        await pilot.pause()
+        fx_state = str(app.query_one("#mcp-state-fx").render())
+        crash_state = app.query_one("#mcp-state-crashes")
+        assert fx_state == "fx · ready"
+        assert str(crash_state.render()).startswith("crashes · failed: ")
+        assert crash_state.has_class("-failed")
+        switch = app.query_one("#mcp-switch-fx", Switch)
+        assert switch.value is True
+        switch.value = False
+        await wait_until(pilot, lambda: "fx" not in app.mcp.states())
+        assert str(app.query_one("#mcp-state-fx").render()) == "fx · off"
+        assert "echo" not in app.registry
+        assert mcp_config.get_server("fx", env.profile).enabled is False
+        await wait_until(pilot, lambda: not any(alive(pid) for pid in started_pids(pids)), timeout=30)
+        # a failure was shown once, as a notification
+        notices = [n.message for n in app._notifications]
+        assert sum("MCP server crashes could not start" in m for m in notices) == 1
+
+
+async def test_sigterm_ends_the_app_and_its_servers(env, pids):
+    add_fixture()
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.mcp.states().get("fx", ("",))[0] == "ready")
+        app.mcp.install_signal_handlers()  # run_test runs in the main thread's loop here
+        os.kill(os.getpid(), signal.SIGTERM)
+        await wait_until(pilot, lambda: not app.is_running or app._exit_renderables is not None, timeout=20)
+    assert wait_gone(started_pids(pids)) == []
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux: apt-get install tmux")
+def test_real_terminal_quit_and_sighup_leave_no_child(env, tmp_path, pids):
+    add_fixture(policy="auto")
+    session = f"tui-agent-mcp-{os.getpid()}"
+    command = (
+        f"cd {tmp_path} && FIXTURE_MCP_PIDS={pids} TUI_AGENT_VAULT={env.vault.root} TERM=xterm-256color "
+        f"{sys.executable} -m tui_agent"
+    )
+    for ending in ("C-q", "kill-session"):
+        before = len(started_pids(pids))
+        subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "40", command], check=True)
+        try:
+            deadline = time.monotonic() + 90
+            while len(started_pids(pids)) == before and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert len(started_pids(pids)) == before + 1, "the server did not start in the app"
+            time.sleep(1.0)
+            if ending == "C-q":
+                subprocess.run(["tmux", "send-keys", "-t", session, "C-q"], check=True)
+            else:  # closing the terminal sends SIGHUP to the app
+                subprocess.run(["tmux", "kill-session", "-t", session], check=True)
+            assert wait_gone(started_pids(pids)[before:], timeout_s=30) == [], ending
+        finally:
+            subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
+async def test_mcp_server_time_in_the_app(env):
+    """The reference time server from PyPI, added as the README says (policy ask), used in the app."""
+    if shutil.which("mcp-server-time") is None:
+        pytest.skip("needs mcp-server-time: pip install mcp-server-time")
+    mcp_config.add_server(
+        mcp_config.ServerConfig(
+            name="time", transport="stdio", command="mcp-server-time", args=["--local-timezone", "UTC"]
+        )
+    )
+    env.fake.script(
+        Reply(tool_calls=[("get_current_time", '{"timezone": "Asia/Tokyo"}')]), Reply(text="It is late in Tokyo.")
+    )
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.mcp.states().get("time", ("",))[0] == "ready")
+        assert len(my_children_running("mcp-server-time")) == 1
+        app.composer.load_text("time in Tokyo?")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        assert "Run tool 'get_current_time' of MCP server 'time'" in app.screen.question
+        await pilot.press("y")
+        await wait_until(pilot, lambda: not app.turns)
+        view = list(app.chat_log.query(ToolResultView))[-1]
+        assert view.block.title == "Tool result · get_current_time · ✓ ok"
+        fed_back = env.fake.chat_requests[1]["messages"][-1]
+        assert fed_back["role"] == "tool" and "Asia/Tokyo" in fed_back["content"]
+    assert my_children_running("mcp-server-time") == []  # gone after quit

@@ -1,0 +1,251 @@
+"""The message cursor and its actions in the app: copy (OSC 52 captured), copy to prompt,
+regenerate with alternatives, edit and resend with branches, export."""
+
+from __future__ import annotations
+
+import base64
+
+from fake_openai import Reply
+from helpers import rows
+
+from tui_agent.core.store import branches, history
+from tui_agent.ui.app import AgentApp
+from tui_agent.ui.widgets.alternatives import AlternativesBar
+from tui_agent.ui.widgets.bubbles import AssistantBubble, UserBubble
+
+REPLY = "Here:\n\n```python\nprint('hi')\n```\n\nand\n\n```sh\nls -l\n```\n"
+
+
+def make(env) -> AgentApp:
+    return AgentApp(env.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
+
+
+async def settle(app, pilot, timeout: float = 15.0) -> None:
+    for _ in range(int(timeout / 0.05)):
+        await pilot.pause(0.05)
+        if not app.turns:
+            await pilot.pause()
+            return
+    raise AssertionError("turn did not finish")
+
+
+async def send(app, pilot, text: str) -> None:
+    app.composer.load_text(text)
+    await pilot.press("enter")
+    await settle(app, pilot)
+
+
+def capture_terminal(app) -> list[str]:
+    written: list[str] = []
+    original = app._driver.write
+
+    def write(data: str) -> None:
+        written.append(data)
+        original(data)
+
+    app._driver.write = write
+    return written
+
+
+def copied(written: list[str]) -> list[str]:
+    prefix = "\x1b]52;c;"
+    return [base64.b64decode(w[len(prefix) : -1]).decode() for w in written if w.startswith(prefix)]
+
+
+async def test_cursor_moves_through_messages_and_back_to_the_composer(env):
+    env.fake.script(Reply(text="one"), Reply(text="two"))
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(app, pilot, "first")
+        await send(app, pilot, "second")
+        await pilot.press("up")
+        assert app.focused is app.chat_log
+        assert [w.text for w in app.chat_log.query(".-cursor")] == ["two"]
+        await pilot.press("up", "up")
+        assert [w.text for w in app.chat_log.query(".-cursor")] == ["one"]
+        await pilot.press("down")
+        assert [w.text for w in app.chat_log.query(".-cursor")] == ["second"]
+        await pilot.press("down", "down")
+        assert app.focused is app.composer and not app.chat_log.query(".-cursor")
+        await pilot.press("alt+up")
+        assert [w.text for w in app.chat_log.query(".-cursor")] == ["two"]
+        await pilot.press("escape")
+        assert app.focused is app.composer
+
+
+async def test_click_selects_a_message(env):
+    env.fake.script(Reply(text="one"))
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(app, pilot, "first")
+        user = app.chat_log.query_one(UserBubble)
+        await pilot.click(user)
+        await pilot.pause()
+        assert app.chat_log.cursor is user and user.has_class("-cursor")
+
+
+async def test_copy_message_and_code_block_send_osc52(env):
+    env.fake.script(Reply(text=REPLY))
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(app, pilot, "show me code")
+        written = capture_terminal(app)
+        await pilot.press("up", "c")
+        await pilot.pause()
+        assert copied(written) == [REPLY]
+        # The actions menu lists both code blocks; the second one is copied alone.
+        await pilot.press("enter")
+        await pilot.pause()
+        labels = [str(o.prompt) for o in app.screen.query_one("#message-action-list").options]
+        assert any(label.startswith("Copy code block 1 (python, 1 line: print('hi')") for label in labels)
+        assert any(label.startswith("Copy code block 2 (sh, 1 line: ls -l") for label in labels)
+        await pilot.press("down", "down")  # copy whole, code block 1, code block 2
+        await pilot.press("enter")
+        await pilot.pause()
+        assert copied(written)[-1] == "ls -l\n"
+        assert app.focused is app.chat_log and app.chat_log.cursor is not None
+        notices = [n.message for n in app._notifications]
+        assert any(m.startswith("Copied ") and "OSC 52" in m for m in notices)
+
+
+async def test_copy_to_prompt(env):
+    env.fake.script(Reply(text="reuse me"))
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(app, pilot, "q")
+        await pilot.press("up", "p")
+        await pilot.pause()
+        assert app.composer.text == "reuse me" and app.focused is app.composer
+
+
+async def test_regenerate_keeps_alternatives_and_left_right_switch(env):
+    env.fake.script(Reply(text="first answer"), Reply(text="second answer"), Reply(text="later"))
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(app, pilot, "hello")
+        await pilot.press("up", "r")
+        await settle(app, pilot)
+        (bubble,) = list(app.chat_log.query(AssistantBubble))
+        assert bubble.text == "second answer"
+        bar = bubble.query_one(AlternativesBar)
+        assert bar.label() == "2 / 2"
+        assert env.fake.chat_requests[1]["messages"] == env.fake.chat_requests[0]["messages"]
+        # Left: the first answer is back on screen and is what the next request sees.
+        await pilot.press("up", "left")
+        await pilot.pause()
+        (bubble,) = list(app.chat_log.query(AssistantBubble))
+        assert bubble.text == "first answer" and bubble.query_one(AlternativesBar).label() == "1 / 2"
+        await pilot.press("escape")
+        await send(app, pilot, "go on")
+        sent = [m["content"] for m in env.fake.chat_requests[2]["messages"][1:]]
+        assert sent == ["hello", "first answer", "go on"]
+    stored = rows(env.vault.db_path, "SELECT role, content FROM messages ORDER BY id")
+    assert stored == [
+        ("user", "hello"),
+        ("assistant", "first answer"),
+        ("assistant", "second answer"),
+        ("user", "go on"),
+        ("assistant", "later"),
+    ]
+
+
+async def test_edit_and_resend_branches_and_the_marker_switches_back(env):
+    env.fake.script(Reply(text="A"), Reply(text="B"), Reply(text="C"))
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(app, pilot, "a")
+        await send(app, pilot, "b")
+        await pilot.press("up", "up", "e")
+        await pilot.pause()
+        assert app.composer.text == "b" and app.focused is app.composer
+        app.composer.load_text("c")
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert [m["content"] for m in env.fake.chat_requests[2]["messages"][1:]] == ["a", "A", "c"]
+        users = list(app.chat_log.query(UserBubble))
+        assert [u.text for u in users] == ["a", "c"]
+        assert users[1].query_one(AlternativesBar).label() == "branch 2 / 2"
+        # The old branch is one key away.
+        await pilot.click(users[1])
+        await pilot.press("left")
+        await pilot.pause()
+        assert [w.text for w in app.chat_log.query("UserBubble, AssistantBubble")] == ["a", "A", "b", "B"]
+    conversation = history.list_conversations()[0]
+    assert [m.content for m in history.recent_messages(conversation.id)] == ["a", "A", "b", "B"]
+    assert len(branches.fork_parents(conversation.id)) == 1
+
+
+async def test_escape_stops_editing_without_sending(env):
+    env.fake.script(Reply(text="A"))
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(app, pilot, "a")
+        await pilot.press("up", "up", "e")
+        await pilot.press("escape")
+        assert app.editing is None and app.composer.text == ""
+    assert len(env.fake.chat_requests) == 1
+
+
+async def test_export_from_the_palette_actions(env):
+    env.fake.script(Reply(text="exported"))
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(app, pilot, "keep this")
+        await app.run_action("export_markdown")
+        await app.run_action("export_json")
+        await pilot.pause()
+    exports = sorted(p.name for p in (env.vault.root / "exports").iterdir())
+    assert [name.rsplit(".", 1)[1] for name in exports] == ["json", "md"]
+    markdown = next((env.vault.root / "exports").glob("*.md")).read_text()
+    assert "## User\n\nkeep this" in markdown and "## Assistant\n\nexported" in markdown
+
+
+async def test_theme_is_remembered_across_runs_from_palette_or_sidebar(env):
+    from textual.widgets import Select
+
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert app.theme == "textual-dark"
+        app.theme = "nord"  # what the palette's "Change theme" does
+        await pilot.pause()
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert app.theme == "nord"
+        await pilot.press("ctrl+b")
+        await pilot.pause()
+        app.query_one("#theme-select", Select).value = "textual-light"
+        await pilot.pause()
+        assert app.theme == "textual-light"
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert app.theme == "textual-light"
+
+
+async def test_context_meter_and_window_marker(env):
+    from tui_agent.core import profiles
+    from tui_agent.ui.widgets.context_meter import ContextMeter
+
+    profiles.set_field(env.profile, "context_budget_tokens", "500")
+    env.reload_profile()
+    long_text = "word " * 300  # ~375 tokens: two of these do not fit in 500
+    env.fake.script(Reply(text="short"), Reply(text="short again"))
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(app, pilot, long_text)
+        meter = app.query_one(ContextMeter)
+        # The server's usage wins over the estimate once the reply is in.
+        assert meter.estimated is False and meter.budget == 500
+        assert not app.chat_log.query(".window-marker")
+        await send(app, pilot, long_text + "again")
+        sent = env.fake.chat_requests[1]["messages"]
+        assert sent[1]["content"] == "short"  # the first long message was left out to fit
+        (marker,) = app.chat_log.query(".window-marker")
+        following = app.chat_log.children[app.chat_log.children.index(marker) + 1]
+        assert following.text == "short"
+        # Near the budget the meter turns red.
+        meter.show(480, 500, estimated=True)
+        assert meter.has_class("-full") and "~480 / 500 (96%)" in str(meter.render())
+        meter.show(400, 500, estimated=True)
+        assert meter.has_class("-warn") and not meter.has_class("-full")

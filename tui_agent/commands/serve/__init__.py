@@ -1,0 +1,86 @@
+"""``tui-agent serve``: the same app in a browser through textual-serve, behind an access token.
+
+Like Jupyter: a random token per start (or ``--token`` / ``$TUI_AGENT_TOKEN``); the printed URL
+carries it; the first page load trades it for a cookie unique to this server and drops it from the
+address bar. Every request must name this server (Host), come from its own page (Origin,
+Sec-Fetch-Site) and carry the token or cookie, or it gets 403 before any handler runs, so no app
+process is ever started for it (``guard.py``). Each browser session gets its own app process on the
+same vault, up to ``--max-sessions``. ``/media/<path>`` serves the vault's images (``media.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import shlex
+import sys
+
+from tui_agent.commands.serve.guard import Guard, is_loopback, primary_address, url_host
+from tui_agent.core.profiles import ProfileError
+from tui_agent.core.session import open_session
+
+TOKEN_ENV = "TUI_AGENT_TOKEN"
+# Tells each app process that the server has a /media/ route (F3 opens an image there in a tab).
+MEDIA_ENV = "TUI_AGENT_MEDIA_ROUTE"
+DEFAULT_MAX_SESSIONS = 4
+
+__all__ = ["app_command", "is_loopback", "run_serve"]
+
+
+def app_command(vault: str, profile: str | None) -> str:
+    """The shell command textual-serve runs for each browser session."""
+    argv = [sys.executable, "-m", "tui_agent", "--vault", vault]
+    if profile:
+        argv += ["--profile", profile]
+    return shlex.join(argv)
+
+
+def run_serve(vault_arg: str | None, args: argparse.Namespace) -> int:
+    from tui_agent.commands.serve.server import listen, make_server
+
+    max_sessions = getattr(args, "max_sessions", DEFAULT_MAX_SESSIONS)
+    if max_sessions < 1:
+        print("error: --max-sessions must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        session = open_session(vault_arg)
+        session.profile(args.profile)
+    except ProfileError as exc:
+        print(f"error: profile {exc}", file=sys.stderr)
+        return 2
+    token = args.token or os.environ.get(TOKEN_ENV) or secrets.token_urlsafe(24)
+    try:
+        sock = listen(args.host, args.port)
+    except OSError as exc:
+        session.close()
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        print(f"error: cannot listen on {args.host}:{args.port}: {reason}", file=sys.stderr)
+        return 1
+    port = int(sock.getsockname()[1])
+    guard = Guard(token=token, bind_host=args.host, port=port)
+    # The served app's terminal (xterm.js) has no Sixel or Kitty support: colour half-blocks.
+    os.environ["TUI_AGENT_SERVED"] = "1"
+    os.environ["TUI_AGENT_IMAGES"] = "halfcell"
+    os.environ[MEDIA_ENV] = "/media/"
+    vault_root = session.vault.root
+    url = f"http://{url_host(primary_address(args.host))}:{port}/?token={token}"
+
+    def banner() -> None:
+        """Printed only once the socket accepts connections, with the real port."""
+        print(f"tui-agent serving vault {vault_root}", flush=True)
+        print(f"Open: {url}", flush=True)
+        if not is_loopback(args.host):
+            print(
+                f"WARNING: listening on {args.host}, not loopback. Anyone with the token who can reach this "
+                "address gets an agent that can read your vault and use your API key.",
+                file=sys.stderr,
+                flush=True,
+            )
+        print(f"Up to {max_sessions} browser sessions at once. Press Ctrl+C to stop.", flush=True)
+
+    command = app_command(str(vault_root), args.profile)
+    server = make_server(command, guard, vault_root, max_sessions, banner)
+    session.close()
+    server.serve(sock=sock)
+    return 0

@@ -1,0 +1,110 @@
+"""``/gallery/<conversation>``: a conversation's images, one at a time, full size, left/right to page.
+
+A small page that shows ``/media/<path>`` (which does every file check) with links to the previous
+and next image of the conversation, the arrow keys doing the same, and a download link. Everything
+on it is escaped; its content security policy allows our own images and one inline script only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import secrets
+import sqlite3
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+IMAGES_SQL = """
+SELECT a.path FROM attachments AS a JOIN messages AS m ON m.id = a.message_id
+WHERE m.conversation_id = ? ORDER BY m.id, a.position
+"""
+
+PAGE = """<!doctype html>
+<html><head><meta charset="utf-8"><title>{title}</title>
+<style nonce="{nonce}">
+body {{ margin: 0; background: #111; color: #ddd; font: 14px system-ui, sans-serif; }}
+nav {{ display: flex; gap: 1em; align-items: center; padding: .5em 1em; background: #1c1c1c; }}
+nav a {{ color: #9cf; }} nav .name {{ flex: 1; }}
+main {{ padding: 1em; }} img {{ max-width: none; image-rendering: auto; }}
+</style></head>
+<body><nav>{prev} <span class="counter">{counter}</span> {next}
+<span class="name">{name}</span> <a id="download" href="{download}">Download</a></nav>
+<main><img id="image" src="{src}" alt="{name}"></main>
+<script nonce="{nonce}">
+document.addEventListener("keydown", (event) => {{
+  const link = document.getElementById(event.key === "ArrowLeft" ? "prev" : event.key === "ArrowRight" ? "next" : "");
+  if (link) location.href = link.href;
+}});
+</script></body></html>
+"""
+
+
+def conversation_images(db_path: Path, conversation: int, media: Path) -> list[str]:
+    """The conversation's image paths relative to ``media/``, in order, each once, files that exist."""
+    if not db_path.is_file():
+        return []
+    connection = sqlite3.connect(db_path.resolve().as_uri() + "?mode=ro", uri=True)
+    try:
+        rows = connection.execute(IMAGES_SQL, (conversation,)).fetchall()
+    except sqlite3.Error:
+        return []
+    finally:
+        connection.close()
+    found: list[str] = []
+    for (path,) in rows:
+        relative = str(path).removeprefix("media/")
+        if str(path).startswith("media/") and relative not in found and (media / relative).is_file():
+            found.append(relative)
+    return found
+
+
+def render(conversation: int, images: list[str], at: str | None, nonce: str) -> str:
+    index = images.index(at) if at in images else len(images) - 1
+    current = images[index]
+
+    def link(label: str, step: int) -> str:
+        if len(images) < 2:
+            return ""
+        target = images[(index + step) % len(images)]
+        href = f"/gallery/{conversation}?at={quote(target)}"
+        return f'<a id="{label}" href="{html.escape(href)}">{"◀ previous" if step < 0 else "next ▶"}</a>'
+
+    src = "/media/" + quote(current)
+    return PAGE.format(
+        title=html.escape(f"{Path(current).name} · tui-agent"),
+        nonce=nonce,
+        prev=link("prev", -1),
+        next=link("next", 1),
+        counter=f"{index + 1} / {len(images)}",
+        name=html.escape(current),
+        src=html.escape(src),
+        download=html.escape(src + "?download=1"),
+    )
+
+
+def add_gallery_route(app: Any, vault_root: Path) -> None:
+    from aiohttp import web
+
+    from tui_agent.core.vault import Vault
+
+    vault = Vault(vault_root)
+
+    async def handle_gallery(request: web.Request) -> web.StreamResponse:
+        conversation = int(request.match_info["conversation"])
+        images = await asyncio.to_thread(conversation_images, vault.db_path, conversation, vault.media)
+        if not images:
+            return web.Response(status=404, text="404: no images in this conversation\n")
+        nonce = secrets.token_urlsafe(16)
+        page = render(conversation, images, request.query.get("at"), nonce)
+        policy = (
+            f"default-src 'none'; img-src 'self'; style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; "
+            "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+        )
+        return web.Response(
+            text=page,
+            content_type="text/html",
+            headers={"Content-Security-Policy": policy, "Cache-Control": "private, no-store"},
+        )
+
+    app.router.add_get(r"/gallery/{conversation:\d{1,12}}", handle_gallery, name="gallery")

@@ -1,0 +1,60 @@
+"""``tui-agent history export ID`` and ``tui-agent history import FILE``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from tui_agent.core import export
+from tui_agent.core.store import history
+from tui_agent.core.vault import Vault
+
+
+def run_transfer(vault: Vault, args: argparse.Namespace) -> int:
+    try:
+        if args.action == "export":
+            return _export(vault, args)
+        return _import(vault, args.file)
+    except export.ExportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
+        return 1
+
+
+def _export(vault: Vault, args: argparse.Namespace) -> int:
+    try:
+        conversation = history.get_conversation(args.id)
+    except LookupError as exc:
+        raise export.ExportError(f"{exc} (tui-agent history list shows them)") from None
+    if args.format == "json":
+        text = json.dumps(export.to_json(conversation.id), ensure_ascii=False, indent=2) + "\n"
+        if args.out == "-":
+            sys.stdout.write(text)
+            return 0
+        out = Path(args.out or export.default_name(conversation, "json"))
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+        print(f"wrote {out}")
+        return 0
+    if args.out == "-":
+        raise export.ExportError("Markdown export copies images beside the file: give --out a file path")
+    out = Path(args.out or export.default_name(conversation, "md"))
+    result = export.to_markdown(vault, conversation.id, out, reasoning=args.reasoning)
+    images = f" and {result.images} image(s) in {out.stem}_files/" if result.images else ""
+    print(f"wrote {out}{images}")
+    return 0
+
+
+def _import(vault: Vault, file: str) -> int:
+    raw = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise export.ExportError(f"{file} is not JSON ({exc.msg} at line {exc.lineno})") from None
+    conversation_id = export.import_json(vault, data)
+    print(f"imported as conversation {conversation_id}")
+    return 0

@@ -1,0 +1,1 @@
+"""MCP servers as tools: configuration, connections, and their tools in the one registry."""

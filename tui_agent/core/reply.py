@@ -1,0 +1,99 @@
+"""The assistant row of one reply as it streams: text and reasoning kept apart, flushed now and then."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from tui_agent.core import events as ev
+from tui_agent.core import llm
+from tui_agent.core.store import history
+from tui_agent.core.store.models import Message, Profile
+from tui_agent.core.tool_caps import stored_arguments
+
+FLUSH_INTERVAL_S = 0.5
+
+
+def call_dict(call: llm.ToolCall) -> dict[str, Any]:
+    """A tool call as stored in ``messages.tool_calls``; provider extras ride along unchanged."""
+    entry: dict[str, Any] = {"id": call.id, "name": call.name, "arguments": stored_arguments(call.arguments)}
+    if call.extra:
+        entry["extra"] = call.extra  # e.g. Gemini's extra_content.google.thought_signature
+    return entry
+
+
+def temperature(profile: Profile) -> float | None:
+    """An empty temperature field sends none (models that accept only the default)."""
+    value = profile.temperature
+    return None if value is None or value == "" else float(value)
+
+
+class Reply:
+    """The assistant row of one streamed reply: created on the first piece, flushed now and then."""
+
+    def __init__(self, conversation_id: int, model: str, flush_interval_s: float = FLUSH_INTERVAL_S) -> None:
+        self.flush_interval_s = flush_interval_s
+        self.conversation_id = conversation_id
+        self.model = model
+        self.parts: list[str] = []
+        self.thoughts: list[str] = []
+        self.row: Message | None = None
+        self.last_flush = time.monotonic()
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    @property
+    def reasoning(self) -> str:
+        return "".join(self.thoughts)
+
+    def add(self, item: Any) -> ev.Event | None:
+        event: ev.Event
+        if isinstance(item, llm.TextDelta):
+            self.parts.append(item.text)
+            event = ev.TextDelta(item.text)
+        elif isinstance(item, llm.ReasoningDelta):
+            self.thoughts.append(item.text)
+            event = ev.ReasoningDelta(item.text)
+        elif isinstance(item, llm.TextToReasoning):
+            self.parts.clear()
+            self.thoughts.insert(0, item.text)
+            event = ev.TextToReasoning(item.text)
+        else:
+            return None
+        if self.row is None:
+            self.row = history.add_message(
+                self.conversation_id,
+                "assistant",
+                self.text,
+                reasoning=self.reasoning or None,
+                model=self.model,
+                status="streaming",
+            )
+            self.last_flush = time.monotonic()
+        elif time.monotonic() - self.last_flush > self.flush_interval_s:
+            history.update_message(self.row, content=self.text, reasoning=self.reasoning or None)
+            self.last_flush = time.monotonic()
+        return event
+
+    def save(self, status: str) -> Message | None:
+        if self.row is not None:
+            history.update_message(self.row, content=self.text, reasoning=self.reasoning or None, status=status)
+        return self.row
+
+    def finish(self, item: llm.Completion) -> Message:
+        fields: dict[str, Any] = {
+            "content": item.text,
+            "reasoning": item.reasoning or None,
+            "status": "complete",
+            "model": self.model,
+            "prompt_tokens": item.prompt_tokens,
+            "completion_tokens": item.completion_tokens,
+            "tool_calls": [call_dict(c) for c in item.tool_calls] or None,
+        }
+        if self.row is None:
+            self.row = history.add_message(self.conversation_id, "assistant", **fields)
+        else:
+            history.update_message(self.row, **fields)
+        return self.row

@@ -1,0 +1,164 @@
+"""Branches: every message links to the one before it on its branch (``parent_id``), and each
+conversation remembers the last message of the branch on screen (``leaf_id``).
+
+``parent_id``: a message id, ``0`` for the first message of a branch, or NULL for "the message
+before me in this conversation" (rows written before branches existed, or by other writers).
+``leaf_id``: NULL means the newest message, 0 means "before the first message".
+
+Regenerating a reply or editing a user message adds a *sibling*: a new child of the same parent.
+The active branch is the path from the leaf up to the first message; the context builder and the
+chat log see only that path, while ``memory_sql`` and the JSON export see every message.
+"""
+
+from __future__ import annotations
+
+import peewee as pw
+
+from tui_agent.core.store.models import Conversation, Message
+
+# Each message of one conversation with its effective parent (0: none).
+EFFECTIVE = """
+eff(id, parent) AS (
+    SELECT m.id, COALESCE(m.parent_id, (
+        SELECT max(p.id) FROM messages p WHERE p.conversation_id = m.conversation_id AND p.id < m.id
+    ), 0)
+    FROM messages m WHERE m.conversation_id = ?
+)"""
+
+PATH_SQL = (
+    "WITH RECURSIVE"
+    + EFFECTIVE
+    + """,
+path(id) AS (
+    SELECT ?
+    UNION ALL
+    SELECT eff.parent FROM eff JOIN path ON eff.id = path.id WHERE eff.parent != 0
+)
+"""
+)
+
+NEWEST_DESCENDANT_SQL = (
+    "WITH RECURSIVE"
+    + EFFECTIVE
+    + """,
+down(id, depth) AS (
+    SELECT ?, 0
+    UNION ALL
+    SELECT (SELECT max(eff.id) FROM eff WHERE eff.parent = down.id), depth + 1
+    FROM down WHERE EXISTS (SELECT 1 FROM eff WHERE eff.parent = down.id)
+)
+SELECT id FROM down ORDER BY depth DESC LIMIT 1
+"""
+)
+
+
+def leaf_of(conversation_id: int) -> int | None:
+    """The last message of the active branch (the newest message when none was chosen)."""
+    conversation = Conversation.get_or_none(Conversation.id == conversation_id)
+    if conversation is not None and conversation.leaf_id is not None:
+        return int(conversation.leaf_id) or None
+    newest = (
+        Message.select(Message.id).where(Message.conversation == conversation_id).order_by(Message.id.desc()).first()
+    )
+    return int(newest.id) if newest is not None else None
+
+
+def set_leaf(conversation_id: int, message_id: int | None) -> None:
+    Conversation.update(leaf_id=message_id).where(Conversation.id == conversation_id).execute()
+
+
+def path_messages(
+    conversation_id: int,
+    limit: int | None = None,
+    before_id: int | None = None,
+    after_id: int | None = None,
+) -> list[Message]:
+    """Messages of the active branch, oldest first: the newest ``limit`` older than ``before_id``,
+    or (with ``after_id``) the oldest ``limit`` newer than ``after_id``."""
+    leaf = leaf_of(conversation_id)
+    if leaf is None:
+        return []
+    sql = PATH_SQL + "SELECT * FROM messages WHERE id IN (SELECT id FROM path)"
+    params: list[object] = [conversation_id, leaf]
+    if before_id is not None:
+        sql += " AND id < ?"
+        params.append(before_id)
+    if after_id is not None:
+        sql += " AND id > ?"
+        params.append(after_id)
+    sql += " ORDER BY id " + ("ASC" if after_id is not None else "DESC")
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(limit)
+    rows = list(Message.raw(sql, *params))
+    return rows if after_id is not None else list(reversed(rows))
+
+
+def effective_parent(message: Message) -> int:
+    if message.parent_id is not None:
+        return int(message.parent_id)
+    previous = (
+        Message.select(Message.id)
+        .where((Message.conversation == message.conversation_id) & (Message.id < message.id))
+        .order_by(Message.id.desc())
+        .first()
+    )
+    return int(previous.id) if previous is not None else 0
+
+
+def siblings(message_id: int) -> list[Message]:
+    """The message and its alternatives: children of the same parent with the same kind of role
+    (user messages for edits, assistant replies for regenerations), oldest first."""
+    message = Message.get_by_id(message_id)
+    parent = effective_parent(message)
+    roles = ("user",) if message.role == "user" else ("assistant",)
+    sql = (
+        "WITH RECURSIVE"
+        + EFFECTIVE
+        + " SELECT * FROM messages WHERE id IN (SELECT id FROM eff WHERE parent = ?) AND role IN ("
+        + ", ".join("?" for _ in roles)
+        + ") ORDER BY id"
+    )
+    return list(Message.raw(sql, message.conversation_id, parent, *roles))
+
+
+def choose(message_id: int) -> int:
+    """Make the branch through ``message_id`` the active one (down to its newest descendant);
+    returns the new leaf."""
+    message = Message.get_by_id(message_id)
+    cursor = Message._meta.database.execute_sql(NEWEST_DESCENDANT_SQL, (message.conversation_id, message_id))
+    leaf = int(cursor.fetchone()[0])
+    set_leaf(message.conversation_id, leaf)
+    return leaf
+
+
+def rewind_to_parent_of(message_id: int) -> Message:
+    """Before a regeneration or an edit: the active branch ends just before ``message_id``.
+    Returns the message."""
+    message = Message.get_by_id(message_id)
+    parent = effective_parent(message)
+    if message.parent_id is None:
+        # Make the fork explicit so that fork_parents finds it with one cheap query.
+        Message.update(parent_id=parent).where(Message.id == message.id).execute()
+        message.parent_id = parent
+    set_leaf(message.conversation_id, parent)
+    return message
+
+
+def fork_parents(conversation_id: int) -> set[int]:
+    """Parents (0: the start) with more than one child: where alternatives or branches are."""
+    query = (
+        Message.select(Message.parent_id)
+        .where((Message.conversation == conversation_id) & Message.parent_id.is_null(False))
+        .group_by(Message.parent_id)
+        .having(pw.fn.COUNT(Message.id) > 1)
+    )
+    return {int(row.parent_id or 0) for row in query}
+
+
+def alternatives(message: Message, forks: set[int]) -> list[int]:
+    """Ids of ``message`` and its alternatives (oldest first) when it sits at a fork, else []."""
+    if message.parent_id is None or message.parent_id not in forks or message.role not in ("user", "assistant"):
+        return []
+    found = [m.id for m in siblings(message.id)]
+    return found if len(found) > 1 else []

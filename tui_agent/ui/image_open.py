@@ -1,0 +1,102 @@
+"""Opening an image from the chat: the full-size screen, an external viewer, a saved copy.
+
+Each action reports only what really happened: no viewer found says so, a viewer that fails
+says its exit status, a saved copy names its real path. Viewer processes are always reaped.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+log = logging.getLogger("tui_agent.ui.images")
+
+
+def open_full_size(app: App[Any], path: Path, paths: list[Path]) -> None:
+    """F3 / ``o``: the in-app image screen (in a browser under ``serve``)."""
+    if not path.is_file():
+        app.notify(f"{path.name} is no longer in the vault", severity="error")
+        return
+    from tui_agent.ui.images import served_in_browser
+
+    if served_in_browser():
+        open_in_browser(app, path)
+        return
+    from tui_agent.ui.screens.image_viewer import ImageViewerScreen
+
+    shown = paths if path in paths else [path]
+    app.push_screen(ImageViewerScreen(shown, shown.index(path)))
+
+
+def open_in_browser(app: App[Any], path: Path) -> None:
+    """Under ``serve``: a new browser tab at the guarded ``/media/`` route (a download without it)."""
+    from tui_agent.ui.served_images import open_served_image
+
+    open_served_image(app, app.vault, path)  # type: ignore[attr-defined]
+
+
+def viewer_command() -> str | None:
+    return shutil.which("xdg-open") or (shutil.which("open") if sys.platform == "darwin" else None)
+
+
+def open_external(app: App[Any], path: Path) -> subprocess.Popen[bytes] | None:
+    """Start the desktop's viewer; a thread waits for it (no zombie) and reports a failure."""
+    opener = viewer_command()
+    if opener is None:
+        app.notify("No external image viewer found (xdg-open is not installed). Nothing was opened.", severity="error")
+        return None
+    try:
+        process = subprocess.Popen(
+            [opener, str(path)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+        )
+    except OSError as exc:
+        app.notify(f"Could not start {Path(opener).name}: {exc}", severity="error")
+        return None
+    app.notify(f"Asked {Path(opener).name} to open {path.name}")
+    threading.Thread(target=_reap, args=(app, process, Path(opener).name), name="viewer-reaper", daemon=True).start()
+    return process
+
+
+def _reap(app: App[Any], process: subprocess.Popen[bytes], name: str) -> None:
+    _, err = process.communicate()
+    if process.returncode != 0:
+        reason = err.decode(errors="replace").strip().splitlines()[-1:] or [f"exit status {process.returncode}"]
+        log.warning("%s failed (%s): %s", name, process.returncode, reason[0])
+        try:
+            app.call_from_thread(app.notify, f"{name} could not open the image: {reason[0]}", severity="error")
+        except RuntimeError:  # the app has exited meanwhile
+            pass
+
+
+def downloads_dir() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_downloads_dir())
+
+
+def save_copy(app: App[Any], path: Path, folder: Path | None = None) -> Path | None:
+    """Copy the image to the downloads folder under a name that does not overwrite anything."""
+    folder = folder or downloads_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / path.name
+        n = 1
+        while target.exists():
+            target = folder / f"{path.stem}-{n}{path.suffix}"
+            n += 1
+        shutil.copyfile(path, target)
+        if target.stat().st_size != path.stat().st_size:
+            raise OSError(f"the copy has {target.stat().st_size} bytes, the image {path.stat().st_size}")
+    except OSError as exc:
+        app.notify(f"Could not save a copy of {path.name}: {exc}", severity="error")
+        return None
+    app.notify(f"Saved a copy: {target}")
+    return target

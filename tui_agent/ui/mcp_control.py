@@ -1,0 +1,100 @@
+"""The app's side of MCP: start the servers after the first paint, restart before a turn, stop at exit.
+
+Nothing here delays the first paint: the SDK is imported in a thread and the servers start in a
+worker once the preload is done. SIGTERM and SIGHUP (a closed terminal, or the served browser
+tab going away) end the app the normal way, so every server process is stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from typing import TYPE_CHECKING
+
+from tui_agent.core.mcp import config as mcp_config
+
+if TYPE_CHECKING:
+    from tui_agent.core.mcp.manager import McpManager
+    from tui_agent.ui.app import AgentApp
+
+log = logging.getLogger("tui_agent.ui")
+TURN_WAIT_S = 10.0
+
+
+def _import_sdk() -> None:
+    import mcp.client.stdio
+    import mcp.client.streamable_http  # noqa: F401
+
+
+class McpControl:
+    def __init__(self, app: AgentApp) -> None:
+        self.app = app
+        self.manager: McpManager | None = None
+        self._starting: asyncio.Task[None] | None = None
+
+    def install_signal_handlers(self) -> None:
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            try:
+                loop.add_signal_handler(signum, self.app.exit)
+            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread (tests), or Windows
+                pass
+
+    def _manager(self) -> McpManager:
+        if self.manager is None:
+            from tui_agent.core.mcp.manager import McpManager
+
+            self.manager = McpManager(self.app.vault, self.app.registry, notice=self._notice)
+            self.manager.on_change = self._changed
+        return self.manager
+
+    def start_in_background(self) -> None:
+        """After the preload: start the profile's enabled servers (nothing to do without any)."""
+        if not mcp_config.enabled_servers(self.app.profile) and self.manager is None:
+            return
+        if self._starting is None or self._starting.done():
+            self._starting = asyncio.ensure_future(self._start())
+
+    async def _start(self) -> None:
+        try:
+            await asyncio.to_thread(_import_sdk)
+            await self._manager().start(self.app.profile)
+        except Exception:
+            log.exception("MCP servers could not be started")
+
+    async def before_turn(self) -> None:
+        """Start again what failed or died (and what was switched on); wait for a start under way,
+        at most ``TURN_WAIT_S``, so a hanging server cannot hold the conversation up for long."""
+        manager = self.manager
+        running = set(manager.connections) if manager is not None else set()
+        broken = manager is not None and any(c.state != "ready" for c in manager.connections.values())
+        if broken or {c.name for c in self._enabled()} != running:
+            self.start_in_background()
+        if self._starting is not None and not self._starting.done():
+            await asyncio.wait({self._starting}, timeout=TURN_WAIT_S)
+
+    def _enabled(self) -> list[mcp_config.ServerConfig]:
+        return mcp_config.enabled_servers(self.app.profile)
+
+    async def restart(self, name: str) -> None:
+        await self._manager().restart(name)
+
+    async def aclose(self) -> None:
+        if self._starting is not None and not self._starting.done():
+            self._starting.cancel()
+            await asyncio.gather(self._starting, return_exceptions=True)
+        if self.manager is not None:
+            await self.manager.aclose()
+
+    def states(self) -> dict[str, tuple[str, str]]:
+        return self.manager.states() if self.manager is not None else {}
+
+    def _notice(self, text: str) -> None:
+        self.app.notify(text, title="MCP", severity="warning", timeout=12)
+
+    def _changed(self) -> None:
+        from tui_agent.ui.widgets.sidebar_messages import McpStateChanged
+
+        for widget in self.app.query("McpServerList"):
+            widget.post_message(McpStateChanged())

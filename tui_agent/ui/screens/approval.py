@@ -1,0 +1,122 @@
+"""The approval modal: a tool asks to change the user's data; only a deliberate answer counts.
+
+Keys typed ahead (still queued when the modal opens) and keys pressed in its first
+``ARM_DELAY_S`` seconds are swallowed; each such key restarts the wait, so someone typing into
+the composer cannot answer by accident. Until then the buttons are disabled. "Always" asks once
+more before it turns approval off for the session. The question is the tool's computed text
+(counts and a preview), shown without markup.
+"""
+
+from __future__ import annotations
+
+from textual import events, on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.reactive import reactive
+from textual.screen import ModalScreen
+from textual.timer import Timer
+from textual.widgets import Button, Label, Static
+
+ALWAYS_QUESTION = (
+    "Approve every {tool} change for the rest of this session, without asking again?\n\n"
+    "Until you quit, the model may change your history without showing you first. "
+    "Every previous text is still kept as a revision."
+)
+
+
+class ApprovalScreen(ModalScreen[str]):
+    """Returns "yes", "no" or "always" (yes for the rest of this session)."""
+
+    ARM_DELAY_S = 0.5
+    BINDINGS = [
+        Binding("y", "choose('yes')", "Yes", id="approval.yes"),
+        Binding("n,escape", "choose('no')", "No", id="approval.no"),
+        Binding("a", "choose('always')", "Always this session", id="approval.always"),
+    ]
+    DEFAULT_CSS = """
+    ApprovalScreen .dialog-body { height: auto; max-height: 22; }
+    """
+
+    #: False while keys and buttons are inert (just opened, or just switched to the "always" step).
+    armed: reactive[bool] = reactive(False)
+    #: True on the second step of "Always".
+    confirming_always: reactive[bool] = reactive(False)
+
+    def __init__(self, tool: str, question: str) -> None:
+        super().__init__()
+        self.tool = tool
+        self.question = question
+        self._arm_timer: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog approval"):
+            yield Label(f"Allow {self.tool} to change your history?", id="approval-title", classes="dialog-title")
+            with VerticalScroll(classes="dialog-body"):
+                yield Static(self.question, id="approval-question", markup=False)
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Yes (y)", id="yes", variant="warning", disabled=True)
+                yield Button("No (n)", id="no", variant="primary", disabled=True)
+                yield Button("Always this session (a)", id="always", disabled=True)
+
+    def on_mount(self) -> None:
+        self._disarm()
+
+    def _disarm(self) -> None:
+        self.armed = False
+        if self._arm_timer is not None:
+            self._arm_timer.stop()
+        self._arm_timer = self.set_timer(self.ARM_DELAY_S, self.arm)
+
+    def arm(self) -> None:
+        """Make the answers live (called by the timer once no key came for ``ARM_DELAY_S``)."""
+        self.armed = True
+
+    def watch_armed(self, armed: bool) -> None:
+        for button in self.query(Button):
+            button.disabled = not armed
+        if armed:
+            self.query_one("#no", Button).focus()
+
+    def watch_confirming_always(self, confirming: bool) -> None:
+        self.query_one("#approval-title", Label).update(
+            f"Always allow {self.tool}?" if confirming else f"Allow {self.tool} to change your history?"
+        )
+        self.query_one("#approval-question", Static).update(
+            ALWAYS_QUESTION.format(tool=self.tool) if confirming else self.question
+        )
+        self.query_one("#yes", Button).label = "Yes, always (y)" if confirming else "Yes (y)"
+        self.query_one("#no", Button).label = "Back (n)" if confirming else "No (n)"
+        self.query_one("#always", Button).display = not confirming
+
+    def on_key(self, event: events.Key) -> None:
+        if not self.armed:  # typed ahead or too soon: swallow it and wait again
+            event.stop()
+            event.prevent_default()
+            self._disarm()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "choose":
+            return self.armed
+        return True
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.action_choose(event.button.id or "no")
+
+    def action_choose(self, choice: str) -> None:
+        if not self.armed:
+            return
+        if self.confirming_always:
+            if choice == "yes":
+                self.dismiss("always")
+            elif choice == "no":
+                self.confirming_always = False
+                self._disarm()
+            return
+        if choice == "always":
+            self.confirming_always = True
+            self._disarm()
+            return
+        self.dismiss(choice)

@@ -1,0 +1,74 @@
+"""Images under ``tui-agent serve``: full size in a new browser tab, or as a download.
+
+The browser's terminal (xterm.js) shows only half-cell pictures, so opening an image (F3, ``o``, a
+click) opens ``/media/<path>`` in a new tab, where the browser shows the real file. The URL is
+relative: the browser resolves it against the page's own origin, the one the token cookie belongs
+to. Downloading stays a separate action.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+    from tui_agent.core.vault import Vault
+
+# Set by ``tui-agent serve`` for its app processes: the server has the /media/ route.
+MEDIA_ENV = "TUI_AGENT_MEDIA_ROUTE"
+
+
+def media_relative(vault: Vault, path: Path) -> str | None:
+    """``path`` relative to ``media/`` when served with the /media/ route and ``path`` is in media/."""
+    if not os.environ.get(MEDIA_ENV):
+        return None
+    try:
+        return path.resolve().relative_to(vault.media.resolve()).as_posix()
+    except ValueError:
+        return None
+
+
+def media_url(vault: Vault, path: Path) -> str | None:
+    """``/media/<path relative to media/>`` (see ``media_relative``)."""
+    relative = media_relative(vault, path)
+    return None if relative is None else os.environ[MEDIA_ENV].rstrip("/") + "/" + quote(relative)
+
+
+def open_served_image(app: App[Any], vault: Vault, path: Path) -> None:
+    """Open ``path`` full size in a new browser tab (a download where the server has no /media/)."""
+    url = media_url(vault, path)
+    if url is None:
+        download_image(app, path)
+        return
+    app.open_url(url, new_tab=True)
+    app.notify(f"Opened {path.name} in a new browser tab")
+
+
+def download_image(app: App[Any], path: Path) -> None:
+    """The browser downloads the file (in a terminal: a copy in the downloads folder)."""
+    if not path.is_file():
+        app.notify(f"{path.name} is no longer in the vault", severity="error")
+        return
+    mime = {".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp"}
+    app.deliver_binary(path, open_method="download", mime_type=mime.get(path.suffix.lower(), "image/png"))
+    from tui_agent.ui.images import served_in_browser
+
+    if served_in_browser():
+        app.notify(f"Downloading {path.name}")
+    else:
+        app.notify(f"Saved a copy of {path.name} to your downloads folder")
+
+
+def open_gallery(app: App[Any], vault: Vault, conversation_id: int | None, path: Path) -> None:
+    """A new tab with the conversation's images at full size, starting at ``path`` (serve only)."""
+    relative = media_relative(vault, path)
+    if relative is None or conversation_id is None:
+        app.notify("The image gallery opens in a browser: run tui-agent serve.", severity="warning")
+        return
+    at = quote(relative, safe="")
+    app.open_url(f"/gallery/{conversation_id}?at={at}", new_tab=True)
+    app.notify("Opened this conversation's images in a new browser tab")

@@ -1,0 +1,130 @@
+"""The message cursor of the chat log: Up/Down through messages and tool blocks, a visible mark,
+Enter for the message's actions, Down past the last (or Esc) back to the composer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual import events
+from textual.binding import Binding
+from textual.message import Message
+from textual.widget import Widget
+
+from tui_agent.ui.widgets.alternatives import AlternativesBar
+
+
+class CursorAction(Message):
+    """The user asked for ``action`` (an app action name) on the message under the cursor."""
+
+    def __init__(self, action: str, widget: Widget) -> None:
+        super().__init__()
+        self.action = action
+        self.widget = widget
+
+
+class CursorLeft(Message):
+    """The cursor left the log (Down past the last message, or Esc): focus goes back to the composer."""
+
+
+CURSOR_BINDINGS: list[Binding | tuple[str, str] | tuple[str, str, str]] = [
+    Binding("up", "cursor_up", "Previous message", show=False, id="cursor.up"),
+    Binding("down", "cursor_down", "Next message", show=False, id="cursor.down"),
+    Binding("enter", "cursor_menu", "Actions", id="cursor.menu"),
+    Binding("c", "cursor_do('copy_message')", "Copy", id="cursor.copy"),
+    Binding("p", "cursor_do('copy_to_prompt')", "To prompt", id="cursor.to_prompt"),
+    Binding("r", "cursor_do('regenerate')", "Regenerate", id="cursor.regenerate"),
+    Binding("e", "cursor_do('edit_message')", "Edit", id="cursor.edit"),
+    Binding("left", "cursor_alternative(-1)", "Previous alternative", show=False, id="cursor.alt_prev"),
+    Binding("right", "cursor_alternative(1)", "Next alternative", show=False, id="cursor.alt_next"),
+    Binding("escape", "cursor_leave", "Back to composer", id="cursor.leave"),
+]
+
+
+class MessageCursorMixin:
+    """Mixed into the chat log (a scrollable container whose children are the message widgets)."""
+
+    cursor: Widget | None = None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The cursor's keys exist only while there is a cursor (a focused image keeps its own)."""
+        if action.startswith("cursor_") and action not in ("cursor_up", "cursor_down"):
+            return self.cursor is not None
+        return True
+
+    def selectable(self) -> list[Widget]:
+        return [child for child in self.children if getattr(child, "message_id", None) is not None]  # type: ignore[attr-defined]
+
+    def move_cursor_to(self, widget: Widget | None) -> None:
+        if self.cursor is not None and self.cursor is not widget:
+            self.cursor.remove_class("-cursor")
+        self.cursor = widget
+        if widget is not None:
+            widget.add_class("-cursor")
+            self.scroll_to_widget(widget, animate=False)  # type: ignore[attr-defined]
+
+    def enter_cursor(self) -> None:
+        """From the composer: the cursor starts on the newest message."""
+        items = self.selectable()
+        if not items:
+            return
+        self.focus()  # type: ignore[attr-defined]
+        self.move_cursor_to(items[-1])
+
+    async def action_cursor_up(self) -> None:
+        items = self.selectable()
+        if not items:
+            return
+        if self.cursor not in items:
+            self.move_cursor_to(items[-1])
+            return
+        index = items.index(self.cursor)
+        if index == 0 and getattr(self, "has_older", False):
+            await self.load_older()  # type: ignore[attr-defined]
+            items = self.selectable()
+            index = items.index(self.cursor)
+        self.move_cursor_to(items[max(0, index - 1)])
+
+    def action_cursor_down(self) -> None:
+        items = self.selectable()
+        if self.cursor not in items or items.index(self.cursor) == len(items) - 1:
+            self.action_cursor_leave()
+            return
+        self.move_cursor_to(items[items.index(self.cursor) + 1])
+
+    def action_cursor_leave(self) -> None:
+        self.move_cursor_to(None)
+        self.post_message(CursorLeft())  # type: ignore[attr-defined]
+
+    def action_cursor_menu(self) -> None:
+        self.action_cursor_do("message_menu")
+
+    def action_cursor_do(self, action: str) -> None:
+        if self.cursor is not None:
+            self.post_message(CursorAction(action, self.cursor))  # type: ignore[attr-defined]
+
+    def action_cursor_alternative(self, delta: int) -> None:
+        if self.cursor is None:
+            return
+        bars = list(self.cursor.query(AlternativesBar))
+        if bars:
+            bars[0].step(delta)
+            return
+        carousel: Any = next(iter(self.cursor.query("ImageCarousel")), None)
+        if carousel is not None:
+            carousel.action_next() if delta > 0 else carousel.action_previous()
+
+    def on_blur(self, event: events.Blur) -> None:
+        if self.screen is not self.app.screen:  # type: ignore[attr-defined]
+            return  # a dialog opened over the log (the actions menu): the cursor stays
+        if self.cursor is not None:
+            self.cursor.remove_class("-cursor")
+            self.cursor = None
+
+    def on_click(self, event: events.Click) -> None:
+        """A click on a message selects it (clicks on buttons inside still do their own thing)."""
+        widget: Widget | None = event.widget
+        while widget is not None and widget.parent is not self:
+            widget = widget.parent  # type: ignore[assignment]
+        if widget is not None and getattr(widget, "message_id", None) is not None:
+            self.focus()  # type: ignore[attr-defined]
+            self.move_cursor_to(widget)
