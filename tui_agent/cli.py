@@ -159,5 +159,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return _pipe_closed()
+    except Exception as exc:
+        from tui_agent.core.store.errors import store_failure_message
+
+        message = store_failure_message(exc)
+        if message is None:
+            raise
+        print(f"error: {message}", file=sys.stderr)
+        return 1
     parser.error(f"unknown command {command}")
     return 2

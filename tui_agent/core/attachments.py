@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import re
-import shutil
 import tempfile
 from pathlib import Path
 from urllib.parse import urlparse
 
+from tui_agent.core.download import DownloadError, copy_bounded, download
 from tui_agent.core.images import ImageCheckError, verify_image
 from tui_agent.core.vault import Vault
 
 MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
-DOWNLOAD_TIMEOUT_S = 30.0
+DOWNLOAD_TIMEOUT_S = 30.0  # with no data at all
+DOWNLOAD_DEADLINE_S = 120.0  # for the whole download, however it trickles
 _EXT = {"PNG": ".png", "JPEG": ".jpg", "GIF": ".gif", "WEBP": ".webp"}
 
 
@@ -25,8 +27,9 @@ class AttachmentError(ValueError):
 async def import_image(vault: Vault, source: str) -> str:
     """Return the vault-relative path of ``source`` (path or http(s) URL) after checking it is an image."""
     if re.match(r"^https?://", source, re.IGNORECASE):
-        tmp = await _download(source, vault.uploads)
         name = Path(urlparse(source).path).stem or "image"
+        tmp = _temp(vault, "download-")
+        fetch = _download(source, tmp)
     else:
         local = Path(source).expanduser()
         if not local.is_absolute() and not local.exists() and (vault.root / source).exists():
@@ -39,48 +42,61 @@ async def import_image(vault: Vault, source: str) -> str:
                 return vault.relative(local)
         except ImageCheckError as exc:
             raise AttachmentError(f"attach: {source}: {exc}") from None
-        tmp = Path(tempfile.mkstemp(prefix="attach-", dir=vault.uploads)[1])
-        await asyncio.to_thread(shutil.copyfile, local, tmp)
         name = local.stem
+        tmp = _temp(vault, "attach-")
+        fetch = _copy(source, local, tmp)
     try:
-        fmt, _, _ = await asyncio.to_thread(verify_image, tmp)
-        digest = hashlib.sha256(tmp.read_bytes()).hexdigest()[:12]
-        safe = re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-")[:40] or "image"
-        target = vault.uploads / f"{safe}-{digest}{_EXT[fmt]}"
-        if target.exists():
-            tmp.unlink()
-        else:
-            tmp.replace(target)
-        return vault.relative(target)
+        await fetch
+        return await asyncio.to_thread(_keep, vault, tmp, name, source)
+    finally:
+        tmp.unlink(missing_ok=True)  # whatever happened, no temp file is left behind
+
+
+def _temp(vault: Vault, prefix: str) -> Path:
+    handle, name = tempfile.mkstemp(prefix=prefix, dir=vault.uploads)
+    os.close(handle)
+    return Path(name)
+
+
+async def _download(url: str, tmp: Path) -> None:
+    try:
+        with open(tmp, "wb") as out:
+            await download(
+                url,
+                out,
+                max_bytes=MAX_DOWNLOAD_BYTES,
+                read_timeout_s=DOWNLOAD_TIMEOUT_S,
+                deadline_s=DOWNLOAD_DEADLINE_S,
+                accept="image/*",
+            )
+    except DownloadError as exc:
+        raise AttachmentError(f"attach: {url}{_phrase(exc)}") from None
+
+
+async def _copy(source: str, local: Path, tmp: Path) -> None:
+    try:
+        await asyncio.to_thread(copy_bounded, local, tmp, MAX_DOWNLOAD_BYTES)
+    except DownloadError as exc:
+        raise AttachmentError(f"attach: {source}{_phrase(exc)}") from None
+    except OSError as exc:
+        raise AttachmentError(f"attach: cannot read {source}: {exc.strerror or exc}") from None
+
+
+def _keep(vault: Vault, tmp: Path, name: str, source: str) -> str:
+    """Verify the temp file and give it its content-addressed name under uploads/."""
+    try:
+        fmt, _, _ = verify_image(tmp)
     except ImageCheckError as exc:
-        tmp.unlink(missing_ok=True)
         raise AttachmentError(f"attach: {source}: {exc}") from None
+    digest = hashlib.sha256(tmp.read_bytes()).hexdigest()[:12]
+    safe = re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-")[:40] or "image"
+    target = vault.uploads / f"{safe}-{digest}{_EXT[fmt]}"
+    if not target.exists():
+        tmp.replace(target)
+    return vault.relative(target)
 
 
-async def _download(url: str, folder: Path) -> Path:
-    import httpx
-
-    handle, name = tempfile.mkstemp(prefix="download-", dir=folder)
-    tmp = Path(name)
-    try:
-        with open(handle, "wb") as out:
-            async with httpx.AsyncClient(timeout=DOWNLOAD_TIMEOUT_S, follow_redirects=True) as client:
-                async with client.stream("GET", url) as response:
-                    if response.status_code != 200:
-                        raise AttachmentError(f"attach: {url} answered HTTP {response.status_code}")
-                    kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
-                    if kind and not kind.startswith("image/") and kind != "application/octet-stream":
-                        raise AttachmentError(f"attach: {url} is {kind}, not an image")
-                    size = 0
-                    async for chunk in response.aiter_bytes():
-                        size += len(chunk)
-                        if size > MAX_DOWNLOAD_BYTES:
-                            raise AttachmentError(f"attach: {url} is larger than {MAX_DOWNLOAD_BYTES // 1_048_576} MB")
-                        out.write(chunk)
-    except AttachmentError:
-        tmp.unlink(missing_ok=True)
-        raise
-    except httpx.HTTPError as exc:
-        tmp.unlink(missing_ok=True)
-        raise AttachmentError(f"attach: cannot download {url}: {exc.__class__.__name__}: {exc}") from None
-    return tmp
+def _phrase(exc: DownloadError) -> str:
+    """``is larger than ...`` reads on after the URL; other reasons follow a colon."""
+    text = str(exc)
+    return f" {text}" if text.startswith(("is ", "answered ", "took ")) else f": {text}"

@@ -207,14 +207,40 @@ def _cost(message: Message, attachments: dict[int, list[str]]) -> int:
 
 
 def _within_budget(rows: list[Message], attachments: dict[int, list[str]], budget_tokens: int) -> list[Message]:
-    """Keep the newest messages that fit the budget (always at least the last one)."""
-    kept: list[Message] = []
-    used = 0
-    for message in reversed(rows):
-        cost = _cost(message, attachments)
-        if kept and used + cost > budget_tokens:
+    """Keep the newest messages that fit the budget, tool exchanges whole.
+
+    Always kept, whatever they cost: the latest user message and the last exchange (the open tool
+    exchange: an assistant message with tool calls and its results), so a huge message can never
+    leave the model with nothing but the system prompt.
+    """
+    units = _units(rows)
+    if not units:
+        return []
+    users = [i for i, unit in enumerate(units) if unit[0].role == "user"]
+    kept = {len(units) - 1, *users[-1:]}
+    used = sum(_unit_cost(units[i], attachments) for i in kept)
+    for index in range(len(units) - 1, -1, -1):
+        if index in kept:
+            continue
+        cost = _unit_cost(units[index], attachments)
+        if used + cost > budget_tokens:
             break
-        kept.append(message)
+        kept.add(index)
         used += cost
-    kept.reverse()
-    return kept
+    return [message for index, unit in enumerate(units) if index in kept for message in unit]
+
+
+def _units(rows: list[Message]) -> list[list[Message]]:
+    """Rows grouped so an assistant message with tool calls and the results after it stay together."""
+    units: list[list[Message]] = []
+    for message in rows:
+        is_tool = message.tool_call_id is not None and message.role != "assistant"
+        if is_tool and units and units[-1][0].role == "assistant" and units[-1][0].tool_calls:
+            units[-1].append(message)
+        else:
+            units.append([message])
+    return units
+
+
+def _unit_cost(unit: list[Message], attachments: dict[int, list[str]]) -> int:
+    return sum(_cost(message, attachments) for message in unit)

@@ -19,7 +19,10 @@ from tui_agent.core.reply import Reply as _Reply
 from tui_agent.core.reply import call_dict as _call_dict
 from tui_agent.core.reply import temperature as _temperature
 from tui_agent.core.store import branches, history
+from tui_agent.core.store import errors as store_errors
 from tui_agent.core.store.models import Message, Profile
+from tui_agent.core.store.recovery import finish_row
+from tui_agent.core.tool_caps import MAX_TOOL_ARGUMENT_CHARS, stored_arguments, stored_result
 from tui_agent.core.tools.base import ApprovalCallback, ToolContext, ToolResult
 from tui_agent.core.tools.registry import ToolRegistry
 from tui_agent.core.vault import Vault
@@ -88,7 +91,25 @@ class AgentLoop:
         """One user turn. ``conversation_id`` None starts a new conversation.
 
         ``edit_of``: the user message this one replaces; the conversation forks there (the old
-        branch is kept and can be chosen again)."""
+        branch is kept and can be chosen again).
+
+        A failure of the store (disk full, damaged file) ends the turn with an error event, not a traceback.
+        """
+        current = conversation_id
+        try:
+            async for event in self._turn(conversation_id, text, attachments, edit_of):
+                if isinstance(event, ev.ConversationChanged):
+                    current = event.conversation_id
+                yield event
+        except store_errors.DATABASE_ERRORS as exc:
+            failure = store_errors.describe(exc)
+            log.error("store failure: %s", failure)
+            yield ev.ErrorEvent(str(failure), "store")
+            yield ev.Done("error", current)
+
+    async def _turn(
+        self, conversation_id: int | None, text: str, attachments: Sequence[str], edit_of: int | None
+    ) -> AsyncIterator[ev.Event]:
         if len(text) > MAX_MESSAGE_CHARS:
             yield ev.ErrorEvent(
                 f"message too long ({len(text):,} characters; the limit is {MAX_MESSAGE_CHARS:,}): "
@@ -209,7 +230,7 @@ class AgentLoop:
                         ToolResult.fail(f"not run: {message}").to_json(),
                         tool_name=call.name,
                         tool_call_id=call.id,
-                        tool_arguments=call.arguments,
+                        tool_arguments=stored_arguments(call.arguments),
                         status="error",
                     )
                 history.add_message(conversation_id, "error", message, status="error")
@@ -233,6 +254,7 @@ class AgentLoop:
         yield ev.AssistantStarted(model)
         reply = _Reply(conversation_id, model, FLUSH_INTERVAL_S)
         finished = False
+        stream: Any = None
         try:
             stream = self.client.stream(
                 model=model,
@@ -270,10 +292,24 @@ class AgentLoop:
             if not finished:
                 reply.save("cancelled")
             raise
+        except store_errors.DATABASE_ERRORS:
+            # The store failed mid-stream (disk full): the row must not stay "streaming".
+            await _close(stream)
+            if reply.row is not None and not finished:
+                finish_row(reply.row.id, "error")
+            raise
         except llm.LLMError as exc:
             reply.save("error")
             history.add_message(conversation_id, "error", str(exc), model=model, status="error")
             yield ev.ErrorEvent(str(exc), exc.kind)
+
+    async def _execute(self, call: llm.ToolCall, ctx: ToolContext) -> ToolResult:
+        if len(call.arguments) > MAX_TOOL_ARGUMENT_CHARS:
+            return ToolResult.fail(
+                f"arguments too long ({len(call.arguments):,} characters; the limit is "
+                f"{MAX_TOOL_ARGUMENT_CHARS:,}): not run; call it again with shorter arguments"
+            )
+        return await self.registry.execute(call.name, call.arguments, ctx)
 
     async def _run_tools(
         self, conversation_id: int, calls: list[llm.ToolCall], outcome: dict[str, bool]
@@ -282,9 +318,10 @@ class AgentLoop:
         ctx = ToolContext(self.vault, self.profile, self.approve)
         for call in calls:
             tool = self.registry.get(call.name)
-            summary = tool.summarize(_loads(call.arguments)) if tool else f"{call.name} {call.arguments}"
-            yield ev.ToolStarted(call.id, call.name, call.arguments, summary)
-        tasks = [asyncio.ensure_future(self.registry.execute(c.name, c.arguments, ctx)) for c in calls]
+            arguments = stored_arguments(call.arguments)
+            summary = tool.summarize(_loads(arguments)) if tool else f"{call.name} {arguments}"
+            yield ev.ToolStarted(call.id, call.name, arguments, summary[:2000])
+        tasks = [asyncio.ensure_future(self._execute(c, ctx)) for c in calls]
         saved: set[str] = set()
         try:
             for call, task in zip(calls, tasks, strict=True):
@@ -293,18 +330,23 @@ class AgentLoop:
                 message = history.add_message(
                     conversation_id,
                     role,
-                    result.to_json(),
+                    stored_result(result.to_json()),
                     attachments=result.images,
                     tool_name=call.name,
                     tool_call_id=call.id,
-                    tool_arguments=call.arguments,
+                    tool_arguments=stored_arguments(call.arguments),
                     status="complete" if result.is_ok else "error",
                 )
                 saved.add(call.id)
                 tool = self.registry.get(call.name)
                 if tool is not None and tool.vision_followup and result.is_ok and result.images:
                     outcome["vision"] = True
-                yield ev.ToolFinished(call.id, call.name, call.arguments, result, message.id, role)
+                yield ev.ToolFinished(call.id, call.name, stored_arguments(call.arguments), result, message.id, role)
+        except store_errors.DATABASE_ERRORS:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
         except (asyncio.CancelledError, GeneratorExit):
             for task in tasks:
                 task.cancel()
@@ -317,7 +359,7 @@ class AgentLoop:
                         ToolResult.fail("cancelled by the user").to_json(),
                         tool_name=call.name,
                         tool_call_id=call.id,
-                        tool_arguments=call.arguments,
+                        tool_arguments=stored_arguments(call.arguments),
                         status="cancelled",
                     )
             raise
@@ -329,3 +371,12 @@ def _loads(raw: str) -> dict[str, Any]:
     except json.JSONDecodeError:
         return {}
     return value if isinstance(value, dict) else {}
+
+
+async def _close(stream: Any) -> None:
+    close = getattr(stream, "aclose", None)
+    if close is not None:
+        try:
+            await close()
+        except Exception:  # the stream is abandoned; its own error does not matter any more
+            log.debug("closing the stream failed", exc_info=True)

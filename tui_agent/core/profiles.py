@@ -103,6 +103,10 @@ def _argv_template(raw: str) -> str:
     joined = " ".join(argv)
     if "{prompt}" not in joined or "{output}" not in joined:
         raise ValueError("must contain both {prompt} and {output}")
+    from tui_agent.core.tools.command_guard import shell_reason
+
+    if (reason := shell_reason(argv)) is not None:
+        raise ValueError(reason)
     return json.dumps(argv)
 
 

@@ -9,13 +9,14 @@ from tui_agent.core import events as ev
 from tui_agent.core import llm
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Message, Profile
+from tui_agent.core.tool_caps import stored_arguments
 
 FLUSH_INTERVAL_S = 0.5
 
 
 def call_dict(call: llm.ToolCall) -> dict[str, Any]:
     """A tool call as stored in ``messages.tool_calls``; provider extras ride along unchanged."""
-    entry: dict[str, Any] = {"id": call.id, "name": call.name, "arguments": call.arguments}
+    entry: dict[str, Any] = {"id": call.id, "name": call.name, "arguments": stored_arguments(call.arguments)}
     if call.extra:
         entry["extra"] = call.extra  # e.g. Gemini's extra_content.google.thought_signature
     return entry

@@ -9,6 +9,7 @@ import peewee as pw
 
 from tui_agent.core import profiles
 from tui_agent.core.store import open_database
+from tui_agent.core.store.errors import DATABASE_ERRORS, describe
 from tui_agent.core.store.models import Profile
 from tui_agent.core.vault import Vault, open_vault, setup_logging
 
@@ -29,8 +30,18 @@ class Session:
 
 
 def open_session(vault_arg: str | None = None) -> Session:
+    """Open the vault; a database that cannot be used raises StoreError (its message says what to do)."""
     vault = open_vault(vault_arg)
     setup_logging(vault)
     db = open_database(vault.db_path)
-    profiles.ensure_default_profile()
+    try:
+        if not Profile.select().exists():
+            # The first run: of many processes starting at once, exactly one creates the profile
+            # (the transaction takes the write lock before it counts).
+            with db.atomic():
+                profiles.ensure_default_profile()
+        profiles.ensure_default_profile()
+    except DATABASE_ERRORS as exc:
+        db.close()
+        raise describe(exc, vault.db_path) from None
     return Session(vault, db)

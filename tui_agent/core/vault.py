@@ -77,7 +77,14 @@ def setup_logging(vault: Vault, level: int = logging.INFO) -> None:
     for handler in logger.handlers:
         if getattr(handler, "baseFilename", None) == target:
             return
-    handler = logging.handlers.RotatingFileHandler(target, maxBytes=2_000_000, backupCount=3, encoding="utf-8")
+    handler = _LogFileHandler(target, maxBytes=2_000_000, backupCount=3, encoding="utf-8")
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
     logger.addHandler(handler)
     logger.setLevel(level)
+
+
+class _LogFileHandler(logging.handlers.RotatingFileHandler):
+    """A log line that cannot be written (disk full) is dropped, not printed as a traceback to the user."""
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        pass

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from tui_agent.core.profiles import ProfileError
 from tui_agent.core.session import open_session
+from tui_agent.core.store.errors import StoreError
 
 if TYPE_CHECKING:
     from tui_agent.ui.app import AgentApp
@@ -54,6 +55,10 @@ def run_app(vault_arg: str | None, profile_name: str | None) -> int:
         probe.join()
         print(f"error: profile {exc}", file=sys.stderr)
         return 2
+    except StoreError as exc:
+        probe.join()  # the terminal's replies to the image probe must not spill into the shell
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     probe.join()
     from tui_agent.ui import images
 

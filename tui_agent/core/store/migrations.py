@@ -162,8 +162,13 @@ def migrate(conn: sqlite3.Connection, target: int = LATEST) -> int:
             f"database schema version {version} is newer than this tui-agent ({LATEST}); upgrade tui-agent"
         )
     while version < target:
-        script = STEPS[version]
         conn.execute("BEGIN IMMEDIATE")
+        # Another process may have migrated while we waited for the write lock: read it again.
+        version = current_version(conn)
+        if version >= target:
+            conn.execute("ROLLBACK")
+            break
+        script = STEPS[version]
         try:
             for statement in _split(script):
                 conn.execute(statement)

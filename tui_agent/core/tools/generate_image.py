@@ -6,6 +6,7 @@ import asyncio
 import base64
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -15,10 +16,12 @@ from typing import Any
 from tui_agent.core.images import ImageCheckError, verify_image
 from tui_agent.core.llm import LLMError, resolve_api_key
 from tui_agent.core.tools.base import Tool, ToolContext, ToolResult
-from tui_agent.core.tools.vault_paths import PathRejected, media_path, numbered
+from tui_agent.core.tools.command_guard import prompt_reason, shell_reason
+from tui_agent.core.tools.vault_paths import INVALID_PATH, MAX_NAME_BYTES, PathRejected, media_path, numbered
 
 MAX_COUNT = 4
 MAX_PARALLEL = 2
+_PLACEHOLDER = re.compile(r"\{(prompt|output|model)\}")
 
 
 class GenerationError(Exception):
@@ -84,28 +87,32 @@ class GenerateImageTool(Tool):
             warning = f"count {count} capped at {MAX_COUNT}"
             count = MAX_COUNT
         targets = numbered(target, count)
+        if any(len(path.name.encode()) > MAX_NAME_BYTES for path in targets):
+            return ToolResult.fail(f"{INVALID_PATH} (a file name is longer than {MAX_NAME_BYTES} bytes)")
         media = ctx.vault.media.resolve()
         for path in targets:
             if path.exists():
                 return ToolResult.fail(f"exists: media/{path.relative_to(media).as_posix()}")
         try:
             backend = self._backend(ctx)
+            backend.check_prompt(prompt)
         except GenerationError as exc:
             return ToolResult.fail(str(exc))
         ctx.logger.info("[IMAGE TOOL]\nSelected model: %s\nEndpoint: %s", profile.image_model, backend.endpoint)
         target.parent.mkdir(parents=True, exist_ok=True)
-        jobs = [asyncio.ensure_future(self._one(backend, prompt, path)) for path in targets]
+        claimed: list[Path] = []  # the final names this call created: the only files it may remove
+        jobs = [asyncio.ensure_future(self._one(backend, prompt, path, media, claimed)) for path in targets]
         try:
             results = await asyncio.gather(*jobs, return_exceptions=True)
         except asyncio.CancelledError:
             for job in jobs:
                 job.cancel()
             await asyncio.gather(*jobs, return_exceptions=True)
-            _remove(targets)
+            _remove(claimed)
             raise
         errors = [r for r in results if isinstance(r, BaseException)]
         if errors:
-            _remove(targets)  # all or nothing: no partial set is left behind
+            _remove(claimed)  # all or nothing: no partial set is left behind, and nobody else's file goes
             first = errors[0]
             if not isinstance(first, GenerationError):
                 ctx.logger.error("image generation crashed", exc_info=first)
@@ -120,6 +127,9 @@ class GenerateImageTool(Tool):
         profile = ctx.profile
         if profile.image_backend == "command":
             argv = json.loads(profile.image_command)
+            reason = shell_reason(argv)
+            if reason is not None:
+                raise GenerationError(f"profile field image_command {reason}")
             program = argv[0]
             found = shutil.which(program)
             if found is None:
@@ -138,8 +148,9 @@ class GenerateImageTool(Tool):
             )
         raise GenerationError(f"image_backend: unknown backend {profile.image_backend!r}")
 
-    async def _one(self, backend: _Backend, prompt: str, target: Path) -> None:
-        tmp = target.with_name(f".{target.stem}.{secrets.token_hex(4)}.partial.png")
+    async def _one(self, backend: _Backend, prompt: str, target: Path, media: Path, claimed: list[Path]) -> None:
+        # A short temp name of our own: the final name may be up to 255 bytes long already.
+        tmp = target.with_name(f".partial-{secrets.token_hex(8)}.png")
         async with self._semaphore():
             try:
                 await backend.generate(prompt, tmp)
@@ -147,9 +158,10 @@ class GenerateImageTool(Tool):
                     await asyncio.to_thread(verify_image, tmp, ("PNG",))
                 except ImageCheckError as exc:
                     raise GenerationError(f"{backend.label} failed: output is not a valid PNG ({exc})") from None
-                if target.exists():
-                    raise GenerationError(f"exists: {target.name} appeared while generating")
-                os.replace(tmp, target)
+                if not _claim(tmp, target):
+                    shown = target.relative_to(media).as_posix()
+                    raise GenerationError(f"exists: media/{shown} (another generation made it first)")
+                claimed.append(target)
             finally:
                 tmp.unlink(missing_ok=True)
 
@@ -157,6 +169,9 @@ class GenerateImageTool(Tool):
 class _Backend:
     label = "image backend"
     endpoint = ""
+
+    def check_prompt(self, prompt: str) -> None:
+        """Raise GenerationError if this backend cannot pass ``prompt`` safely."""
 
     async def generate(self, prompt: str, output: Path) -> None:
         raise NotImplementedError
@@ -170,11 +185,15 @@ class _CommandBackend(_Backend):
         self.timeout_s = timeout_s
         self.model = model
 
+    def check_prompt(self, prompt: str) -> None:
+        reason = prompt_reason(self.argv, prompt)
+        if reason is not None:
+            raise GenerationError(reason)
+
     async def generate(self, prompt: str, output: Path) -> None:
-        argv = [
-            a.replace("{prompt}", prompt).replace("{output}", str(output)).replace("{model}", self.model)
-            for a in self.argv
-        ]
+        values = {"prompt": prompt, "output": str(output), "model": self.model}
+        # One pass, so a prompt that contains "{output}" stays text.
+        argv = [_PLACEHOLDER.sub(lambda m: values[m.group(1)], a) for a in self.argv]
         try:
             process = await asyncio.create_subprocess_exec(
                 *argv,
@@ -248,6 +267,23 @@ async def _kill_group(process: asyncio.subprocess.Process) -> None:
 def _remove(paths: list[Path]) -> None:
     for path in paths:
         path.unlink(missing_ok=True)
+
+
+def _claim(tmp: Path, target: Path) -> bool:
+    """Give ``tmp`` the name ``target`` unless that name exists (atomically); False if it does."""
+    try:
+        os.link(tmp, target)
+        return True
+    except FileExistsError:
+        return False
+    except OSError:
+        pass  # a file system without hard links: claim the name by creating it exclusively
+    try:
+        os.close(os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+    except FileExistsError:
+        return False
+    os.replace(tmp, target)
+    return True
 
 
 def _error_detail(response: Any) -> str:

@@ -10,6 +10,8 @@ from tui_agent.core.vault import Vault
 GENERATE_RE = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9/_-]*\.png", re.ASCII)
 SHOW_RE = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9/_.-]*\.(png|jpg|jpeg|gif|webp)", re.ASCII | re.IGNORECASE)
 INVALID_PATH = "invalid path: must be relative, alphanumeric/dashes/underscores, end with .png"
+MAX_NAME_BYTES = 255  # the longest file or folder name most file systems take
+MAX_PATH_CHARS = 1024
 
 
 class PathRejected(ValueError):
@@ -24,6 +26,8 @@ def media_path(vault: Vault, raw: str, pattern: re.Pattern[str] = GENERATE_RE, m
     if not isinstance(raw, str) or "\x00" in raw or "\\" in raw or raw.startswith("/") or ".." in raw:
         raise PathRejected(message)
     relative = raw[len("media/") :] if raw.startswith("media/") else raw
+    if len(relative) > MAX_PATH_CHARS or any(len(part.encode()) > MAX_NAME_BYTES for part in relative.split("/")):
+        raise PathRejected(f"{message} (a name is longer than {MAX_NAME_BYTES} bytes)")
     if not pattern.fullmatch(relative) or any(not part[:1].isalnum() for part in relative.split("/")):
         # Every folder and file name starts with a letter or digit: no hidden files, no empty parts.
         raise PathRejected(message)

@@ -1,0 +1,115 @@
+"""Many writers on one vault at once: real `tui-agent ask` processes against a loopback model server."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from fake_openai import FakeOpenAI, Reply
+
+from tui_agent.core import profiles
+
+WRITERS = 20
+
+
+def _ask(vault: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tui_agent", "ask", "--vault", str(vault), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_twenty_concurrent_asks_and_a_long_streaming_writer_lose_nothing(env):
+    # The long-lived writer streams a long reply from its own server (its own profile), flushing the
+    # growing row every half second while the 20 short asks insert and finish theirs.
+    slow_server = FakeOpenAI().start()
+    writers_done = threading.Event()  # the long reply ends only after every short ask has finished
+    try:
+        long_reply = "".join(f"w{i} " for i in range(600))
+        slow_server.script(Reply(text=long_reply, chunk_size=6, chunk_delay_s=0.02, hold=writers_done))
+        profiles.create_profile(
+            "slow", {**_fields(env.profile), "base_url": slow_server.base_url, "request_timeout_s": 300}
+        )
+        env.fake.default_text = "short answer"
+        vault = env.vault.root
+        streaming = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tui_agent",
+                "ask",
+                "--vault",
+                str(vault),
+                "--profile",
+                "slow",
+                "--new",
+                "the long one",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            bufsize=0,
+        )
+        assert streaming.stdout is not None
+        first = streaming.stdout.read(3)  # the long row exists and is being written
+        writers = [_ask(vault, *(["--new"] if i % 2 else []), f"question number {i}") for i in range(WRITERS)]
+        outcomes = [(p.wait(timeout=300), p.stderr.read() if p.stderr else "") for p in writers]
+        assert streaming.poll() is None  # it was writing the whole time
+        writers_done.set()
+        rest, streaming_err = streaming.communicate(timeout=300)
+    finally:
+        writers_done.set()
+        slow_server.stop()
+    assert [code for code, _ in outcomes] == [0] * WRITERS, [err for _, err in outcomes if err]
+    assert streaming.returncode == 0, streaming_err
+    assert (first + rest).decode() == long_reply + "\n"
+
+    conn = sqlite3.connect(env.vault.db_path)
+    try:
+        stored = conn.execute("SELECT role, content, status FROM messages ORDER BY id").fetchall()
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    finally:
+        conn.close()
+    users = sorted(content for role, content, _ in stored if role == "user")
+    assert users == sorted([f"question number {i}" for i in range(WRITERS)] + ["the long one"])
+    assistants = [(content, status) for role, content, status in stored if role == "assistant"]
+    assert sorted(assistants) == sorted([("short answer", "complete")] * WRITERS + [(long_reply, "complete")])
+    assert {status for _, _, status in stored} == {"complete"}
+    assert len(stored) == 2 * (WRITERS + 1)
+
+
+def test_first_use_of_a_vault_by_many_processes_at_once(tmp_path, fake_llm):
+    """A fresh vault: every process migrates and creates the default profile; exactly one wins."""
+    vault = tmp_path / "fresh"
+    env = {
+        "PATH": str(Path(sys.executable).parent),
+        "OPENAI_BASE_URL": fake_llm.base_url,
+        "OPENAI_API_KEY": "k",
+        "HOME": str(tmp_path),
+    }
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "tui_agent", "ask", "--vault", str(vault), "--new", f"hello {i}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for i in range(8)
+    ]
+    results = [(p.wait(timeout=300), p.stderr.read() if p.stderr else "") for p in procs]
+    assert [code for code, _ in results] == [0] * 8, [err for _, err in results]
+    conn = sqlite3.connect(vault / "agent.db")
+    try:
+        assert conn.execute("SELECT name FROM profiles").fetchall() == [("default",)]
+        assert conn.execute("SELECT count(*) FROM messages WHERE status = 'complete'").fetchone() == (16,)
+    finally:
+        conn.close()
+
+
+def _fields(profile: object) -> dict[str, object]:
+    return {name: getattr(profile, name) for name in profiles.FIELD_NAMES}

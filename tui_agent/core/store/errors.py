@@ -1,0 +1,102 @@
+"""Failures of the store as one-line messages: which file, what happened, what to do.
+
+``StoreError`` is what entry points catch; ``describe`` turns a driver error into one.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sqlite3
+from pathlib import Path
+
+import peewee as pw
+
+#: Errors from the database driver, raw or wrapped by peewee (both trees are caught: peewee wraps
+#: only what passes through its own cursor).
+DATABASE_ERRORS: tuple[type[BaseException], ...] = (pw.DatabaseError, sqlite3.DatabaseError)
+
+NOT_CHANGED = "tui-agent did not change it"
+LOW_SPACE_BYTES = 1024 * 1024
+
+
+class StoreError(RuntimeError):
+    """The vault's database cannot be used; ``str()`` is the message for the user."""
+
+    def __init__(self, message: str, *, disk_full: bool = False) -> None:
+        super().__init__(message)
+        self.disk_full = disk_full
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return True
+    text = str(exc).lower()
+    return "disk is full" in text or "no space left" in text
+
+
+def describe(exc: BaseException, path: Path | str | None = None) -> StoreError:
+    """A StoreError for ``exc`` raised while using the database at ``path`` (default: the bound one)."""
+    if isinstance(exc, StoreError):
+        return exc
+    while "no transaction is active" in str(exc) and exc.__context__ is not None:
+        # SQLite rolled back by itself (disk full does that); peewee's own ROLLBACK then failed.
+        exc = exc.__context__
+    where = str(path) if path is not None else bound_path()
+    text = str(exc).strip() or exc.__class__.__name__
+    lower = text.lower()
+    if is_disk_full(exc) or (("i/o error" in lower or "unable to open" in lower) and _no_space(where)):
+        return StoreError(
+            f"the disk holding {where} is full ({text}): free some space and try again; "
+            "what was saved before stays saved",
+            disk_full=True,
+        )
+    if "not a database" in lower or "file is encrypted" in lower:
+        return StoreError(
+            f"{where} is not a tui-agent database (SQLite says: {text}): move it aside or restore it "
+            f"from a backup, then run again (a new one is made where none exists); {NOT_CHANGED}"
+        )
+    if "malformed" in lower or "corrupt" in lower:
+        return StoreError(
+            f"{where} is damaged (SQLite says: {text}): restore it from a backup, or salvage it with "
+            f"`sqlite3 {where} .recover | sqlite3 recovered.db` and put recovered.db in its place"
+        )
+    if "locked" in lower or "busy" in lower:
+        return StoreError(
+            f"{where} stayed locked by another program for too long ({text}): close the other "
+            "program or wait, then try again"
+        )
+    if "readonly" in lower or "read-only" in lower or "unable to open" in lower or "i/o error" in lower:
+        return StoreError(
+            f"cannot use {where} ({text}): check that the folder exists, is writable and its disk "
+            "has space, then try again"
+        )
+    return StoreError(f"database error in {where}: {text}")
+
+
+def bound_path() -> str:
+    """The file the models are bound to (for messages raised away from ``open_database``)."""
+    from tui_agent.core.store.models import Message
+
+    database = Message._meta.database
+    name = getattr(database, "database", None) if database is not None else None
+    return str(name) if name else "the vault database (agent.db)"
+
+
+def _no_space(where: str) -> bool:
+    """SQLite reports a full disk as an I/O error when it cannot create its -wal/-shm files."""
+    try:
+        stats = os.statvfs(os.path.dirname(where) or ".")
+    except OSError:
+        return False
+    return stats.f_bavail * stats.f_frsize < LOW_SPACE_BYTES
+
+
+def store_failure_message(exc: BaseException) -> str | None:
+    """The one-line message for a failure of the vault's store (or its disk), None for anything else."""
+    if isinstance(exc, (StoreError, *DATABASE_ERRORS)):
+        return str(describe(exc))
+    if isinstance(exc, OSError) and is_disk_full(exc):
+        where = f" writing {exc.filename}" if exc.filename else ""
+        return f"the disk is full{where} ({exc.strerror or exc}): free some space and try again"
+    return None
