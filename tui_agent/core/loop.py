@@ -66,6 +66,10 @@ class AgentLoop:
 
         The old reply stays as an alternative (a sibling under the same parent, see store.branches);
         the new one becomes the active branch."""
+        async for event in _store_guarded(self._regenerate(message_id), None):
+            yield event
+
+    async def _regenerate(self, message_id: int) -> AsyncIterator[ev.Event]:
         message = Message.get_or_none(Message.id == message_id)
         if message is None or message.role != "assistant":
             yield ev.ErrorEvent(f"message {message_id} is not an assistant reply: nothing to regenerate", "usage")
@@ -95,17 +99,8 @@ class AgentLoop:
 
         A failure of the store (disk full, damaged file) ends the turn with an error event, not a traceback.
         """
-        current = conversation_id
-        try:
-            async for event in self._turn(conversation_id, text, attachments, edit_of):
-                if isinstance(event, ev.ConversationChanged):
-                    current = event.conversation_id
-                yield event
-        except store_errors.DATABASE_ERRORS as exc:
-            failure = store_errors.describe(exc)
-            log.error("store failure: %s", failure)
-            yield ev.ErrorEvent(str(failure), "store")
-            yield ev.Done("error", current)
+        async for event in _store_guarded(self._turn(conversation_id, text, attachments, edit_of), conversation_id):
+            yield event
 
     async def _turn(
         self, conversation_id: int | None, text: str, attachments: Sequence[str], edit_of: int | None
@@ -173,6 +168,10 @@ class AgentLoop:
     async def retry_turn(self, conversation_id: int) -> AsyncIterator[ev.Event]:
         """Run the last turn of a conversation again after it failed, from its stored user message
         (nothing is added for the user; tool results it already has are kept)."""
+        async for event in _store_guarded(self._retry_turn(conversation_id), conversation_id):
+            yield event
+
+    async def _retry_turn(self, conversation_id: int) -> AsyncIterator[ev.Event]:
         from tui_agent.core.retry import RetryError, failed_turn
 
         try:
@@ -363,6 +362,21 @@ class AgentLoop:
                         status="cancelled",
                     )
             raise
+
+
+async def _store_guarded(events: AsyncIterator[ev.Event], conversation_id: int | None) -> AsyncIterator[ev.Event]:
+    """A failure of the store (disk full, damaged file) ends the turn with an error event, not a traceback."""
+    current = conversation_id
+    try:
+        async for event in events:
+            if isinstance(event, (ev.ConversationChanged, ev.BranchChanged)):
+                current = event.conversation_id
+            yield event
+    except store_errors.DATABASE_ERRORS as exc:
+        failure = store_errors.describe(exc)
+        log.error("store failure: %s", failure)
+        yield ev.ErrorEvent(str(failure), "store")
+        yield ev.Done("error", current)
 
 
 def _loads(raw: str) -> dict[str, Any]:
