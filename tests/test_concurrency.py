@@ -113,3 +113,62 @@ def test_first_use_of_a_vault_by_many_processes_at_once(tmp_path, fake_llm):
 
 def _fields(profile: object) -> dict[str, object]:
     return {name: getattr(profile, name) for name in profiles.FIELD_NAMES}
+
+
+async def test_twenty_asks_while_the_app_streams_a_reply_lose_nothing(env):
+    """The running app (a real AgentApp on the same vault) streams a long reply, flushing its row,
+    while 20 `tui-agent ask` processes write theirs: every message of both is stored, complete."""
+    from tui_agent.ui.app import AgentApp
+
+    fast = FakeOpenAI().start()
+    writers_done = threading.Event()
+    try:
+        fast.default_text = "short answer"
+        profiles.create_profile("fast", {**_fields(env.profile), "base_url": fast.base_url})
+        profiles.use_profile(env.profile.name)
+        long_reply = "".join(f"a{i} " for i in range(600))
+        env.fake.script(Reply(text=long_reply, chunk_size=6, chunk_delay_s=0.02, hold=writers_done))
+        app = AgentApp(env.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
+        async with app.run_test(size=(120, 40)) as pilot:
+            app.composer.load_text("the app's question")
+            await pilot.press("enter")
+            for _ in range(600):  # until the app's reply row exists and is being written
+                await pilot.pause(0.05)
+                if _count(env, "SELECT count(*) FROM messages WHERE status = 'streaming'"):
+                    break
+            writers = [
+                _ask(env.vault.root, "--profile", "fast", *(["--new"] if i % 2 else []), f"ask {i}")
+                for i in range(WRITERS)
+            ]
+            while any(p.poll() is None for p in writers):
+                await pilot.pause(0.1)
+            assert app.turns, "the app's reply was still streaming while the asks wrote"
+            writers_done.set()
+            for _ in range(1200):
+                await pilot.pause(0.05)
+                if not app.turns:
+                    break
+            outcomes = [(p.returncode, p.stderr.read() if p.stderr else "") for p in writers]
+    finally:
+        writers_done.set()
+        fast.stop()
+    assert [code for code, _ in outcomes] == [0] * WRITERS, [err for _, err in outcomes if err]
+    conn = sqlite3.connect(env.vault.db_path)
+    try:
+        stored = conn.execute("SELECT role, content, status FROM messages ORDER BY id").fetchall()
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    finally:
+        conn.close()
+    users = sorted(content for role, content, _ in stored if role == "user")
+    assert users == sorted([f"ask {i}" for i in range(WRITERS)] + ["the app's question"])
+    assistants = sorted((content, status) for role, content, status in stored if role == "assistant")
+    assert assistants == sorted([("short answer", "complete")] * WRITERS + [(long_reply, "complete")])
+    assert len(stored) == 2 * (WRITERS + 1)
+
+
+def _count(env, sql: str) -> int:
+    conn = sqlite3.connect(env.vault.db_path)
+    try:
+        return int(conn.execute(sql).fetchone()[0])
+    finally:
+        conn.close()
