@@ -128,11 +128,12 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
         self._fill_view()
 
     def _fill_view(self) -> None:
-        """While the mounted pages do not fill the view there is nothing to scroll: load more now."""
-        if self.max_scroll_y > 0 or self._loading:
+        """While the view sits at the end of what is mounted (the pages do not fill it, or the user
+        reached the end while a page was loading) scrolling cannot ask for more: load it now."""
+        if self._loading or self._settling:
             return
-        if self.has_newer:
-            self.run_worker(self.load_newer(), group="newer", exclusive=True)
+        if self.has_newer and (self.max_scroll_y <= 0 or self.scroll_y >= self.max_scroll_y):
+            self.run_worker(self.load_newer(), group="newer")  # never cancelled mid-mount: no gaps
 
     async def load_older(self) -> int:
         """Prepend the previous page; keep the view where it was. Returns how many rows loaded."""
@@ -165,7 +166,7 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
     def on_mouse_scroll_down(self) -> None:
         # At the end of what is mounted the scroll position cannot change: the wheel still asks for more.
         if self.has_newer and not self._settling and self.scroll_y >= self.max_scroll_y:
-            self.run_worker(self.load_newer(), group="newer", exclusive=True)
+            self.run_worker(self.load_newer(), group="newer")  # never cancelled mid-mount: no gaps
 
     async def mark_window_start(self, first_message_id: int | None) -> None:
         """A quiet line above the oldest message the model still sees (None: it sees everything)."""
@@ -260,4 +261,4 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
         if new_value <= 0 and old_value > 0 and self.has_older:
             self.run_worker(self.load_older(), group="older", exclusive=True)
         elif new_value >= self.max_scroll_y and old_value < new_value and self.has_newer:
-            self.run_worker(self.load_newer(), group="newer", exclusive=True)
+            self.run_worker(self.load_newer(), group="newer")  # never cancelled mid-mount: no gaps
