@@ -24,6 +24,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from PIL import Image
+
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
 TOOLS = ("Xvfb", "xterm", "import", "xdotool")
@@ -171,9 +173,31 @@ def run_terminal(name: str, display: Display, out: Path, base_url: str) -> list[
     def logged(text: str) -> bool:
         return any(text in p.read_text(errors="replace") for p in log.glob("*.log*")) if log.is_dir() else False
 
-    def shot(label: str) -> None:
+    baseline: list[int] = []
+
+    def shot(label: str, picture: bool = False, timeout: float = 25.0) -> None:
+        """Wait until the screen stops changing (and, for ``picture``, shows the image), then keep it.
+
+        A loaded machine draws late: a fixed sleep photographs half-drawn screens. Two equal
+        consecutive grabs mean the terminal has settled; a picture adds well over a hundred colours
+        to the text-only start screen. After ``timeout`` the last grab is kept as it is.
+        """
         path = out / f"{name}-{label}.png"
-        display.shot(path)
+        deadline = time.monotonic() + timeout
+        previous = b""
+        while True:
+            display.shot(path)
+            with Image.open(path) as grabbed:
+                rgb = grabbed.convert("RGB")
+                pixels = rgb.tobytes()
+                count = len(rgb.getcolors(1 << 22) or [])
+            shown = not picture or not baseline or count > baseline[0] + 150
+            if (pixels == previous and shown) or time.monotonic() > deadline:
+                break
+            previous = pixels
+            time.sleep(0.8)
+        if not baseline:
+            baseline.append(count)
         shots.append(path)
 
     try:
@@ -184,30 +208,30 @@ def run_terminal(name: str, display: Display, out: Path, base_url: str) -> list[
         display.keys("Return")
         wait_for(lambda: logged("model switched"), 60)
         time.sleep(6)
-        shot("2-carousel")
+        shot("2-carousel", picture=True)
         display.keys("shift+Tab", "shift+Tab", "Return")  # the carousel's ▶ button
         time.sleep(3)
-        shot("3-after-next")
+        shot("3-after-next", picture=True)
         display.keys("o")  # the focused carousel's "open full size" (F3 does the same from anywhere)
         time.sleep(4)
-        shot("4-full-size")
+        shot("4-full-size", picture=True)
         display.keys("Right")
         time.sleep(3)
-        shot("5-full-size-next")
+        shot("5-full-size-next", picture=True)
         display.keys("Escape")
         time.sleep(3)
-        shot("6-back-in-chat")
+        shot("6-back-in-chat", picture=True)
         display.keys("ctrl+p")
         time.sleep(2)
         display.keys("Escape")
         time.sleep(3)
-        shot("7-after-palette")
+        shot("7-after-palette", picture=True)
         display.resize_active(1000, 600)
         time.sleep(6)
-        shot("8-resized-small")
+        shot("8-resized-small", picture=True)
         display.resize_active(1380, 880)
         time.sleep(4)
-        shot("9-resized-big")
+        shot("9-resized-big", picture=True)
         # back to the composer (the carousel's button has the focus): click into it
         subprocess.run(["xdotool", "mousemove", "300", "820", "click", "1"], env=display.env, check=True)
         time.sleep(1)

@@ -73,27 +73,37 @@ async def test_a_key_while_inert_restarts_the_wait():
     assert app.answers == ["no"]
 
 
-async def test_always_needs_a_second_confirmation():
+async def arm_now(pilot, screen: ApprovalScreen) -> None:
+    screen.arm()  # what the timer does once no key came for ARM_DELAY_S
+    await pilot.pause()
+
+
+async def test_always_needs_a_second_confirmation(monkeypatch):
+    # The timer never fires by itself here, so "disarmed after a" holds however slow the machine is.
+    monkeypatch.setattr(ApprovalScreen, "ARM_DELAY_S", 3600)
     app = Host()
     async with app.run_test() as pilot:
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, ApprovalScreen)
-        await wait_armed(pilot, screen)
+        await arm_now(pilot, screen)
         await pilot.press("a")
         await pilot.pause()
         assert app.answers == [] and screen.confirming_always and not screen.armed
         text = str(screen.query_one("#approval-question", Static).render())
         assert "for the rest of this session" in text
         assert not screen.query_one("#always").display
-        await wait_armed(pilot, screen)
+        await pilot.press("y")  # too soon after the question changed: swallowed
+        await pilot.pause()
+        assert app.answers == [] and screen.confirming_always
+        await arm_now(pilot, screen)
         await pilot.press("n")  # back to the question, nothing decided
         await pilot.pause()
         assert app.answers == [] and not screen.confirming_always
         assert "old: a" in str(screen.query_one("#approval-question", Static).render())
-        await wait_armed(pilot, screen)
+        await arm_now(pilot, screen)
         await pilot.press("a")
-        await wait_armed(pilot, screen)
+        await arm_now(pilot, screen)
         await pilot.press("a")  # "a" again is not a confirmation
         await pilot.pause()
         assert app.answers == []

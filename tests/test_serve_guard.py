@@ -117,7 +117,12 @@ def test_max_sessions_caps_app_processes_with_a_clear_refusal(env, tmp_path):
                 page = await session.get(server.base + "/", headers=headers)
                 assert page.status == 503
                 assert "all 1 sessions of this tui-agent are in use" in await page.text()
-                assert len(app_processes(server.process.pid)) == 1
+                # The one session's app starts through ``sh -c`` a moment after the upgrade: wait for it,
+                # and never see a second one.
+                deadline = time.monotonic() + 30
+                while len(running := app_processes(server.process.pid)) < 1 and time.monotonic() < deadline:
+                    await asyncio.sleep(0.2)
+                assert len(running) == 1
                 await first.close()
                 deadline = time.monotonic() + 30
                 while True:  # the slot frees once the first app process has ended
