@@ -190,3 +190,24 @@ async def test_after_a_jump_to_an_old_message_newer_pages_load_on_scroll_down(en
         await _scroll_to(app, pilot, "end")
         ids = _ids(app)
         assert ids[-1] == all_ids[-1] and ids == all_ids[all_ids.index(ids[0]) :]
+
+
+async def test_turns_share_one_open_client_until_the_app_ends(env):
+    """The app keeps one client per endpoint: no new TLS context and connection pool per turn;
+    a changed endpoint gets its own, and every one is closed when the app ends."""
+    env.fake.script(Reply(text="one"), Reply(text="two"), Reply(text="three"))
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(app, pilot, "first")
+        first = app.llm_client()
+        assert first._client is not None  # still open after the turn
+        await send(app, pilot, "second")
+        assert app.llm_client() is first and first._client is not None
+        env.profile.request_timeout_s = 7  # another setting of the same endpoint: another client
+        env.profile.save()
+        await send(app, pilot, "third")
+        assert app.llm_client() is not first
+        assert [b.text for b in children(app, AssistantBubble)] == ["one", "two", "three"]
+        clients = list(app._llm_clients.values())
+    assert len(clients) == 2 and all(c._client is None for c in clients)  # closed with the app
+    assert len(env.fake.chat_requests) == 3

@@ -15,6 +15,7 @@ from typing import Any
 from tui_agent.core import events as ev
 from tui_agent.core import llm, profiles, slash
 from tui_agent.core.context import ContextBuilder
+from tui_agent.core.limits import MAX_MESSAGE_CHARS
 from tui_agent.core.reply import Reply as _Reply
 from tui_agent.core.reply import call_dict as _call_dict
 from tui_agent.core.reply import temperature as _temperature
@@ -29,7 +30,6 @@ from tui_agent.core.vault import Vault
 
 log = logging.getLogger("tui_agent.loop")
 FLUSH_INTERVAL_S = 0.5
-MAX_MESSAGE_CHARS = 200_000
 
 
 class AgentLoop:
@@ -43,11 +43,15 @@ class AgentLoop:
         *,
         client: llm.LLMClient | None = None,
         approve: ApprovalCallback | None = None,
+        keep_client: bool = False,
     ) -> None:
+        """``keep_client``: the client outlives this loop (the app reuses one, and its open
+        connection, across turns); :meth:`aclose` leaves it open."""
         self.vault = vault
         self.profile = profile
         self.registry = registry
         self._client = client
+        self._keep_client = keep_client and client is not None
         self.approve = approve
         self.builder = ContextBuilder(vault)
 
@@ -58,7 +62,7 @@ class AgentLoop:
         return self._client
 
     async def aclose(self) -> None:
-        if self._client is not None:
+        if self._client is not None and not self._keep_client:
             await self._client.close()
 
     async def regenerate(self, message_id: int) -> AsyncIterator[ev.Event]:

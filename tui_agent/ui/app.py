@@ -7,7 +7,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from textual import on, work
 from textual.app import App, ComposeResult
@@ -18,10 +18,9 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from tui_agent.core import profiles, slash
 from tui_agent.core.events import TurnStarted
-from tui_agent.core.loop import MAX_MESSAGE_CHARS
+from tui_agent.core.limits import MAX_MESSAGE_CHARS
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Profile
-from tui_agent.core.tools.registry import ToolRegistry, default_registry
 from tui_agent.core.vault import Vault
 from tui_agent.ui.commands import AgentCommands, HistorySearch
 from tui_agent.ui.errors import friendly, setup_text
@@ -34,6 +33,10 @@ from tui_agent.ui.widgets.chat_log import ChatLog
 from tui_agent.ui.widgets.composer import Composer, SlashHints
 from tui_agent.ui.widgets.context_meter import ContextMeter
 from tui_agent.ui.widgets.status import StatusLine
+
+if TYPE_CHECKING:
+    from tui_agent.core.llm import LLMClient
+    from tui_agent.core.tools.registry import ToolRegistry
 
 log = logging.getLogger("tui_agent.ui")
 
@@ -78,6 +81,7 @@ class AgentApp(PanelActionsMixin):
         self._tool_registry = registry
         self._preload: Worker[None] | None = None
         self._preload_done = asyncio.Event()
+        self._llm_clients: dict[tuple[str, str, float, str], LLMClient] = {}
         self.clock = clock
         self.live_motion = animate
         self.conversation_id: int | None = None
@@ -116,6 +120,8 @@ class AgentApp(PanelActionsMixin):
     @property
     def registry(self) -> ToolRegistry:
         if self._tool_registry is None:
+            from tui_agent.core.tools.registry import default_registry
+
             self._tool_registry = default_registry()
         return self._tool_registry
 
@@ -145,34 +151,61 @@ class AgentApp(PanelActionsMixin):
 
     def _preloaded(self) -> Worker[None]:
         if self._preload is None:
-            self._preload = cast("Worker[None]", self.preload_client())
+            self._preload = cast("Worker[None]", self.preload_client(self.llm_client()))
         return self._preload
 
+    def llm_client(self) -> LLMClient:
+        """One client per endpoint for the app's life: its connection stays open between turns
+        (no new TCP and TLS handshake before each reply)."""
+        from tui_agent.core.llm import LLMClient, resolve_api_key
+
+        profile = self.profile
+        key = (profile.base_url, resolve_api_key(profile), float(profile.request_timeout_s), profile.api_key_env)
+        client = self._llm_clients.get(key)
+        if client is None:
+            client = self._llm_clients[key] = LLMClient.for_profile(profile)
+        return client
+
     @work(thread=True, exit_on_error=False, group="startup")
-    def preload_client(self) -> None:
+    def preload_client(self, client: LLMClient) -> None:
         """After the first paint, in one thread (concurrent imports of one package can see it half
-        initialised): import openai, build the tools, then check that the endpoint answers."""
+        initialised): import openai and what the first turn needs, build the client, then check
+        that the endpoint answers."""
+        registry: ToolRegistry | None = None
         try:
+            from tui_agent.core.tools.registry import default_registry
             from tui_agent.ui import warmup
 
             warmup.wait()
+            client.client  # noqa: B018 - the openai client (its TLS context) is built here, not on Enter
+            registry = default_registry()  # plugins are looked up here too, off the event loop
+        except Exception:  # the turn builds them again and reports the error where the user sees it
+            log.exception("preparing the client failed")
         finally:
-            self.call_from_thread(self._preload_finished)
+            self.call_from_thread(self._preload_finished, registry)
         if self.check_endpoint:
             self.probe_endpoint()
 
-    def _preload_finished(self) -> None:
-        self.registry  # noqa: B018 - builds the tool registry on the event loop
+    def _preload_finished(self, registry: ToolRegistry | None) -> None:
+        from tui_agent.ui import warmup
+
+        log.info(
+            "client ready (imports started %.2f s ago, took %.2f s)",
+            time.time() - warmup.timings.get("started_at", time.time()),
+            warmup.timings.get("import_s", 0.0),
+        )
+        if self._tool_registry is None:
+            self._tool_registry = registry  # else the property builds it on first use
         self._preload_done.set()
         self.mcp.start_in_background()
 
     def probe_endpoint(self) -> None:
-        import httpx
+        import httpx2  # openai's own HTTP library: imported already, nothing more to load
 
         profile = self.profile
         try:
-            httpx.get(profile.base_url.rstrip("/") + "/models", timeout=3.0)
-        except httpx.HTTPError:
+            httpx2.get(profile.base_url.rstrip("/") + "/models", timeout=3.0)
+        except httpx2.HTTPError:
             log.info("no endpoint answers at %s", profile.base_url)
             self.call_from_thread(self._show_setup_card, profile.base_url)
             return
@@ -265,7 +298,14 @@ class AgentApp(PanelActionsMixin):
         await self._preload_done.wait()
         await self.mcp.before_turn()
         try:
-            loop = AgentLoop(self.vault, self.profile, self.registry, approve=self.approve)
+            loop = AgentLoop(
+                self.vault,
+                self.profile,
+                self.registry,
+                client=self.llm_client(),
+                keep_client=True,
+                approve=self.approve,
+            )
             try:
                 if regenerate is not None:
                     events = loop.regenerate(regenerate)
@@ -306,6 +346,8 @@ class AgentApp(PanelActionsMixin):
     async def on_unmount(self) -> None:
         profiles.set_run_profile(None)  # --profile was for this run of the app only
         await self.mcp.aclose()  # every MCP server process ends with the app
+        for client in self._llm_clients.values():
+            await client.close()
 
     async def approve(self, tool: str, question: str) -> bool:
         if self.always_approve:

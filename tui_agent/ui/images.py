@@ -1,8 +1,9 @@
 """Which widget class renders images, chosen once before the app starts, and how big they are.
 
-``prepare()`` runs before ``App.run()`` (it asks the terminal; see ``terminal_probe``), logs
-``image protocol: ...`` and imports textual-image without letting it probe the terminal itself
-(its own probe sends the kitty query raw inside tmux and waits only 0.1 s). ``image_class()``
+``prepare()`` runs before ``App.run()`` (it asks the terminal; see ``terminal_probe``) and logs
+``image protocol: ...``; textual-image is imported later (``load_textual_image``), off the first
+paint, without letting it probe the terminal itself (its own probe sends the kitty query raw
+inside tmux and waits only 0.1 s). ``image_class()``
 maps the choice to a widget class: our Sixel encoder for Sixel terminals, textual-image's kitty
 placeholders for kitty >= 0.28, half-cells elsewhere.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 from typing import Any
 
 from tui_agent.ui.terminal_probe import IMAGE_ENV, Probe
@@ -20,6 +22,8 @@ log = logging.getLogger("tui_agent.ui.images")
 
 _probe: Probe | None = None
 _classes: dict[str, type] = {}
+_textual_image_lock = threading.Lock()
+_textual_image_loaded = False
 
 
 def served_in_browser() -> bool:
@@ -52,14 +56,23 @@ def _import_textual_image(cell: tuple[int, int]) -> None:
         sys.__stdout__ = real  # type: ignore[misc]
 
 
+def load_textual_image() -> None:
+    """Import textual-image once, from whichever thread needs it first (the warm-up thread after
+    the first paint, or the first image shown): it costs ~0.2 s, which the first paint never pays."""
+    global _textual_image_loaded
+    with _textual_image_lock:  # the stdout swap must not interleave between two threads
+        if not _textual_image_loaded:
+            _import_textual_image(current().cell)
+            _textual_image_loaded = True
+
+
 def prepare(first_run: bool = False) -> Probe:
-    """Probe once (before the app reads the keyboard), log the choice, import textual-image."""
+    """Probe once (before the app reads the keyboard) and log the choice."""
     global _probe
     if _probe is None:
         from tui_agent.ui.terminal_probe import probe
 
         _probe = probe(first_run)
-        _import_textual_image(_probe.cell)
     return _probe
 
 
@@ -75,7 +88,6 @@ def current() -> Probe:
         if served_in_browser():
             choice = "halfcell"
         _probe = Probe(choice if choice != "auto" else "unicode", "no terminal probe")
-        _import_textual_image(_probe.cell)
     return _probe
 
 
@@ -91,6 +103,7 @@ def image_class(choice: str | None = None) -> type:
 
 
 def _load(name: str, probe: Probe) -> type:
+    load_textual_image()
     from textual_image.widget import HalfcellImage, TGPImage, UnicodeImage
 
     if name == "sixel":

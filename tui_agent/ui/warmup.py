@@ -21,18 +21,41 @@ timings: dict[str, float] = {}
 
 def _import() -> None:
     started = time.perf_counter()
+    timings["started_at"] = time.time()
     try:
-        import httpx  # noqa: F401
         import openai
 
-        # The client imports more on construction (httpx URL handling): do it here too, so that no
-        # import is left for the event loop to race with.
-        openai.AsyncOpenAI(base_url="http://127.0.0.1/v1", api_key="preload", max_retries=0)
+        # Everything the first turn would otherwise import on the event loop, between Enter and the
+        # request leaving: the chat resource (lazy in openai), the async transport's anyio backend,
+        # the JSON parser, the turn loop and the tools, and the reply bubble's Markdown parser
+        # (markdown-it, linkify).
+        client = openai.AsyncOpenAI(base_url="http://127.0.0.1/v1", api_key="preload", max_retries=0)
+        client.chat.completions.with_streaming_response  # noqa: B018
+        import anyio._backends._asyncio
+        import anyio._core._sockets
+        import anyio.streams.stapled  # noqa: F401
+        import jiter  # noqa: F401
+        import textual.widgets._markdown  # noqa: F401
+
+        import tui_agent.core.loop
+        import tui_agent.core.tools.generate_image
+        import tui_agent.core.tools.memory_sql
+        import tui_agent.core.tools.show_image
+        import tui_agent.core.tools.web_search  # noqa: F401
+        from tui_agent.ui.markdown_text import parser
+
+        parser().parse("warm *up* `x` https://example.org\n\n- a\n")
     except Exception:  # the turn will import it again and report the error where the user sees it
         log.exception("preloading the openai client failed")
     finally:
         timings["import_s"] = time.perf_counter() - started
         _done.set()
+    try:  # after the turn's needs: images come later than the first words of a reply
+        from tui_agent.ui.images import load_textual_image
+
+        load_textual_image()
+    except Exception:
+        log.exception("preloading textual-image failed")
 
 
 def start() -> None:

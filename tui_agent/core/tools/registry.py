@@ -6,7 +6,6 @@ import asyncio
 import json
 import logging
 from collections.abc import Iterable
-from importlib.metadata import entry_points
 from typing import Any
 
 from tui_agent.core.tools.base import Tool, ToolContext, ToolResult
@@ -125,6 +124,8 @@ def _check_schema(tool: Tool) -> None:
 
 def default_registry() -> ToolRegistry:
     """The built-in tools plus any registered under the ``tui_agent.tools`` entry point group."""
+    from importlib.metadata import entry_points  # ~10 ms: only when the tools are built
+
     from tui_agent.core.tools.generate_image import GenerateImageTool
     from tui_agent.core.tools.memory_sql import MemorySqlTool
     from tui_agent.core.tools.show_image import ShowImageTool

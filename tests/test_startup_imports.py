@@ -1,0 +1,34 @@
+"""Start-up stays lean: what the first paint does not need is not imported before it.
+
+Each check runs in a fresh interpreter (this test process has imported everything already)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+HEAVY = [
+    "openai",  # ~0.5 s: imported in the background after the first paint (ui/warmup.py)
+    "textual_image",  # ~0.2 s: with the first image, or in the background
+    "tui_agent.core.loop",  # the turn loop and the LLM client: on the first turn
+    "tui_agent.core.llm",
+    "importlib.metadata",  # tool plugins are looked up when the tools are built
+    "markdown_it",  # the reply bubble's parser: warmed in the background
+]
+
+
+def imported_by(code: str) -> list[str]:
+    probe = f"import json, sys\n{code}\nprint(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_the_app_module_and_its_launcher_import_nothing_heavy():
+    assert imported_by("import tui_agent.cli, tui_agent.ui.run, tui_agent.ui.app, tui_agent.ui.images") == []
+
+
+def test_the_warm_up_imports_what_the_first_turn_needs():
+    code = "from tui_agent.ui import warmup\nassert warmup.wait(60)\nwarmup._thread.join(60)"
+    assert imported_by(code) == HEAVY
