@@ -11,8 +11,9 @@ from textual.widgets import Markdown
 
 from tui_agent.core.store import history
 from tui_agent.ui import warmup
+from tui_agent.ui.widgets import chat_log as chat_log_module
 from tui_agent.ui.widgets.bubbles import AssistantBubble, UserBubble
-from tui_agent.ui.widgets.chat_log import KEEP, PAGE, message_id_of
+from tui_agent.ui.widgets.chat_log import KEEP, PAGE, PREFETCH_AFTER_S, message_id_of
 from tui_agent.ui.widgets.long_text import LongText
 
 
@@ -52,7 +53,7 @@ def bubble_conversation(app) -> int:
 def _long_conversation(count: int) -> int:
     conversation = history.new_conversation("long").id
     for i in range(count):
-        history.add_message(conversation, "user" if i % 2 == 0 else "assistant", f"message {i}")
+        history.add_message(conversation, "user" if i % 2 == 0 else "assistant", f"message {i} " + "lorem ipsum " * 25)
     return conversation
 
 
@@ -85,7 +86,13 @@ async def test_scrolling_up_releases_the_bottom_and_scrolling_down_brings_it_bac
     async with app.run_test(size=(120, 40)) as pilot:
         await app.open_conversation(conversation)
         await pilot.pause()
-        assert _ids(app) == all_ids[-PAGE:]
+        first = _ids(app)  # the first paint holds what fills the view, not a whole page
+        assert 2 <= len(first) < PAGE and first == all_ids[-len(first) :]
+        await pilot.pause(PREFETCH_AFTER_S + 0.2)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert _ids(app) == all_ids[-(len(first) + PAGE) :]  # a page above it follows by itself
+        assert app.chat_log.following  # and the view stayed at the end
         await _scroll_to(app, pilot, "home")
         log = app.chat_log
         assert len(log.children) <= KEEP + PAGE  # never the whole conversation
@@ -211,3 +218,25 @@ async def test_turns_share_one_open_client_until_the_app_ends(env):
         clients = list(app._llm_clients.values())
     assert len(clients) == 2 and all(c._client is None for c in clients)  # closed with the app
     assert len(env.fake.chat_requests) == 3
+
+
+async def test_the_page_above_loads_before_the_top_and_the_view_does_not_jump(env, monkeypatch):
+    monkeypatch.setattr(chat_log_module, "PREFETCH_AFTER_S", 3600)  # only the scroll loads here
+    conversation = _long_conversation(6 * PAGE)
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.open_conversation(conversation)
+        await pilot.pause()
+        log = app.chat_log
+        before = len(log.children)
+        assert log.has_older and log.max_scroll_y > 2
+        top = log.scroll_y - 2
+        watched = next(c for c in log.children if c.virtual_region.bottom > top)
+        on_screen = watched.virtual_region.y - top
+        log.scroll_to(y=top, animate=False, immediate=True)  # a little up, far from the top row
+        await pilot.pause(0.05)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert len(log.children) == before + PAGE  # loaded without reaching the top
+        assert watched.virtual_region.y - log.scroll_y == on_screen  # what the user looked at stayed put
+        assert not log.following

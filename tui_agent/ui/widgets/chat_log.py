@@ -20,6 +20,7 @@ from tui_agent.ui.widgets.tool_block import ToolResultView
 
 PAGE = 20
 KEEP = 4 * PAGE  # widgets kept mounted; beyond this, those farthest from the view are released
+PREFETCH_AFTER_S = 0.5  # after opening a conversation, the rest of its newest page loads this much later
 
 
 def message_id_of(widget: Widget) -> int | None:
@@ -103,18 +104,25 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
     async def show_conversation(self, conversation_id: int | None, *, until_id: int | None = None) -> None:
         """Replace the log with the newest page (or the page ending at ``until_id``)."""
         self.conversation_id = conversation_id
-        await self.remove_children()
+        self._settling = True  # emptying the log moves the view to the top: that is not the user scrolling
         self.oldest_id = None
         self.has_older = False
         self.newest_id = None
         self.has_newer = False
+        await self.remove_children()
         if conversation_id is None:
             return
         before = until_id + 1 if until_id is not None else None
         rows = history.recent_messages(conversation_id, limit=PAGE, before_id=before)
+        more = len(rows) == PAGE
+        if until_id is None and rows:
+            # The first paint needs only what fills the view; the rest of the page follows right after.
+            kept = rows[-self._rows_filling_the_view(rows) :]
+            more = more or len(kept) < len(rows)
+            rows = kept
         if rows:
             self.oldest_id = rows[0].id
-            self.has_older = len(rows) == PAGE
+            self.has_older = more
             if until_id is not None and self._rows_after(rows[-1].id, 1):
                 self.newest_id = rows[-1].id
                 self.has_newer = True
@@ -123,9 +131,31 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
         self.anchor()
         self.call_after_refresh(self._settled)
 
+    def _rows_filling_the_view(self, rows: list[Message]) -> int:
+        """How many of the newest ``rows`` surely fill the view, with some lines to spare.
+
+        Each message counts as few rows as it can take (its text run together at the full width,
+        plus the line between bubbles): Markdown, images and tool blocks only make it taller, so
+        the view is never left short."""
+        width = max(20, self.size.width or self.app.size.width)
+        wanted = (self.size.height or self.app.size.height) + 10
+        filled = 0
+        for count, message in enumerate(reversed(rows), start=1):
+            filled += 2 + len(message.content or "") // width
+            if filled >= wanted:
+                return max(count, 2)
+        return len(rows)
+
     def _settled(self) -> None:
         self._settling = False
         self._fill_view()
+        if self.has_older and self.following:
+            # One page above the view, loaded once the first paint is out: scrolling up finds it there.
+            self.set_timer(PREFETCH_AFTER_S, self._prefetch_older)
+
+    def _prefetch_older(self) -> None:
+        if self.has_older and self.following and not self._loading and len(self.children) < PAGE:
+            self.run_worker(self.load_older(), group="older", exclusive=True)
 
     def _fill_view(self) -> None:
         """While the view sits at the end of what is mounted (the pages do not fill it, or the user
@@ -150,8 +180,11 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
             first = self.children[0] if self.children else None
             if widgets:
                 if first is not None:
+                    # Keep what the user looks at in place (a view that follows the end stays there).
+                    offset = self.scroll_y - first.virtual_region.y
                     await self.mount_all(widgets, before=first)
-                    self.call_after_refresh(self.scroll_to_widget, first, top=True, animate=False)
+                    if not self.following:
+                        self.call_after_refresh(self._restore_view, first, offset)
                 else:
                     await self.mount_all(widgets)
             await self._release_bottom()
@@ -258,7 +291,8 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
             self._anchor_released = True  # the end of what is mounted is not the end: do not follow it
         if self._settling:
             return
-        if new_value <= 0 and old_value > 0 and self.has_older:
+        if new_value < old_value and new_value <= self.size.height and self.has_older:
+            # Within a screen of the top: the page above loads before the user gets there.
             self.run_worker(self.load_older(), group="older", exclusive=True)
         elif new_value >= self.max_scroll_y and old_value < new_value and self.has_newer:
             self.run_worker(self.load_newer(), group="newer")  # never cancelled mid-mount: no gaps
