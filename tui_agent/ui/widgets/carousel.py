@@ -80,8 +80,12 @@ class ImageCarousel(Vertical, can_focus=True):
                 yield Static(self._counter(), classes="counter")
                 yield Button("▶", classes="arrow", id="next", compact=True)
 
-    async def on_mount(self) -> None:
-        await self._show(self.index)
+    def on_mount(self) -> None:
+        # The slot takes the picture's size now; the picture itself comes right after the first
+        # paint (text first: the image library and the encoding do not hold up the screen).
+        self._box = self._slot_size()
+        self.query_one(".carousel-slot", Center).styles.height = self._box[1] if self._box[1] else "auto"
+        self.call_after_refresh(self._show, self.index)
         # The terminal's size changes the rows allowed even when this widget's width does not.
         self.screen.screen_layout_refresh_signal.subscribe(self, self._layout_refreshed)
 
