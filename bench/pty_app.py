@@ -45,6 +45,12 @@ class PtyApp:
 
     def wait_for(self, marker: bytes, timeout: float = 60.0) -> float:
         """The time the marker was first drawn (searched from the last call's end)."""
+        self.wait_for_any((marker,), timeout)
+        return time.perf_counter()
+
+    def wait_for_any(self, markers: tuple[bytes, ...], timeout: float = 60.0) -> bytes:
+        """The first of ``markers`` drawn (searched from the last call's end); if several are in the
+        same output, the earliest in ``markers``."""
         start = len(self.plain)
         deadline = time.perf_counter() + timeout
         while time.perf_counter() < deadline:
@@ -55,10 +61,12 @@ class PtyApp:
                 except OSError:
                     break
                 self._add(chunk)
-                if marker in self.plain[max(0, start - len(marker)) :]:
-                    return time.perf_counter()
+                for marker in markers:
+                    if marker in self.plain[max(0, start - len(marker)) :]:
+                        return marker
         tail = self.plain[-1500:].decode("utf-8", "replace")
-        raise TimeoutError(f"{marker!r} not seen; last output: {tail!r}")
+        shown = " or ".join(repr(m) for m in markers)
+        raise TimeoutError(f"{shown} not seen; last output: {tail!r}")
 
     def drain(self, seconds: float) -> None:
         deadline = time.perf_counter() + seconds

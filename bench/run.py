@@ -1,5 +1,8 @@
 """Run every benchmark and write bench/RESULTS.md: `python bench/run.py [--runs N] [--turns N]`.
 
+`--only session` (or rounds, context, huge; comma-separated) runs just those groups of figures and
+updates their rows in the existing RESULTS.md, e.g. `python bench/run.py --only session --turns 500`.
+
 Each figure is measured in a real 120x40 pty against a loopback server streaming as fast as it
 can, interleaved with a bare Textual app (Header, TextArea, Footer) in the same run; reported as
 the median and min-max of the runs, and as a ratio to the bare app's median. Not a test: no
@@ -9,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -25,6 +29,9 @@ import scenarios as sc  # noqa: E402
 from pty_app import PtyApp, make_vault  # noqa: E402
 
 NO_SPEEDUPS = {"TEXTUAL_SPEEDUPS": "0"}
+# Groups of figures: the interleaved rounds (everything measured --runs times, next to the bare
+# app), then single measurements.
+GROUPS = ("rounds", "context", "huge", "session")
 
 
 def fmt(values: list[float], unit: str = "s") -> str:
@@ -48,22 +55,64 @@ def attempt(label: str, fn, *args, **kwargs):  # type: ignore[no-untyped-def]
         return None
 
 
+def groups(text: str) -> set[str]:
+    chosen = {g.strip() for g in text.split(",") if g.strip()}
+    if unknown := chosen - set(GROUPS):
+        raise argparse.ArgumentTypeError(f"unknown group(s) {', '.join(sorted(unknown))}; choose from {GROUPS}")
+    return chosen
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--turns", type=int, default=500, help="turns in the long-session run (0 skips it)")
     parser.add_argument("--huge-lines", type=int, default=100_000)
+    parser.add_argument("--only", type=groups, default=None, help=f"comma-separated groups of figures: {GROUPS}")
     parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
     args = parser.parse_args()
+    only: set[str] = args.only or set(GROUPS)
     fake = sc.FakeOpenAI().start()
+    r: dict[str, list[float]] = defaultdict(list)
+    if "rounds" in only:
+        rounds(r, fake, args.runs)
+    single: dict[str, object] = {}
+    if "context" in only:
+        print("context build", flush=True)
+        single["context"] = context_build.measure()
+    if "huge" in only:
+        print("huge reply", flush=True)
+        vault = make_vault(fake.base_url)
+        single["huge"] = attempt("huge reply", sc.huge_reply, vault, fake, args.huge_lines, {})
+        shutil.rmtree(vault.parent)
+    if "session" in only and args.turns:
+        print(f"{args.turns}-turn session", flush=True)
+        vault = make_vault(fake.base_url)
+        single["session"] = session = attempt("session", sc.session, vault, fake, args.turns, {})
+        shutil.rmtree(vault.parent)
+        if session is not None:  # the trend, for reading (not in the table)
+            turn_s = session["turn_s"]
+            print("RSS after turn n:", ", ".join(f"{n}: {mb:.0f} MB" for n, mb in session["rss_by_turn"].items()))
+            print(
+                "median turn per 50:",
+                ", ".join(f"{statistics.median(turn_s[i : i + 50]):.2f}" for i in range(0, len(turn_s), 50)),
+            )
+            print("Enters pressed again (sent before the turn was over):", session["refused"], flush=True)
+    fake.stop()
+    report = render(r, single, args)
+    if args.only and args.out.exists():
+        report = merge(args.out.read_text(), report, args)
+    args.out.write_text(report)
+    print(report)
+
+
+def rounds(r: dict[str, list[float]], fake: sc.FakeOpenAI, runs: int) -> None:
     vaults: dict[str, Path] = {}
     for name, messages, images in (("empty", 0, 0), ("500", 500, 0), ("5000", 5000, 0), ("images", 12, 1)):
         vaults[name] = make_vault(fake.base_url)
         if messages:
             sc.fill(vaults[name], messages, images_every=images)
-    r: dict[str, list[float]] = defaultdict(list)
-    for run in range(args.runs):
-        print(f"round {run + 1}/{args.runs}", flush=True)
+    for run in range(runs):
+        print(f"round {run + 1}/{runs}", flush=True)
         # Interleaved: every round measures the bare app and then each case once.
         paint, rss = sc.paint(PtyApp.bare())
         r["bare paint"].append(paint)
@@ -97,28 +146,51 @@ def main() -> None:
                 r[f"stream {tokens}{label} peak"].append(peak)
                 shutil.rmtree(vault.parent)
         shutil.rmtree(fresh.parent)
-    single: dict[str, object] = {}
-    print("context build", flush=True)
-    single["context"] = context_build.measure()
-    print("huge reply", flush=True)
-    vault = make_vault(fake.base_url)
-    single["huge"] = attempt("huge reply", sc.huge_reply, vault, fake, args.huge_lines, {})
-    shutil.rmtree(vault.parent)
-    if args.turns:
-        print(f"{args.turns}-turn session", flush=True)
-        vault = make_vault(fake.base_url)
-        single["session"] = attempt("session", sc.session, vault, fake, args.turns, {})
-        shutil.rmtree(vault.parent)
-    fake.stop()
     for vault in vaults.values():
         shutil.rmtree(vault.parent)
-    report = render(r, single, args)
-    args.out.write_text(report)
-    print(report)
 
 
 def render(r: dict[str, list[float]], single: dict[str, object], args: argparse.Namespace) -> str:
-    bare = statistics.median(r["bare paint"])
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE).stdout
+    lines = [
+        "# Benchmark results",
+        "",
+        f"`{command(args)}` at {commit.strip()},"
+        f" {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, Python {platform.python_version()},"
+        " 120x40 pty, loopback server streaming as fast as it can. Median (min–max) of the runs;"
+        " ratios are to the bare Textual app (Header, TextArea, Footer) measured in the same rounds.",
+        "",
+        "| figure | tui-agent | ratio to bare | goal |",
+        "|---|---|---|---|",
+    ]
+    bare = statistics.median(r["bare paint"]) if r["bare paint"] else None
+    if bare is not None:
+        lines += round_rows(r, bare)
+    lines += single_rows(single, args, bare)
+    if FAILED:
+        lines += ["", "Measurements that timed out (not counted): " + "; ".join(FAILED)]
+    if bare is not None:
+        lines += [
+            "",
+            "## textual-speedups A/B (same rounds)",
+            "",
+            "| figure | with | without (TEXTUAL_SPEEDUPS=0) |",
+            "|---|---|---|",
+            f"| first paint, empty vault | {fmt(r['paint empty (A/B)'])} | {fmt(r['paint empty no-speedups (A/B)'])} |",
+            f"| first paint, 5,000 messages | {fmt(r['paint 5000 (A/B)'])} | {fmt(r['paint 5000 no-speedups (A/B)'])} |",
+            f"| 2,000 tokens: Enter → on screen | {fmt(r['stream 2000 enter'])}"
+            f" | {fmt(r['stream 2000 no-speedups enter'])} |",
+        ]
+    lines.append("")
+    return "\n".join(lines)
+
+
+def command(args: argparse.Namespace) -> str:
+    only = f" --only {','.join(g for g in GROUPS if g in args.only)}" if args.only else ""
+    return f"python bench/run.py{only} --runs {args.runs} --turns {args.turns}"
+
+
+def round_rows(r: dict[str, list[float]], bare: float) -> list[str]:
     bare_echo = statistics.median(r["bare echo"])
 
     def ratio(key: str, base: float = bare) -> str:
@@ -126,17 +198,7 @@ def render(r: dict[str, list[float]], single: dict[str, object], args: argparse.
             return "—"
         return f"{statistics.median(r[key]) / base:.2f}×"
 
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE).stdout
-    lines = [
-        "# Benchmark results",
-        "",
-        f"`python bench/run.py --runs {args.runs} --turns {args.turns}` at {commit.strip()},"
-        f" {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, Python {platform.python_version()},"
-        " 120x40 pty, loopback server streaming as fast as it can. Median (min–max) of the runs;"
-        " ratios are to the bare Textual app (Header, TextArea, Footer) measured in the same rounds.",
-        "",
-        "| figure | tui-agent | ratio to bare | goal |",
-        "|---|---|---|---|",
+    return [
         f"| bare app: start → first paint | {fmt(r['bare paint'])} | 1.00× | — |",
         f"| first paint, empty vault | {fmt(r['paint empty'])} | {ratio('paint empty')} | ≤ 1.25× |",
         f"| first paint, 500-message conversation | {fmt(r['paint 500'])} | {ratio('paint 500')} | ≤ 1.5× |",
@@ -156,6 +218,10 @@ def render(r: dict[str, list[float]], single: dict[str, object], args: argparse.
         f"| peak RSS, 2,000 / 20,000-token reply | {fmt(r['stream 2000 peak'], 'MB')} /"
         f" {fmt(r['stream 20000 peak'], 'MB')} | — | — |",
     ]
+
+
+def single_rows(single: dict[str, object], args: argparse.Namespace, bare: float | None) -> list[str]:
+    lines = []
     context = single.get("context")
     if isinstance(context, dict):
         lines.append(
@@ -164,37 +230,82 @@ def render(r: dict[str, list[float]], single: dict[str, object], args: argparse.
         )
     huge = single.get("huge")
     if isinstance(huge, dict):
+        reopen_ratio = f"{huge['reopen_paint_s'] / bare:.2f}×" if bare else "—"
         lines += [
             f"| {args.huge_lines:,}-line reply: Esc → 'cancelled' shown | {huge['esc_s']:.3f} s | — | immediate |",
             f"| {args.huge_lines:,}-line reply: reopen → first paint | {huge['reopen_paint_s']:.3f} s"
-            f" | {huge['reopen_paint_s'] / bare:.2f}× | fast |",
+            f" | {reopen_ratio} | fast |",
             f"| {args.huge_lines:,}-line reply: keystroke echo after reopening | {huge['echo_after_reopen_s'] * 1000:.0f} ms"
             " | — | no lag |",
         ]
     session = single.get("session")
     if isinstance(session, dict):
+        turns = session["turns"]
         lines += [
-            f"| {session['turns']}-turn session: keystroke echo, start / end"
+            f"| {turns}-turn session: keystroke echo, start / after {turns} turns"
             f" | {session['first_echo'] * 1000:.0f} / {session['last_echo'] * 1000:.0f} ms | — | ≤ 50 ms |",
-            f"| {session['turns']}-turn session: RSS at the end | {session['rss_mb']:.0f} MB | — | ≤ 150 MB |",
-            f"| {session['turns']}-turn session: median turn, first 50 / last 50"
+            f"| {turns}-turn session: RSS at the end | {session['rss_mb']:.0f} MB | — | ≤ 150 MB |",
+            f"| {turns}-turn session: median turn (Enter → last word), first 50 / last 50"
             f" | {session['first_turns_s']:.2f} / {session['last_turns_s']:.2f} s | — | flat |",
         ]
-    if FAILED:
-        lines += ["", "Measurements that timed out (not counted): " + "; ".join(FAILED)]
-    lines += [
-        "",
-        "## textual-speedups A/B (same rounds)",
-        "",
-        "| figure | with | without (TEXTUAL_SPEEDUPS=0) |",
-        "|---|---|---|",
-        f"| first paint, empty vault | {fmt(r['paint empty (A/B)'])} | {fmt(r['paint empty no-speedups (A/B)'])} |",
-        f"| first paint, 5,000 messages | {fmt(r['paint 5000 (A/B)'])} | {fmt(r['paint 5000 no-speedups (A/B)'])} |",
-        f"| 2,000 tokens: Enter → on screen | {fmt(r['stream 2000 enter'])}"
-        f" | {fmt(r['stream 2000 no-speedups enter'])} |",
-        "",
-    ]
-    return "\n".join(lines)
+    return lines
+
+
+# Which group a figure of the main table, or a timed-out measurement (by its label), belongs to.
+ROW_MARKS = {"context": "| context build", "huge": "-line reply: ", "session": "-turn session: "}
+FAILED_PREFIX = "Measurements that timed out (not counted): "
+FAILED_SPLIT = re.compile(r"; (?=(?:send at once|stream \d+[a-z -]*|huge reply|session): )")
+AB_HEADING = "## textual-speedups A/B"
+
+
+def row_group(row: str) -> str:
+    figure = row.split(" | ")[0]
+    return next((group for group, mark in ROW_MARKS.items() if mark in figure), "rounds")
+
+
+def failed_group(entry: str) -> str:
+    return {"huge reply": "huge", "session": "session"}.get(entry.split(":")[0], "rounds")
+
+
+def merge(old: str, new: str, args: argparse.Namespace) -> str:
+    """``--only``: the existing results, with the rows of the groups just measured replaced."""
+    only: set[str] = args.only
+    new_lines = new.splitlines()
+    fresh = {g: [ln for ln in new_lines if ln.startswith("| ") and row_group(ln) == g] for g in GROUPS}
+    old_main, _, old_ab = old.partition(AB_HEADING)
+    if "rounds" in only:  # the A/B figures are measured in the rounds
+        old_ab = new.partition(AB_HEADING)[2]
+    note = f"`{command(args)}` at {new_lines[2].split('` at ', 1)[1].split(', Python')[0]}"
+    note += f" updated the {', '.join(g for g in GROUPS if g in only)} figures."
+    head: list[str] = []
+    rows: list[str] = []
+    failed: list[str] = []
+    placed: set[str] = set()
+    for line in old_main.splitlines():
+        if line.startswith(FAILED_PREFIX):
+            entries = FAILED_SPLIT.split(line.removeprefix(FAILED_PREFIX))
+            failed += [e for e in entries if failed_group(e) not in only]
+        elif line.startswith("| ") and not line.startswith("| figure"):
+            group = row_group(line)
+            if group not in only:
+                rows.append(line)
+            elif group not in placed:
+                rows += fresh[group]
+                placed.add(group)
+        elif line.startswith("`python bench/run.py --only ") and line.endswith(
+            f" updated the {note.rsplit(' the ', 1)[1]}"
+        ):
+            continue  # an earlier partial run of the same groups
+        elif line or (head and head[-1]):
+            head.append(line)
+    rows += [ln for g in GROUPS if g in only and g not in placed for ln in fresh[g]]
+    failed += FAILED
+    table = head.index("| figure | tui-agent | ratio to bare | goal |")
+    out = [*head[:table], note, "", *head[table : table + 2], *rows]
+    if failed:
+        out += ["", FAILED_PREFIX + "; ".join(failed)]
+    out += ["", AB_HEADING + old_ab.rstrip("\n"), ""] if old_ab else [""]
+    return "\n".join(out)
 
 
 if __name__ == "__main__":

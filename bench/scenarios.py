@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -14,6 +15,8 @@ from pty_app import READY, PtyApp
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from fake_openai import FakeOpenAI, Reply, png_bytes
 from PIL import Image
+
+STILL_RUNNING = b"still running"  # the app's answer to a message sent while a reply runs
 
 
 def fill(vault: Path, messages: int, *, images_every: int = 0, huge_lines: int = 0) -> None:
@@ -99,11 +102,19 @@ def stream(vault: Path, fake: FakeOpenAI, tokens: int, env: dict[str, str]) -> t
 
 
 def session(vault: Path, fake: FakeOpenAI, turns: int, env: dict[str, str]) -> dict[str, Any]:
-    """``turns`` turns in one sitting: each a 300-token reply, every tenth with a tool call and an image."""
+    """``turns`` turns in one sitting: each a 300-token reply, every tenth with a tool call and an image.
+
+    A turn is timed from the Enter the app accepted to the reply's last word on screen. The next
+    message is typed as soon as that word shows, like a quick user: the app accepts it once the
+    turn is over. Accepted is visible in the pty: the composer empties, so its placeholder is drawn
+    again (it held the typed text until then). Sent too early, the app keeps the text and says a
+    reply is still running: Enter is pressed again a moment later."""
     (vault / "media").mkdir(exist_ok=True)
     (vault / "media" / "pic.png").write_bytes(png_bytes((30, 160, 90), (64, 48)))
     app = PtyApp.agent(vault, env)
     durations: list[float] = []
+    rss: dict[int, float] = {}  # after turn n, every 50 turns: growth shows here
+    refused = 0
     try:
         app.wait_for(READY)
         app.drain(1.5)
@@ -115,23 +126,31 @@ def session(vault: Path, fake: FakeOpenAI, turns: int, env: dict[str, str]) -> d
                 fake.script(Reply(tool_calls=[("show_image", call)]), Reply(tokens=words))
             else:
                 fake.script(Reply(tokens=words))
-            start = time.perf_counter()
-            app.send(f"turn {turn}\r".encode())
+            typed = f"turn {turn}!".encode()  # "!": no message is a prefix of another
+            app.send(typed)
+            app.wait_for(typed)  # the composer holds the text: its placeholder is gone
+            while True:
+                start = time.perf_counter()
+                app.send(b"\r")
+                if app.wait_for_any((READY, STILL_RUNNING), timeout=30) == READY:
+                    break
+                refused += 1
+                app.drain(0.1)
             app.wait_for(f"end{turn}z".encode(), timeout=120)
             durations.append(time.perf_counter() - start)
-            try:  # the turn is over once usage shows: only then is the next message accepted
-                app.wait_for(b" out tokens", timeout=5)
-            except TimeoutError:
-                pass
-            app.drain(0.3)
+            if (turn + 1) % 50 == 0:
+                rss[turn + 1] = app.rss_mb()
         app.drain(2.0)
         return {
             "turns": turns,
             "first_echo": first_echo,
             "last_echo": app.echo_s(),
             "rss_mb": app.rss_mb(),
-            "first_turns_s": sorted(durations[:50])[len(durations[:50]) // 2],
-            "last_turns_s": sorted(durations[-50:])[len(durations[-50:]) // 2],
+            "first_turns_s": statistics.median(durations[:50]),
+            "last_turns_s": statistics.median(durations[-50:]),
+            "refused": refused,
+            "rss_by_turn": rss,
+            "turn_s": durations,
         }
     finally:
         app.close()

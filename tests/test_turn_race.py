@@ -15,6 +15,7 @@ import gc
 
 from fake_openai import Reply
 from helpers import make_loop, rows
+from textual.widgets import Markdown
 
 from tui_agent.core import events as ev
 from tui_agent.ui.app import AgentApp
@@ -91,3 +92,34 @@ async def test_escape_while_the_app_shows_the_finished_reply_keeps_it(env, monke
         "The finished answer.",
         "complete",
     )
+
+
+async def test_a_reply_that_finishes_while_its_first_frame_is_written_shows_whole(env, monkeypatch):
+    """Seen in a 500-turn pty session, 1 turn in ~50: the frame flusher was inside the reply's
+    first write (creating the Markdown stream) when AssistantFinished came; finishing stopped a
+    stream whose task had not run yet, the CancelledError of that ended the turn, and the reply
+    (stored whole) showed as an empty bubble. Finishing waits for the write in progress."""
+    writing, go_on = asyncio.Event(), asyncio.Event()
+    write = AssistantBubble.write
+
+    async def held_write(self: AssistantBubble, fragment: str) -> None:
+        writing.set()
+        await go_on.wait()
+        await write(self, fragment)
+
+    monkeypatch.setattr(AssistantBubble, "write", held_write)
+    app = AgentApp(env.vault, images="halfcell", check_endpoint=False, animate=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        view = TurnView(app, None)
+        await view.handle(ev.AssistantStarted(model="m"))
+        await view.handle(ev.TextDelta("The whole reply."))
+        await writing.wait()  # the flusher is in the first write
+        finished = ev.AssistantFinished(message_id=None, text="The whole reply.", model="m", status="complete")
+        finishing = asyncio.create_task(view.handle(finished))
+        await pilot.pause()
+        go_on.set()
+        await finishing
+        await pilot.pause()
+        (bubble,) = app.chat_log.query(AssistantBubble)
+        assert bubble._stream is None  # stopped after the write, not before it
+        assert bubble.query_one(Markdown).source == "The whole reply."

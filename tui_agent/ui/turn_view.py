@@ -44,6 +44,10 @@ class TurnView:
         self.tokens = 0  # streamed pieces of the current reply (one per token with real servers)
         self.first_token_at: float | None = None
         self._flusher: asyncio.Task[None] | None = None
+        # One write at a time: the frame flusher can be inside a write (creating the bubble's Markdown
+        # stream) when the reply finishes; finishing then must wait for it, or it stops a stream whose
+        # task never ran and the CancelledError from that ends the turn with an empty bubble.
+        self._writing = asyncio.Lock()
         self.window_tokens: tuple[int, int] | None = None  # (estimated, budget) of the last request
 
     @property
@@ -167,6 +171,10 @@ class TurnView:
         await self._write_pending()
 
     async def _write_pending(self) -> None:
+        async with self._writing:
+            await self._write_pending_now()
+
+    async def _write_pending_now(self) -> None:
         # Tokens are written to the Markdown stream once per frame: per-token writes re-wrap the
         # paragraph thousands of times (2,000 tokens: ~3 s per token vs ~0.3 s batched).
         text = "".join(self._pending)
