@@ -53,31 +53,28 @@ class PtyApp:
         same output, the earliest in ``markers``."""
         start = len(self.plain)
         deadline = time.perf_counter() + timeout
-        while time.perf_counter() < deadline:
-            ready, _, _ = select.select([self.fd], [], [], 0.02)
-            if ready:
-                try:
-                    chunk = os.read(self.fd, 1 << 20)
-                except OSError:
-                    break
-                self._add(chunk)
-                for marker in markers:
-                    if marker in self.plain[max(0, start - len(marker)) :]:
-                        return marker
+        while time.perf_counter() < deadline and self._read(0.02):
+            for marker in markers:
+                if marker in self.plain[max(0, start - len(marker)) :]:
+                    return marker
         tail = self.plain[-1500:].decode("utf-8", "replace")
         shown = " or ".join(repr(m) for m in markers)
         raise TimeoutError(f"{shown} not seen; last output: {tail!r}")
 
     def drain(self, seconds: float) -> None:
         deadline = time.perf_counter() + seconds
-        while (left := deadline - time.perf_counter()) > 0:
-            ready, _, _ = select.select([self.fd], [], [], left)
-            if ready:
-                try:
-                    chunk = os.read(self.fd, 1 << 20)
-                except OSError:
-                    return
-                self._add(chunk)
+        while (left := deadline - time.perf_counter()) > 0 and self._read(left):
+            pass
+
+    def _read(self, timeout: float) -> bool:
+        """Take what the app drew within ``timeout``; False once the pty is closed."""
+        ready, _, _ = select.select([self.fd], [], [], timeout)
+        if ready:
+            try:
+                self._add(os.read(self.fd, 1 << 20))
+            except OSError:
+                return False
+        return True
 
     def _add(self, chunk: bytes) -> None:
         self.buffer += chunk

@@ -68,12 +68,7 @@ def test_twenty_concurrent_asks_and_a_long_streaming_writer_lose_nothing(env):
     assert streaming.returncode == 0, streaming_err
     assert (first + rest).decode() == long_reply + "\n"
 
-    conn = sqlite3.connect(env.vault.db_path)
-    try:
-        stored = conn.execute("SELECT role, content, status FROM messages ORDER BY id").fetchall()
-        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-    finally:
-        conn.close()
+    stored = _messages_of_an_intact_file(env.vault.db_path)
     users = sorted(content for role, content, _ in stored if role == "user")
     assert users == sorted([f"question number {i}" for i in range(WRITERS)] + ["the long one"])
     assistants = [(content, status) for role, content, status in stored if role == "assistant"]
@@ -153,17 +148,22 @@ async def test_twenty_asks_while_the_app_streams_a_reply_lose_nothing(env):
         writers_done.set()
         fast.stop()
     assert [code for code, _ in outcomes] == [0] * WRITERS, [err for _, err in outcomes if err]
-    conn = sqlite3.connect(env.vault.db_path)
-    try:
-        stored = conn.execute("SELECT role, content, status FROM messages ORDER BY id").fetchall()
-        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-    finally:
-        conn.close()
+    stored = _messages_of_an_intact_file(env.vault.db_path)
     users = sorted(content for role, content, _ in stored if role == "user")
     assert users == sorted([f"ask {i}" for i in range(WRITERS)] + ["the app's question"])
     assistants = sorted((content, status) for role, content, status in stored if role == "assistant")
     assert assistants == sorted([("short answer", "complete")] * WRITERS + [(long_reply, "complete")])
     assert len(stored) == 2 * (WRITERS + 1)
+
+
+def _messages_of_an_intact_file(db_path: Path) -> list[tuple[str, str, str]]:
+    """Every message's (role, content, status), after SQLite's own integrity check passed."""
+    conn = sqlite3.connect(db_path)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        return conn.execute("SELECT role, content, status FROM messages ORDER BY id").fetchall()
+    finally:
+        conn.close()
 
 
 def _count(env, sql: str) -> int:

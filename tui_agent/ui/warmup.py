@@ -27,7 +27,7 @@ def _import() -> None:
 
         # Everything the first turn would otherwise import on the event loop, between Enter and the
         # request leaving: the chat resource (lazy in openai), the async transport's anyio backend,
-        # the JSON parser, the turn loop and the tools, and the reply bubble's Markdown parser
+        # the JSON parser, the turn loop, and the reply bubble's Markdown parser
         # (markdown-it, linkify).
         client = openai.AsyncOpenAI(base_url="http://127.0.0.1/v1", api_key="preload", max_retries=0)
         client.chat.completions.with_streaming_response  # noqa: B018
@@ -37,11 +37,7 @@ def _import() -> None:
         import jiter  # noqa: F401
         import textual.widgets._markdown  # noqa: F401
 
-        import tui_agent.core.loop
-        import tui_agent.core.tools.generate_image
-        import tui_agent.core.tools.memory_sql
-        import tui_agent.core.tools.show_image
-        import tui_agent.core.tools.web_search  # noqa: F401
+        import tui_agent.core.loop  # noqa: F401 - the tools come with the registry (app.preload_client)
         from tui_agent.ui.markdown_text import parser
 
         parser().parse("warm *up* `x` https://example.org\n\n- a\n")
