@@ -13,7 +13,7 @@ from tui_agent.core.store import history
 from tui_agent.ui import warmup
 from tui_agent.ui.widgets import chat_log as chat_log_module
 from tui_agent.ui.widgets.bubbles import AssistantBubble, UserBubble
-from tui_agent.ui.widgets.chat_log import KEEP, PAGE, PREFETCH_AFTER_S, message_id_of
+from tui_agent.ui.widgets.chat_log import KEEP, PAGE, PREFETCH_AFTER_S, ChatLog, message_id_of
 from tui_agent.ui.widgets.long_text import LongText
 
 
@@ -79,16 +79,26 @@ async def _scroll_to(app, pilot, where: str) -> None:
     )
 
 
-async def test_scrolling_up_releases_the_bottom_and_scrolling_down_brings_it_back(env):
+async def test_scrolling_up_releases_the_bottom_and_scrolling_down_brings_it_back(env, monkeypatch):
     conversation = _long_conversation(10 * PAGE)
     all_ids = [m.id for m in history.recent_messages(conversation)]
+    # The prefetch timer only records that it fired: a slow machine may take longer than
+    # PREFETCH_AFTER_S to get here, and the first paint must be checked before the page above it.
+    fired: list[ChatLog] = []
+    prefetch = ChatLog._prefetch_older
+    monkeypatch.setattr(ChatLog, "_prefetch_older", lambda self: fired.append(self))
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await app.open_conversation(conversation)
         await pilot.pause()
         first = _ids(app)  # the first paint holds what fills the view, not a whole page
         assert 2 <= len(first) < PAGE and first == all_ids[-len(first) :]
-        await pilot.pause(PREFETCH_AFTER_S + 0.2)
+        for _ in range(100):  # the timer fires by itself, PREFETCH_AFTER_S after the paint
+            if fired:
+                break
+            await pilot.pause(PREFETCH_AFTER_S / 5)
+        assert fired == [app.chat_log]
+        prefetch(app.chat_log)
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert _ids(app) == all_ids[-(len(first) + PAGE) :]  # a page above it follows by itself
