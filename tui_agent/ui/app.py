@@ -22,6 +22,7 @@ from tui_agent.core.limits import MAX_MESSAGE_CHARS
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Profile
 from tui_agent.core.vault import Vault
+from tui_agent.ui import textual_fixes
 from tui_agent.ui.commands import AgentCommands, HistorySearch
 from tui_agent.ui.errors import friendly, setup_text
 from tui_agent.ui.mcp_control import McpControl
@@ -72,6 +73,7 @@ class AgentApp(PanelActionsMixin):
         clock: Callable[[], float] = time.monotonic,
         animate: bool = True,
     ) -> None:
+        textual_fixes.apply()
         super().__init__()
         self.vault = vault
         profiles.set_run_profile(profile_name or None)  # this run only; `profile use` switches for good

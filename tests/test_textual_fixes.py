@@ -1,0 +1,48 @@
+"""Memory held by widgets the chat log has let go of is freed (Textual #6665 work-around)."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+from test_app import make
+from textual.color import Color
+from textual.widgets import Markdown
+
+from tui_agent.core.store import history
+from tui_agent.ui import textual_fixes
+
+
+def _conversation(count: int) -> int:
+    conversation = history.new_conversation("many").id
+    for i in range(count):
+        history.add_message(conversation, "user" if i % 2 == 0 else "assistant", f"message {i} **bold** text")
+    return conversation
+
+
+async def test_render_caches_of_removed_bubbles_are_freed(env):
+    conversation = _conversation(30)
+    app = make(env)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await app.open_conversation(conversation)
+        await pilot.pause()
+        rendered = [w for w in app.chat_log.query("*") if w.region.height > 0]
+        assert len(rendered) > 10 and any(isinstance(w, Markdown) for w in rendered)
+        caches = [weakref.ref(w._styles_cache) for w in rendered if w._styles_cache._cache]
+        assert len(caches) > 10  # they drew lines: their caches hold them
+        del rendered
+        await app.open_conversation(None)  # the log lets every bubble go
+        await pilot.pause()
+        gc.collect()
+        alive = [c for c in caches if c() is not None]
+        assert alive == [], f"{len(alive)} of {len(caches)} render caches of removed widgets still held"
+
+
+def test_the_work_around_keeps_the_colours():
+    from textual._styles_cache import StylesCache
+
+    textual_fixes.apply()
+    textual_fixes.apply()  # idempotent
+    inner, outer = StylesCache.get_inner_outer(Color(10, 20, 30), Color(255, 0, 0, 0.5))
+    assert inner.background == Color(10, 20, 30) + Color(255, 0, 0, 0.5)
+    assert outer.background == Color(10, 20, 30)
