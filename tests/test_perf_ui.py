@@ -250,3 +250,19 @@ async def test_the_page_above_loads_before_the_top_and_the_view_does_not_jump(en
         assert len(log.children) == before + PAGE  # loaded without reaching the top
         assert watched.virtual_region.y - log.scroll_y == on_screen  # what the user looked at stayed put
         assert not log.following
+
+
+async def test_a_new_bubble_does_not_restyle_the_rest_of_the_log(env):
+    """Textual restyles every displayed sibling (with its subtree) on each mount when a rule with
+    :first-child / :last-child could match it. Only Markdown blocks may carry such rules: the
+    bubbles of a long sitting must not, or each turn costs more than the one before."""
+    env.fake.script(Reply(text="first paragraph\n\nlast paragraph"))
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(app, pilot, "hi")
+        order_styled = [w for w in app.chat_log.query("*") if w._has_order_style]
+        assert all(type(w).__name__.startswith("Markdown") and w.parent.has_class("reply") for w in order_styled)
+        (bubble,) = children(app, AssistantBubble)
+        blocks = list(bubble.query_one(Markdown).children)
+        assert len(blocks) == 2
+        assert blocks[0].styles.margin.bottom == 1 and blocks[-1].styles.margin.bottom == 0  # the rule still works
