@@ -8,6 +8,10 @@ from textual.screen import Screen
 
 
 class ChatScreen(Screen[None]):
+    # The composer takes focus first. (Textual's default focuses the first focusable widget, the
+    # chat log; moving focus away from it then restyles the whole log, which costs the first paint.)
+    AUTO_FOCUS = "#composer"
+
     def on_screen_resume(self) -> None:
         self.call_after_refresh(self.focus_composer)
 

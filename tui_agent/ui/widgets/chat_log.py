@@ -19,7 +19,7 @@ from tui_agent.ui.widgets.message_cursor import CURSOR_BINDINGS, MessageCursorMi
 from tui_agent.ui.widgets.tool_block import ToolResultView
 
 PAGE = 20
-KEEP = 4 * PAGE  # widgets kept mounted; beyond this, those farthest from the view are released
+KEEP = 3 * PAGE  # widgets kept mounted; beyond this, those farthest from the view are released
 PREFETCH_AFTER_S = 0.5  # after opening a conversation, the rest of its newest page loads this much later
 
 
