@@ -23,6 +23,9 @@ ESCAPES = re.compile(
 ROOT = Path(__file__).resolve().parent.parent
 
 
+ANSWERS = {b"\x1b[16t": b"\x1b[6;20;10t", b"\x1b[c": b"\x1b[?1;2c"}
+
+
 class PtyApp:
     def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
         self.started = time.perf_counter()
@@ -82,11 +85,12 @@ class PtyApp:
         self._answer_queries(chunk)
 
     def _answer_queries(self, chunk: bytes) -> None:
-        # Answer the terminal probes textual-image sends (device attributes, cell size) like xterm.
-        if b"\x1b[c" in chunk:
-            os.write(self.fd, b"\x1b[?1;2c")
-        if b"\x1b[16t" in chunk:
-            os.write(self.fd, b"\x1b[6;20;10t")
+        # Answer the terminal probes (cell size, device attributes) like xterm: in the order they
+        # were asked, in one write. A real terminal answers DA1 last, and a probe stops reading at
+        # DA1; an answer written after it would be typed into the app.
+        asked = sorted((chunk.find(q), a) for q, a in ANSWERS.items() if q in chunk)
+        if asked:
+            os.write(self.fd, b"".join(answer for _, answer in asked))
 
     def send(self, data: bytes) -> None:
         os.write(self.fd, data)
