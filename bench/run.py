@@ -271,7 +271,10 @@ def merge(old: str, new: str, args: argparse.Namespace) -> str:
     """``--only``: the existing results, with the rows of the groups just measured replaced."""
     only: set[str] = args.only
     new_lines = new.splitlines()
-    fresh = {g: [ln for ln in new_lines if ln.startswith("| ") and row_group(ln) == g] for g in GROUPS}
+    new_rows = [
+        ln for ln in new.partition(AB_HEADING)[0].splitlines() if ln.startswith("| ") and not ln.startswith("| figure")
+    ]
+    fresh = {g: [ln for ln in new_rows if row_group(ln) == g] for g in GROUPS}
     old_main, _, old_ab = old.partition(AB_HEADING)
     if "rounds" in only:  # the A/B figures are measured in the rounds
         old_ab = new.partition(AB_HEADING)[2]
