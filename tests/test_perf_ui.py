@@ -266,3 +266,29 @@ async def test_a_new_bubble_does_not_restyle_the_rest_of_the_log(env):
         blocks = list(bubble.query_one(Markdown).children)
         assert len(blocks) == 2
         assert blocks[0].styles.margin.bottom == 1 and blocks[-1].styles.margin.bottom == 0  # the rule still works
+
+
+async def test_long_lived_objects_leave_the_collector_after_the_warm_up(env, monkeypatch):
+    """run_app freezes what start-up imported; once the warm-up has imported openai and the tools,
+    the app freezes those too, so full collections stop walking them on every page it mounts."""
+    import gc
+
+    from tui_agent.ui import gc_tuning
+
+    gc.unfreeze()
+    try:
+        monkeypatch.setenv(gc_tuning.ENV, "0")
+        gc_tuning.freeze_long_lived()
+        assert gc.get_freeze_count() == 0  # turned off for A/B runs
+        monkeypatch.delenv(gc_tuning.ENV)
+        app = make(env)
+        app.freeze_gc_after_preload = True
+        async with app.run_test(size=(120, 40)) as pilot:
+            for _ in range(300):
+                if app._preload_done.is_set():
+                    break
+                await pilot.pause(0.05)
+            assert app._preload_done.is_set()
+            assert gc.get_freeze_count() > 10_000  # the modules, classes and functions of the app and openai
+    finally:
+        gc.unfreeze()

@@ -86,6 +86,7 @@ class AgentApp(PanelActionsMixin):
         self._llm_clients: dict[tuple[str, str, float, str], LLMClient] = {}
         self.clock = clock
         self.live_motion = animate
+        self.freeze_gc_after_preload = False  # set by run_app: tests keep the collector as it is
         self.conversation_id: int | None = None
         self.turns: dict[int | None, Worker[None]] = {}
         self.always_approve = False
@@ -198,6 +199,10 @@ class AgentApp(PanelActionsMixin):
         )
         if self._tool_registry is None:
             self._tool_registry = registry  # else the property builds it on first use
+        if self.freeze_gc_after_preload:
+            from tui_agent.ui.gc_tuning import freeze_long_lived
+
+            freeze_long_lived()  # openai's types, the tools: as long-lived as the modules frozen at start
         self._preload_done.set()
         self.mcp.start_in_background()
 
