@@ -155,7 +155,7 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
 
     def _prefetch_older(self) -> None:
         if self.has_older and self.following and not self._loading and len(self.children) < PAGE:
-            self.run_worker(self.load_older(), group="older", exclusive=True)
+            self.run_worker(self.load_older(), group="older")
 
     def _fill_view(self) -> None:
         """While the view sits at the end of what is mounted (the pages do not fill it, or the user
@@ -291,8 +291,9 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
             self._anchor_released = True  # the end of what is mounted is not the end: do not follow it
         if self._settling:
             return
-        if new_value < old_value and new_value <= self.size.height and self.has_older:
-            # Within a screen of the top: the page above loads before the user gets there.
-            self.run_worker(self.load_older(), group="older", exclusive=True)
+        if new_value < old_value and new_value <= self.size.height and self.has_older and not self._loading:
+            # Within a screen of the top: the page above loads before the user gets there. Every
+            # scroll step up there lands here; one load at a time, never cancelled mid-mount.
+            self.run_worker(self.load_older(), group="older")
         elif new_value >= self.max_scroll_y and old_value < new_value and self.has_newer:
             self.run_worker(self.load_newer(), group="newer")  # never cancelled mid-mount: no gaps
