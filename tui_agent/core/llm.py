@@ -158,9 +158,9 @@ class LLMClient:
     @property
     def client(self) -> Any:
         if self._client is None:
-            from openai import AsyncOpenAI
+            from tui_agent.core.openai_import import load
 
-            self._client = AsyncOpenAI(
+            self._client = load().AsyncOpenAI(
                 base_url=self.base_url, api_key=self._api_key, timeout=self.timeout, max_retries=0
             )
         return self._client
@@ -290,7 +290,10 @@ class LLMClient:
     def translate(self, exc: BaseException, model: str) -> LLMError:
         """Map openai and transport exceptions to one-line, actionable errors naming the server's message."""
         import httpx2
-        import openai
+
+        from tui_agent.core.openai_import import load
+
+        openai = load()
 
         url = self.base_url
         if isinstance(exc, LLMError):

@@ -150,6 +150,9 @@ class AgentApp(PanelActionsMixin):
         self.call_after_refresh(self._after_first_paint)
 
     def _after_first_paint(self) -> None:
+        from tui_agent.ui import warmup
+
+        warmup.start()  # first: a message sent at once waits for this import and nothing before it
         self._preloaded()
 
     def _preloaded(self) -> Worker[None]:
@@ -176,10 +179,11 @@ class AgentApp(PanelActionsMixin):
         that the endpoint answers."""
         registry: ToolRegistry | None = None
         try:
-            from tui_agent.core.tools.registry import default_registry
             from tui_agent.ui import warmup
 
             warmup.wait()
+            from tui_agent.core.tools.registry import default_registry
+
             client.client  # noqa: B018 - the openai client (its TLS context) is built here, not on Enter
             registry = default_registry()  # plugins are looked up here too, off the event loop
         except Exception:  # the turn builds them again and reports the error where the user sees it

@@ -7,6 +7,7 @@ returns.
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
@@ -22,9 +23,14 @@ timings: dict[str, float] = {}
 def _import() -> None:
     started = time.perf_counter()
     timings["started_at"] = time.time()
+    # Importing builds tens of thousands of long-lived objects (pydantic models): collecting cycles
+    # among them while they are built is wasted work on the path of the first turn.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
-        import openai
+        from tui_agent.core.openai_import import load
 
+        openai = load()  # without the API's thousand unused type modules (see openai_import)
         # Everything the first turn would otherwise import on the event loop, between Enter and the
         # request leaving: the chat resource (lazy in openai), the async transport's anyio backend,
         # the JSON parser, the turn loop, and the reply bubble's Markdown parser
@@ -45,6 +51,8 @@ def _import() -> None:
         log.exception("preloading the openai client failed")
     finally:
         timings["import_s"] = time.perf_counter() - started
+        if collecting:
+            gc.enable()
         _done.set()
     try:  # after the turn's needs: images come later than the first words of a reply
         from tui_agent.ui.images import load_textual_image
