@@ -22,15 +22,12 @@ import ast
 import importlib
 import importlib.abc
 import importlib.machinery
-import logging
 import sys
 import threading
 from importlib.machinery import ModuleSpec
 from pathlib import Path
 from types import ModuleType
 from typing import Any
-
-log = logging.getLogger(__name__)
 
 LAZY_PACKAGE = "openai.types"
 SKIPPED = "openai._vendor.httpx_aiohttp"  # optional in openai: it falls back when the import fails
