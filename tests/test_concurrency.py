@@ -11,6 +11,7 @@ from pathlib import Path
 from fake_openai import FakeOpenAI, Reply
 
 from tui_agent.core import profiles
+from tui_agent.core.store import db, migrations
 
 WRITERS = 20
 
@@ -172,3 +173,38 @@ def _count(env, sql: str) -> int:
         return int(conn.execute(sql).fetchone()[0])
     finally:
         conn.close()
+
+
+class _OtherProcessMigratesBetweenStatements:
+    """A connection on which another process creates the schema right after each statement ends."""
+
+    def __init__(self, conn: sqlite3.Connection, other: sqlite3.Connection) -> None:
+        self.conn, self.other = conn, other
+
+    def execute(self, sql: str, *params: object) -> sqlite3.Cursor:
+        cursor = self.conn.execute(sql, *params)
+        rows = cursor.fetchall()
+        migrations.migrate(self.other)
+        return _Rows(rows)
+
+
+class _Rows:
+    def __init__(self, rows: list) -> None:
+        self.rows = rows
+
+    def fetchone(self) -> object:
+        return self.rows[0]
+
+
+def test_a_schema_another_process_creates_while_we_look_is_not_a_foreign_database(tmp_path):
+    """Regression: the version and the tables were read apart, so a vault another process was creating
+    at that moment looked like another program's database (version 0, yet tables)."""
+    path = tmp_path / "agent.db"
+    ours, other = sqlite3.connect(path, isolation_level=None), sqlite3.connect(path, isolation_level=None)
+    try:
+        db._check_schema(_OtherProcessMigratesBetweenStatements(ours, other), path)  # type: ignore[arg-type]
+        assert migrations.current_version(ours) == migrations.LATEST
+        db._check_schema(ours, path)  # and once created, it is ours
+    finally:
+        ours.close()
+        other.close()

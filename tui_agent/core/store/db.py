@@ -85,20 +85,23 @@ def check_file(path: Path) -> None:
 
 
 def _check_schema(conn: sqlite3.Connection, path: Path) -> None:
-    version = migrations.current_version(conn)
+    # One statement, so one snapshot: read apart, another process could create the schema between
+    # the two reads (version 0, then tables) and a fresh vault would look like another program's.
+    version, tables = conn.execute(
+        "SELECT (SELECT user_version FROM pragma_user_version),"
+        " (SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%')"
+    ).fetchone()
     if version > migrations.LATEST:
         raise StoreError(
             f"{path} was written by a newer tui-agent: its schema version {version} is newer than this "
             f"tui-agent ({migrations.LATEST}): upgrade tui-agent (pip install -U tui-agent) or use another "
             f"vault (--vault PATH); {NOT_CHANGED}"
         )
-    if version == 0:
-        tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'").fetchone()[0]
-        if tables:
-            raise StoreError(
-                f"{path} is a SQLite database of another program (it has {tables} table(s) but no "
-                f"tui-agent schema version): use another vault (--vault PATH) or move the file aside; {NOT_CHANGED}"
-            )
+    if version == 0 and tables:
+        raise StoreError(
+            f"{path} is a SQLite database of another program (it has {tables} table(s) but no "
+            f"tui-agent schema version): use another vault (--vault PATH) or move the file aside; {NOT_CHANGED}"
+        )
 
 
 def _use_wal(db: pw.SqliteDatabase) -> None:
