@@ -1,4 +1,5 @@
-"""Memory held by widgets the chat log has let go of is freed (Textual #6665 work-around)."""
+"""Work-arounds for Textual bugs: memory held by widgets the chat log has let go of is freed
+(Textual #6665); a widget whose content changes twice around a layout gets its new height."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ import gc
 import weakref
 
 from test_app import make
+from textual.app import App, ComposeResult
 from textual.color import Color
-from textual.widgets import Markdown
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Markdown, Static
 
 from tui_agent.core.store import history
 from tui_agent.ui import textual_fixes
@@ -46,3 +49,34 @@ def test_the_work_around_keeps_the_colours():
     inner, outer = StylesCache.get_inner_outer(Color(10, 20, 30), Color(255, 0, 0, 0.5))
     assert inner.background == Color(10, 20, 30) + Color(255, 0, 0, 0.5)
     assert outer.background == Color(10, 20, 30)
+
+
+class _Reply(App[None]):
+    CSS = "#bubble { height: auto; }"
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(), Vertical(id="bubble"):
+            yield Static("first words", id="reply")
+
+
+async def test_a_reply_updated_again_before_its_layout_ran_gets_its_new_height():
+    """The end of a streamed reply stayed off screen in long sessions: its paragraph kept the height
+    of its first words. The sequence, forced here in its real order: the paragraph gets more text
+    (it asks for a layout), the screen lays out before the paragraph's turn comes (another widget,
+    the bubble, asked too), then the rest of the reply arrives before the paragraph's turn."""
+    textual_fixes.apply()
+    app = _Reply()
+    async with app.run_test(size=(40, 20)) as pilot:
+        reply = app.query_one("#reply", Static)
+        await pilot.pause()
+        reply.update("first words and more")
+        for ancestor in (app.query_one("#bubble"), app.query_one(VerticalScroll)):
+            ancestor._clear_arrangement_cache()
+            ancestor._layout_updates += 1  # what the bubble's own layout request does
+        app.screen._refresh_layout()
+        assert reply.size.height == 1
+        reply.update("word " * 60)  # 300 characters: 8 lines of 40
+        await pilot.pause()
+        await pilot.pause()
+        assert reply.size.height == 8
+        assert app.query_one("#bubble").size.height == 8

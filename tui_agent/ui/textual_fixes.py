@@ -21,6 +21,7 @@ def apply() -> None:
         return
     _applied = True
     _unpin_styles_caches()
+    _layout_refresh_invalidates_box_model()
 
 
 def _unpin_styles_caches() -> None:
@@ -43,3 +44,30 @@ def _unpin_styles_caches() -> None:
     current.cache_clear()
     StylesCache.get_inner_outer = staticmethod(inner_outer)  # type: ignore[assignment,method-assign]
     log.debug("textual #6665 work-around: StylesCache.get_inner_outer cached by colour")
+
+
+def _layout_refresh_invalidates_box_model() -> None:
+    """``Widget.refresh(layout=True)`` bumps ``_layout_updates`` (part of the key of the widget's
+    box-model cache) only when no layout was pending yet. A layout of the screen can run in between
+    (another widget asked for it) and cache the box model of the content at that moment; a later
+    update then keeps that stale height for good. Seen in long sessions: a streamed reply of twenty
+    lines stayed one line tall (its first words), its end never on screen. Every layout refresh now
+    bumps the counter, so a box model is never reused across a content change."""
+    from textual.widget import Widget
+
+    probe = Widget()
+    probe._layout_required = True
+    before = probe._layout_updates
+    probe.refresh(layout=True)
+    if probe._layout_updates != before:
+        return  # fixed upstream: leave it alone
+
+    original = Widget.refresh
+
+    def refresh(self: Widget, *regions: Any, repaint: bool = True, layout: bool = False, **more: Any) -> Any:
+        if layout and self._layout_required:
+            self._layout_updates += 1
+        return original(self, *regions, repaint=repaint, layout=layout, **more)
+
+    Widget.refresh = refresh  # type: ignore[method-assign]
+    log.debug("textual work-around: every layout refresh invalidates the widget's box model")
