@@ -138,7 +138,8 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
         plus the line between bubbles): Markdown, images and tool blocks only make it taller, so
         the view is never left short."""
         width = max(20, self.size.width or self.app.size.width)
-        wanted = (self.size.height or self.app.size.height) + 10
+        # Before the first layout the log's size is unknown: the screen's height bounds it.
+        wanted = self.size.height + 2 if self.size.height else self.app.size.height
         filled = 0
         for count, message in enumerate(reversed(rows), start=1):
             filled += 2 + len(message.content or "") // width
