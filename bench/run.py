@@ -11,6 +11,7 @@ thresholds (the goals are listed next to the figures for reading)."""
 from __future__ import annotations
 
 import argparse
+import compileall
 import platform
 import re
 import shutil
@@ -25,13 +26,14 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import context_build  # noqa: E402
+import instructions  # noqa: E402
 import scenarios as sc  # noqa: E402
 from pty_app import PtyApp, make_vault  # noqa: E402
 
 NO_SPEEDUPS = {"TEXTUAL_SPEEDUPS": "0"}
 # Groups of figures: the interleaved rounds (everything measured --runs times, next to the bare
 # app), then single measurements.
-GROUPS = ("rounds", "context", "huge", "session")
+GROUPS = ("rounds", "instructions", "context", "huge", "session")
 
 
 def fmt(values: list[float], unit: str = "s") -> str:
@@ -71,11 +73,19 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
     args = parser.parse_args()
     only: set[str] = args.only or set(GROUPS)
+    # As installed (pip compiles the bytecode): without it every start compiles tui-agent's ~100
+    # modules again, which the bare app (all in site-packages) never pays for.
+    compileall.compile_dir(HERE.parent / "tui_agent", quiet=1)
     fake = sc.FakeOpenAI().start()
     r: dict[str, list[float]] = defaultdict(list)
     if "rounds" in only:
         rounds(r, fake, args.runs)
     single: dict[str, object] = {}
+    if "instructions" in only:
+        if instructions.available():
+            single["instructions"] = counted(fake)
+        else:
+            FAILED.append("instructions: valgrind is not installed (apt-get install valgrind)")
     if "context" in only:
         print("context build", flush=True)
         single["context"] = context_build.measure()
@@ -103,6 +113,19 @@ def main() -> None:
         report = merge(args.out.read_text(), report, args)
     args.out.write_text(report)
     print(report)
+
+
+def counted(fake: sc.FakeOpenAI) -> dict[str, float]:
+    vaults: dict[str, Path] = {}
+    for name, messages in (("empty", 0), ("500", 500), ("5000", 5000)):
+        vaults[name] = make_vault(fake.base_url)
+        if messages:
+            sc.fill(vaults[name], messages)
+    try:
+        return instructions.measure(vaults)
+    finally:
+        for vault in vaults.values():
+            shutil.rmtree(vault.parent)
 
 
 def rounds(r: dict[str, list[float]], fake: sc.FakeOpenAI, runs: int) -> None:
@@ -222,6 +245,15 @@ def round_rows(r: dict[str, list[float]], bare: float) -> list[str]:
 
 def single_rows(single: dict[str, object], args: argparse.Namespace, bare: float | None) -> list[str]:
     lines = []
+    counts = single.get("instructions")
+    if isinstance(counts, dict):
+        base = counts["bare"]
+        lines.append(
+            f"| instructions to the first paint (callgrind), bare {base:.2f} G: empty / 500 / 5,000 messages"
+            f" | {counts['empty']:.2f} / {counts['500']:.2f} / {counts['5000']:.2f} G"
+            f" | {counts['empty'] / base:.2f}× / {counts['500'] / base:.2f}× / {counts['5000'] / base:.2f}×"
+            " | ≤ 1.25× / ≤ 1.5× |"
+        )
     context = single.get("context")
     if isinstance(context, dict):
         lines.append(
@@ -252,9 +284,14 @@ def single_rows(single: dict[str, object], args: argparse.Namespace, bare: float
 
 
 # Which group a figure of the main table, or a timed-out measurement (by its label), belongs to.
-ROW_MARKS = {"context": "| context build", "huge": "-line reply: ", "session": "-turn session: "}
+ROW_MARKS = {
+    "instructions": "| instructions to the first paint",
+    "context": "| context build",
+    "huge": "-line reply: ",
+    "session": "-turn session: ",
+}
 FAILED_PREFIX = "Measurements that timed out (not counted): "
-FAILED_SPLIT = re.compile(r"; (?=(?:send at once|stream \d+[a-z -]*|huge reply|session): )")
+FAILED_SPLIT = re.compile(r"; (?=(?:send at once|stream \d+[a-z -]*|huge reply|session|instructions): )")
 AB_HEADING = "## textual-speedups A/B"
 
 
@@ -264,7 +301,9 @@ def row_group(row: str) -> str:
 
 
 def failed_group(entry: str) -> str:
-    return {"huge reply": "huge", "session": "session"}.get(entry.split(":")[0], "rounds")
+    return {"huge reply": "huge", "session": "session", "instructions": "instructions"}.get(
+        entry.split(":")[0], "rounds"
+    )
 
 
 def merge(old: str, new: str, args: argparse.Namespace) -> str:

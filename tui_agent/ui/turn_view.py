@@ -76,7 +76,8 @@ class TurnView:
             if self.user_bubble is not None and self.user_bubble.is_attached:
                 self.user_bubble.message_id = message.id
                 return
-            alternatives = branches.alternatives(message, branches.fork_parents(event.conversation_id))
+            forks = branches.fork_parents(event.conversation_id, [message.parent_id])
+            alternatives = branches.alternatives(message, forks)
             await self._mount(
                 UserBubble(
                     message.content,
@@ -156,7 +157,8 @@ class TurnView:
             return
         message = Message.get_or_none(Message.id == bubble.message_id)
         if message is not None:
-            await bubble.show_alternatives(branches.alternatives(message, branches.fork_parents(self.conversation_id)))
+            forks = branches.fork_parents(self.conversation_id, [message.parent_id])
+            await bubble.show_alternatives(branches.alternatives(message, forks))
 
     async def _flush_soon(self) -> None:
         await asyncio.sleep(FRAME_S)

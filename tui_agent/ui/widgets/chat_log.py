@@ -93,7 +93,7 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
 
     def _widgets(self, rows: list[Message]) -> list[Widget]:
         attachments = history.attachments_for([m.id for m in rows])
-        forks = branches.fork_parents(rows[0].conversation_id) if rows else set()
+        forks = branches.fork_parents(rows[0].conversation_id, [m.parent_id for m in rows]) if rows else set()
         widgets = []
         for message in rows:
             widget = self.widget_for(message, attachments.get(message.id, []), forks)
