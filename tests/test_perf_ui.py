@@ -27,6 +27,7 @@ async def test_user_bubble_shows_before_the_openai_import_finishes(env, monkeypa
 
     monkeypatch.setattr(warmup, "_thread", None)
     monkeypatch.setattr(warmup, "_done", threading.Event())
+    monkeypatch.setattr(warmup, "_request_ready", threading.Event())
     monkeypatch.setattr(warmup, "_import", slow_import)
     env.fake.script(Reply(text="pong"))
     app = make(env)

@@ -152,7 +152,8 @@ class AgentApp(PanelActionsMixin):
     def _after_first_paint(self) -> None:
         from tui_agent.ui import warmup
 
-        warmup.start()  # first: a message sent at once waits for this import and nothing before it
+        # First: a message sent at once waits for this import and nothing before it.
+        warmup.start(hold_for_client=True)
         self._preloaded()
         self.call_later(self._mount_footer)
 
@@ -188,7 +189,7 @@ class AgentApp(PanelActionsMixin):
         try:
             from tui_agent.ui import warmup
 
-            warmup.wait()
+            warmup.wait_for_request()
             from tui_agent.core.tools.registry import default_registry
 
             client.client  # noqa: B018 - the openai client (its TLS context) is built here, not on Enter
@@ -196,6 +197,9 @@ class AgentApp(PanelActionsMixin):
         except Exception:  # the turn builds them again and reports the error where the user sees it
             log.exception("preparing the client failed")
         finally:
+            from tui_agent.ui import warmup
+
+            warmup.client_built()  # the warm-up goes on with what shows the reply
             self.call_from_thread(self._preload_finished, registry)
         if self.check_endpoint:
             self.probe_endpoint()
@@ -206,7 +210,7 @@ class AgentApp(PanelActionsMixin):
         log.info(
             "client ready (imports started %.2f s ago, took %.2f s)",
             time.time() - warmup.timings.get("started_at", time.time()),
-            warmup.timings.get("import_s", 0.0),
+            warmup.timings.get("request_s", 0.0),
         )
         if self._tool_registry is None:
             self._tool_registry = registry  # else the property builds it on first use
