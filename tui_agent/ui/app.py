@@ -17,7 +17,6 @@ from textual.widgets import Footer, Header, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from tui_agent.core import profiles, slash
-from tui_agent.core.events import TurnStarted
 from tui_agent.core.limits import MAX_MESSAGE_CHARS
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Profile
@@ -28,7 +27,6 @@ from tui_agent.ui.errors import friendly, setup_text
 from tui_agent.ui.mcp_control import McpControl
 from tui_agent.ui.panel_actions import PanelActionsMixin
 from tui_agent.ui.paths import styles_dir
-from tui_agent.ui.turn_view import TurnView
 from tui_agent.ui.widgets.bubbles import ErrorCard, NoticeCard, UserBubble
 from tui_agent.ui.widgets.chat_log import ChatLog
 from tui_agent.ui.widgets.composer import Composer, SlashHints
@@ -105,7 +103,9 @@ class AgentApp(PanelActionsMixin):
                 yield Static("", id="pending-attachments", markup=False)
                 yield SlashHints(id="slash-hints")
                 yield Composer(id="composer")
-        yield Footer()
+        # The Footer is built right after the first paint (_after_first_paint): it recomposes its
+        # keys on every bindings change at start-up (focus, screen), a third of the first paint.
+        yield Static(id="footer-slot")
 
     @property
     def status_line(self) -> StatusLine:
@@ -155,6 +155,13 @@ class AgentApp(PanelActionsMixin):
         # First: a message sent at once waits for this import and nothing before it.
         warmup.start(hold_for_client=True)
         self._preloaded()
+        self.call_later(self._mount_footer)
+
+    async def _mount_footer(self) -> None:
+        for slot in self.query("#footer-slot"):
+            await self.screen.mount(Footer(), after=slot)
+            await slot.remove()
+        self.screen.refresh_bindings()  # the Footer shows keys once told that the bindings are ready
 
     def _preloaded(self) -> Worker[None]:
         if self._preload is None:
@@ -303,8 +310,10 @@ class AgentApp(PanelActionsMixin):
     ) -> None:
         """One turn on screen: a new message, an edited one (``edit_of``: the conversation forks
         there), another answer in place of reply ``regenerate``, or the failed last turn again."""
+        from tui_agent.core.events import TurnStarted
         from tui_agent.core.llm import LLMError
         from tui_agent.core.loop import AgentLoop
+        from tui_agent.ui.turn_view import TurnView  # with the turn: the events are not needed before
 
         view = TurnView(self, conversation_id, user_bubble=bubble)
         started = retry or regenerate is not None  # until the user's message is stored, a failure gives the text back
