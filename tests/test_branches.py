@@ -176,3 +176,62 @@ async def test_json_export_keeps_every_branch_and_imports_them_back(env):
     assert [m.content for m in history.recent_messages(new_id)] == ["q", "two"]
     reply = history.recent_messages(new_id)[-1]
     assert [m.content for m in branches.siblings(reply.id)] == ["one", "two"]
+
+
+def _sqlite_steps(action) -> int:
+    """SQLite virtual-machine steps (in thousands) an action runs: work, not time."""
+    conn = Message._meta.database.connection()
+    steps = [0]
+
+    def count() -> int:
+        steps[0] += 1
+        return 0
+
+    conn.set_progress_handler(count, 1000)
+    try:
+        action()
+    finally:
+        conn.set_progress_handler(None, 0)
+    return steps[0]
+
+
+def _bulk_conversation(count: int, *, explicit_parents: bool) -> int:
+    """``count`` messages written as a straight branch: NULL parents (rows from before branches, or
+    other writers), or each naming the one before it."""
+    conversation = history.new_conversation(f"{count}").id
+    conn = Message._meta.database.connection()
+    rows = [(conversation, "user" if i % 2 == 0 else "assistant", f"m{i}", "x") for i in range(count)]
+    conn.executemany("INSERT INTO messages(conversation_id, role, content, created_at) VALUES (?, ?, ?, ?)", rows)
+    if explicit_parents:
+        conn.execute(
+            "UPDATE messages SET parent_id = COALESCE((SELECT max(p.id) FROM messages p WHERE p.conversation_id = "
+            "messages.conversation_id AND p.id < messages.id), 0) WHERE conversation_id = ?",
+            (conversation,),
+        )
+    conn.commit()
+    return conversation
+
+
+def test_a_page_of_a_long_conversation_costs_what_a_page_of_a_short_one_costs(env):
+    """Opening, paging up and building the context read one page's messages, not the whole branch."""
+    for explicit in (False, True):
+        short, long = (
+            _bulk_conversation(60, explicit_parents=explicit),
+            _bulk_conversation(6000, explicit_parents=explicit),
+        )
+        costs = {}
+        for conversation in (short, long):
+            newest = history.recent_messages(conversation, limit=20)
+            assert [m.content for m in newest] == [
+                f"m{i}" for i in range(40 if conversation == short else 5980, 6000 if conversation == long else 60)
+            ]
+            older = history.recent_messages(conversation, limit=20, before_id=newest[0].id)
+            assert len(older) == 20 and older[-1].id < newest[0].id
+            costs[conversation] = _sqlite_steps(
+                lambda c=conversation, n=newest: (
+                    history.recent_messages(c, limit=20),
+                    history.recent_messages(c, limit=20, before_id=n[0].id),
+                    branches.fork_parents(c, [m.parent_id for m in n]),
+                )
+            )
+        assert costs[long] <= 2 * costs[short] + 2, (explicit, costs)

@@ -27,6 +27,7 @@ async def test_user_bubble_shows_before_the_openai_import_finishes(env, monkeypa
 
     monkeypatch.setattr(warmup, "_thread", None)
     monkeypatch.setattr(warmup, "_done", threading.Event())
+    monkeypatch.setattr(warmup, "_request_ready", threading.Event())
     monkeypatch.setattr(warmup, "_import", slow_import)
     env.fake.script(Reply(text="pong"))
     app = make(env)
@@ -292,3 +293,29 @@ async def test_long_lived_objects_leave_the_collector_after_the_warm_up(env, mon
             assert gc.get_freeze_count() > 10_000  # the modules, classes and functions of the app and openai
     finally:
         gc.unfreeze()
+
+
+async def test_the_footer_is_built_after_the_first_paint_with_every_key(env, monkeypatch):
+    """The first frame reserves the footer's row; the Footer (its keys recomposed on every bindings
+    change at start-up) comes right after it, showing the same keys as if it had been there."""
+    from textual.widgets import Footer
+    from textual.widgets._footer import FooterKey
+
+    from tui_agent.ui.app import AgentApp
+
+    after_paint: list[AgentApp] = []
+    monkeypatch.setattr(AgentApp, "_after_first_paint", lambda self: after_paint.append(self))
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert after_paint == [app]
+        slot = app.query_one("#footer-slot")
+        assert (slot.region.y, slot.region.height) == (39, 1)  # the row is kept: nothing moves later
+        assert not app.query(Footer)
+        await app._mount_footer()
+        await pilot.pause(0.1)
+        assert not app.query("#footer-slot")
+        footer = app.query_one(Footer)
+        assert footer.region.y == 39
+        keys = {key.key for key in footer.query(FooterKey)}
+        assert {"ctrl+q", "ctrl+b", "ctrl+n", "f1"} <= keys

@@ -32,3 +32,22 @@ def test_the_app_module_and_its_launcher_import_nothing_heavy():
 def test_the_warm_up_imports_what_the_first_turn_needs():
     code = "from tui_agent.ui import warmup\nassert warmup.wait(60)\nwarmup._thread.join(60)"
     assert imported_by(code) == HEAVY
+
+
+def test_the_request_path_comes_first_and_what_shows_the_reply_after_the_client():
+    """The app's warm-up: what the first request needs, then (once the app has built its client, so
+    the two do not share the core) Markdown, which only the reply bubble needs."""
+    code = (
+        "from tui_agent.ui import warmup\n"
+        "warmup.start(hold_for_client=True)\n"
+        "assert warmup.wait_for_request(60)\n"
+        "before = [m for m in ('openai', 'tui_agent.core.loop', 'markdown_it') if m in sys.modules]\n"
+        "assert not warmup._done.wait(0.5)  # held until the client is built\n"
+        "warmup.client_built()\n"
+        "assert warmup.wait(60)\n"
+        "print(json.dumps(before))\n"
+    )
+    probe = f"import json, sys\n{code}"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == ["openai", "tui_agent.core.loop"]

@@ -14,12 +14,15 @@ from textual.widgets import Markdown, Static
 
 from tui_agent.core.store import history
 from tui_agent.ui import textual_fixes
+from tui_agent.ui.reply_preview import ReplyPreview
 
 
 def _conversation(count: int) -> int:
+    """Replies of both kinds: plain paragraphs (one ReplyPreview) and Markdown (a widget per block)."""
     conversation = history.new_conversation("many").id
     for i in range(count):
-        history.add_message(conversation, "user" if i % 2 == 0 else "assistant", f"message {i} **bold** text")
+        text = f"message {i} **bold** text" if i % 4 != 3 else f"message {i}\n\n- a list\n- of two"
+        history.add_message(conversation, "user" if i % 2 == 0 else "assistant", text)
     return conversation
 
 
@@ -28,9 +31,10 @@ async def test_render_caches_of_removed_bubbles_are_freed(env):
     app = make(env)
     async with app.run_test(size=(100, 40)) as pilot:
         await app.open_conversation(conversation)
-        await pilot.pause()
+        await pilot.pause(0.3)  # the Markdown replies replace their first-paint text
         rendered = [w for w in app.chat_log.query("*") if w.region.height > 0]
-        assert len(rendered) > 10 and any(isinstance(w, Markdown) for w in rendered)
+        assert len(rendered) > 10
+        assert any(isinstance(w, Markdown) for w in rendered) and any(isinstance(w, ReplyPreview) for w in rendered)
         caches = [weakref.ref(w._styles_cache) for w in rendered if w._styles_cache._cache]
         assert len(caches) > 10  # they drew lines: their caches hold them
         del rendered

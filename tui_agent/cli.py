@@ -5,11 +5,14 @@ Heavy modules (openai, textual) are imported only by the command that needs them
 
 from __future__ import annotations
 
-import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from tui_agent import __version__
+
+if TYPE_CHECKING:
+    import argparse
 
 EPILOG = """\
 commands:
@@ -26,6 +29,8 @@ The vault (all data) is --vault > $TUI_AGENT_VAULT > ./jj_vault > the user data 
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--vault", metavar="PATH", default=argparse.SUPPRESS, help="vault folder (all user data)")
     parser = argparse.ArgumentParser(
@@ -116,44 +121,67 @@ def _pipe_closed() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if not arguments:
+        # The plain `tui-agent`: straight to the app (argparse and the subcommands cost ~20 ms of
+        # the first paint, and there is nothing to parse).
+        from tui_agent.ui.run import run_app
+
+        code = _guarded(lambda: run_app(None, None))
+        return 0 if code is None else code
     parser = build_parser()
     from tui_agent.commands.mcp import split_command_line
 
-    argv, mcp_command_line = split_command_line(list(sys.argv[1:] if argv is None else argv))
-    args = parser.parse_args(argv)
+    arguments, mcp_command_line = split_command_line(arguments)
+    args = parser.parse_args(arguments)
     if mcp_command_line is not None:
         args.command_line = mcp_command_line
     vault = getattr(args, "vault", None)
     command = args.command
+    found = _guarded(lambda: _dispatch(command, vault, args))
+    if found is not None:
+        return found
+    parser.error(f"unknown command {command}")
+    return 2
+
+
+def _dispatch(command: str | None, vault: str | None, args: argparse.Namespace) -> int | None:
+    """Run the command; ``None`` for an unknown one."""
+    if command is None:
+        from tui_agent.ui.run import run_app
+
+        return run_app(vault, args.profile)
+    if command == "ask":
+        from tui_agent.commands.ask import run_ask
+
+        return run_ask(vault, args)
+    if command == "tool":
+        from tui_agent.commands.tool import run_tool
+
+        return run_tool(vault, args)
+    if command == "profile":
+        from tui_agent.commands.profile import run_profile
+
+        return run_profile(vault, args)
+    if command == "history":
+        from tui_agent.commands.history import run_history
+
+        return run_history(vault, args)
+    if command == "serve":
+        from tui_agent.commands.serve import run_serve
+
+        return run_serve(vault, args)
+    if command == "mcp":
+        from tui_agent.commands.mcp import run_mcp
+
+        return run_mcp(vault, args)
+    return None
+
+
+def _guarded(run: Callable[[], int | None]) -> int | None:
+    """Ctrl+C, a closed pipe and a broken store end with one line and an exit code, not a traceback."""
     try:
-        if command is None:
-            from tui_agent.ui.run import run_app
-
-            return run_app(vault, args.profile)
-        if command == "ask":
-            from tui_agent.commands.ask import run_ask
-
-            return run_ask(vault, args)
-        if command == "tool":
-            from tui_agent.commands.tool import run_tool
-
-            return run_tool(vault, args)
-        if command == "profile":
-            from tui_agent.commands.profile import run_profile
-
-            return run_profile(vault, args)
-        if command == "history":
-            from tui_agent.commands.history import run_history
-
-            return run_history(vault, args)
-        if command == "serve":
-            from tui_agent.commands.serve import run_serve
-
-            return run_serve(vault, args)
-        if command == "mcp":
-            from tui_agent.commands.mcp import run_mcp
-
-            return run_mcp(vault, args)
+        return run()
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -167,5 +195,3 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"error: {message}", file=sys.stderr)
         return 1
-    parser.error(f"unknown command {command}")
-    return 2

@@ -17,7 +17,6 @@ from textual.widgets import Footer, Header, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from tui_agent.core import profiles, slash
-from tui_agent.core.events import TurnStarted
 from tui_agent.core.limits import MAX_MESSAGE_CHARS
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Profile
@@ -28,7 +27,6 @@ from tui_agent.ui.errors import friendly, setup_text
 from tui_agent.ui.mcp_control import McpControl
 from tui_agent.ui.panel_actions import PanelActionsMixin
 from tui_agent.ui.paths import styles_dir
-from tui_agent.ui.turn_view import TurnView
 from tui_agent.ui.widgets.bubbles import ErrorCard, NoticeCard, UserBubble
 from tui_agent.ui.widgets.chat_log import ChatLog
 from tui_agent.ui.widgets.composer import Composer, SlashHints
@@ -105,7 +103,9 @@ class AgentApp(PanelActionsMixin):
                 yield Static("", id="pending-attachments", markup=False)
                 yield SlashHints(id="slash-hints")
                 yield Composer(id="composer")
-        yield Footer()
+        # The Footer is built right after the first paint (_after_first_paint): it recomposes its
+        # keys on every bindings change at start-up (focus, screen), a third of the first paint.
+        yield Static(id="footer-slot")
 
     @property
     def status_line(self) -> StatusLine:
@@ -152,8 +152,16 @@ class AgentApp(PanelActionsMixin):
     def _after_first_paint(self) -> None:
         from tui_agent.ui import warmup
 
-        warmup.start()  # first: a message sent at once waits for this import and nothing before it
+        # First: a message sent at once waits for this import and nothing before it.
+        warmup.start(hold_for_client=True)
         self._preloaded()
+        self.call_later(self._mount_footer)
+
+    async def _mount_footer(self) -> None:
+        for slot in self.query("#footer-slot"):
+            await self.screen.mount(Footer(), after=slot)
+            await slot.remove()
+        self.screen.refresh_bindings()  # the Footer shows keys once told that the bindings are ready
 
     def _preloaded(self) -> Worker[None]:
         if self._preload is None:
@@ -181,7 +189,7 @@ class AgentApp(PanelActionsMixin):
         try:
             from tui_agent.ui import warmup
 
-            warmup.wait()
+            warmup.wait_for_request()
             from tui_agent.core.tools.registry import default_registry
 
             client.client  # noqa: B018 - the openai client (its TLS context) is built here, not on Enter
@@ -189,6 +197,9 @@ class AgentApp(PanelActionsMixin):
         except Exception:  # the turn builds them again and reports the error where the user sees it
             log.exception("preparing the client failed")
         finally:
+            from tui_agent.ui import warmup
+
+            warmup.client_built()  # the warm-up goes on with what shows the reply
             self.call_from_thread(self._preload_finished, registry)
         if self.check_endpoint:
             self.probe_endpoint()
@@ -199,7 +210,7 @@ class AgentApp(PanelActionsMixin):
         log.info(
             "client ready (imports started %.2f s ago, took %.2f s)",
             time.time() - warmup.timings.get("started_at", time.time()),
-            warmup.timings.get("import_s", 0.0),
+            warmup.timings.get("request_s", 0.0),
         )
         if self._tool_registry is None:
             self._tool_registry = registry  # else the property builds it on first use
@@ -299,8 +310,10 @@ class AgentApp(PanelActionsMixin):
     ) -> None:
         """One turn on screen: a new message, an edited one (``edit_of``: the conversation forks
         there), another answer in place of reply ``regenerate``, or the failed last turn again."""
+        from tui_agent.core.events import TurnStarted
         from tui_agent.core.llm import LLMError
         from tui_agent.core.loop import AgentLoop
+        from tui_agent.ui.turn_view import TurnView  # with the turn: the events are not needed before
 
         view = TurnView(self, conversation_id, user_bubble=bubble)
         started = retry or regenerate is not None  # until the user's message is stored, a failure gives the text back

@@ -76,7 +76,8 @@ class TurnView:
             if self.user_bubble is not None and self.user_bubble.is_attached:
                 self.user_bubble.message_id = message.id
                 return
-            alternatives = branches.alternatives(message, branches.fork_parents(event.conversation_id))
+            forks = branches.fork_parents(event.conversation_id, [message.parent_id])
+            alternatives = branches.alternatives(message, forks)
             await self._mount(
                 UserBubble(
                     message.content,
@@ -101,10 +102,12 @@ class TurnView:
             (self._pending if isinstance(event, ev.TextDelta) else self._thoughts).append(event.text)
             if isinstance(event, ev.TextDelta):
                 self.tokens += 1
-            if self.first_token_at is None:
+            first = self.first_token_at is None
+            if first:
                 self.first_token_at = self.app.clock()
             if self._flusher is None:
-                self._flusher = asyncio.create_task(self._flush_soon())
+                # The first words show at once; later ones are written once per frame.
+                self._flusher = asyncio.create_task(self._flush_soon(0.0 if first else FRAME_S))
         elif isinstance(event, ev.TextToReasoning):
             await self.flush()
             if self.bubble is not None and self.attached and self.bubble.is_attached:
@@ -156,10 +159,11 @@ class TurnView:
             return
         message = Message.get_or_none(Message.id == bubble.message_id)
         if message is not None:
-            await bubble.show_alternatives(branches.alternatives(message, branches.fork_parents(self.conversation_id)))
+            forks = branches.fork_parents(self.conversation_id, [message.parent_id])
+            await bubble.show_alternatives(branches.alternatives(message, forks))
 
-    async def _flush_soon(self) -> None:
-        await asyncio.sleep(FRAME_S)
+    async def _flush_soon(self, delay: float) -> None:
+        await asyncio.sleep(delay)
         self._flusher = None
         await self._write_pending()
 

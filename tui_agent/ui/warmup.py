@@ -1,8 +1,8 @@
 """Imports the ``openai`` client in ONE background thread, started as early as wanted.
 
 Two threads importing one package at once can see it half initialised, so every caller goes
-through :func:`start` (idempotent) and :func:`wait`; nothing else imports openai before ``wait``
-returns.
+through :func:`start` (idempotent) and :func:`wait_for_request`; nothing else imports openai before
+it returns. What shows the reply (Markdown) is imported after that, while the request can leave.
 """
 
 from __future__ import annotations
@@ -14,9 +14,13 @@ import time
 
 log = logging.getLogger("tui_agent.ui")
 
+CLIENT_WAIT_S = 2.0
 _lock = threading.Lock()
 _thread: threading.Thread | None = None
-_done = threading.Event()
+_request_ready = threading.Event()  # what the first request needs is imported
+_client_built = threading.Event()  # the caller built its client and tools: Markdown may come next
+_hold_for_client = False
+_done = threading.Event()  # and what shows the reply
 timings: dict[str, float] = {}
 
 
@@ -30,25 +34,37 @@ def _import() -> None:
     try:
         from tui_agent.core.openai_import import load
 
-        openai = load()  # without the API's thousand unused type modules (see openai_import)
-        # Everything the first turn would otherwise import on the event loop, between Enter and the
-        # request leaving: the chat resource (lazy in openai), the async transport's anyio backend,
-        # the JSON parser, the turn loop, and the reply bubble's Markdown parser
-        # (markdown-it, linkify).
-        client = openai.AsyncOpenAI(base_url="http://127.0.0.1/v1", api_key="preload", max_retries=0)
-        client.chat.completions.with_streaming_response  # noqa: B018
+        load()  # without the API's thousand unused type modules (see openai_import)
+        # Everything the first request would otherwise import on the event loop, between Enter and
+        # the request leaving: the chat resource (lazy in openai), the HTTP transport (built with
+        # the client, app.preload_client), the async backend, the JSON parser, the turn loop, the
+        # tools.
         import anyio._backends._asyncio
         import anyio._core._sockets
         import anyio.streams.stapled  # noqa: F401
+        import httpcore2  # noqa: F401
         import jiter  # noqa: F401
+        import openai.resources.chat.completions  # noqa: F401
+
+        import tui_agent.core.loop
+        import tui_agent.core.tools.registry  # noqa: F401
+    except Exception:  # the turn will import it again and report the error where the user sees it
+        log.exception("preloading the openai client failed")
+    finally:
+        timings["request_s"] = time.perf_counter() - started
+        _request_ready.set()
+    if _hold_for_client:  # one thing at a time: two threads importing share one core (the GIL)
+        _client_built.wait(CLIENT_WAIT_S)
+    try:
+        # Then what shows the reply (the request can leave meanwhile): Textual's Markdown and the
+        # reply bubble's parser (markdown-it, linkify).
         import textual.widgets._markdown  # noqa: F401
 
-        import tui_agent.core.loop  # noqa: F401 - the tools come with the registry (app.preload_client)
         from tui_agent.ui.markdown_text import parser
 
         parser().parse("warm *up* `x` https://example.org\n\n- a\n")
-    except Exception:  # the turn will import it again and report the error where the user sees it
-        log.exception("preloading the openai client failed")
+    except Exception:
+        log.exception("preloading Markdown failed")
     finally:
         timings["import_s"] = time.perf_counter() - started
         if collecting:
@@ -62,17 +78,29 @@ def _import() -> None:
         log.exception("preloading textual-image failed")
 
 
-def start() -> None:
-    """Start the import thread unless it already runs (or ran)."""
-    global _thread
+def start(*, hold_for_client: bool = False) -> None:
+    """Start the import thread unless it already runs (or ran). ``hold_for_client``: after what the
+    request needs, wait (up to CLIENT_WAIT_S) until the caller says :func:`client_built`."""
+    global _thread, _hold_for_client
     with _lock:
         if _thread is None:
+            _hold_for_client = hold_for_client
             _thread = threading.Thread(target=_import, name="openai-import", daemon=True)
             _thread.start()
 
 
+def client_built() -> None:
+    _client_built.set()
+
+
 def done() -> bool:
     return _done.is_set()
+
+
+def wait_for_request(timeout: float | None = None) -> bool:
+    """Block until what the first request needs is imported (start the thread if nobody did)."""
+    start()
+    return _request_ready.wait(timeout)
 
 
 def wait(timeout: float | None = None) -> bool:

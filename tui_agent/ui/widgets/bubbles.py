@@ -12,12 +12,14 @@ from textual.widgets import Static
 
 from tui_agent.core.textsafe import visible
 from tui_agent.ui.markdown_text import parser
+from tui_agent.ui.reply_preview import ReplyPreview
 from tui_agent.ui.widgets.alternatives import AlternativesBar
 from tui_agent.ui.widgets.carousel import ImageCarousel
 from tui_agent.ui.widgets.spinner import Spinner
 from tui_agent.ui.widgets.thinking import ThinkingBlock
 
 if TYPE_CHECKING:
+    from textual.widgets import Markdown
     from textual.widgets.markdown import MarkdownStream
 
     from tui_agent.ui.widgets.long_text import LongText
@@ -63,9 +65,15 @@ class AssistantBubble(Vertical):
         thinking: bool = False,
         alternatives: list[int] | None = None,
         reasoning: str = "",
+        preview: bool = False,
+        markdown_later: bool = False,
     ) -> None:
+        """``preview``: a reply from history, drawn without Markdown where that changes nothing (see
+        reply_preview); ``markdown_later``: the others too, until :meth:`upgrade` (the first paint)."""
         super().__init__(classes="bubble assistant")
         self.initial = text
+        self.preview = preview
+        self.markdown_later = markdown_later
         self.reasoning = reasoning
         self.status = status
         self.message_id = message_id
@@ -78,9 +86,6 @@ class AssistantBubble(Vertical):
         self._newlines = text.count("\n")
 
     def compose(self) -> ComposeResult:
-        # Imported here: markdown-it costs ~40 ms and is not needed for an empty first screen.
-        from textual.widgets import Markdown
-
         if len(self.alternatives) > 1 and self.message_id is not None:
             yield AlternativesBar(self.alternatives, self.message_id, kind="alternative")
         if self.thinking:
@@ -89,7 +94,15 @@ class AssistantBubble(Vertical):
             yield ThinkingBlock(self.reasoning)
         if is_long(self.initial):
             yield from self._long_view(self.initial)
+        elif self.preview and (
+            (shown := ReplyPreview(visible(self.initial), classes="reply")).exact or self.markdown_later
+        ):
+            yield shown
         else:
+            # Imported here: markdown-it and Textual's Markdown cost ~60 ms, not needed for an empty
+            # first screen nor for replies drawn without it.
+            from textual.widgets import Markdown
+
             yield Markdown(visible(self.initial), classes="reply", parser_factory=parser)
         if self.status not in ("complete", "streaming"):
             yield Static(f"({self.status})", classes="reply-status")
@@ -97,6 +110,25 @@ class AssistantBubble(Vertical):
     @property
     def text(self) -> str:
         return self.initial + "".join(self._parts)
+
+    @property
+    def needs_upgrade(self) -> bool:
+        """Drawn as text for the first paint, but Markdown would draw it differently."""
+        return any(not shown.exact for shown in self.query(ReplyPreview))
+
+    async def upgrade(self) -> Markdown:
+        """The reply as a Markdown widget (in place of its preview, if it has one)."""
+        from textual.widgets import Markdown
+
+        for found in self.query(".reply").results(Markdown):
+            return found
+        markdown = Markdown(visible(self.text), classes="reply", parser_factory=parser)
+        previews = list(self.query(ReplyPreview))
+        statuses = list(self.query(".reply-status"))
+        await self.mount(markdown, before=(previews or statuses or [None])[0])
+        for shown in previews:
+            await shown.remove()
+        return markdown
 
     def _long_view(self, text: str) -> ComposeResult:
         from tui_agent.ui.widgets.long_text import LongText
@@ -131,7 +163,7 @@ class AssistantBubble(Vertical):
                 await spinner.remove()
             from textual.widgets import Markdown
 
-            self._stream = Markdown.get_stream(self.query_one(".reply", Markdown))
+            self._stream = Markdown.get_stream(await self.upgrade())
         await self._stream.write(visible(fragment))
 
     async def live_thinking(self) -> ThinkingBlock:
@@ -140,23 +172,18 @@ class AssistantBubble(Vertical):
             return block
         for spinner in self.query(".thinking"):
             await spinner.remove()
-        from textual.widgets import Markdown
-
         block = ThinkingBlock(live=True)
-        await self.mount(block, before=self.query_one(".reply", Markdown))
+        await self.mount(block, before=await self.upgrade())
         return block
 
     async def clear_text(self) -> None:
         """The text streamed so far was reasoning after all: empty the reply."""
-        from textual.widgets import Markdown
-
         if self._stream is not None:
             await self._stream.stop()
             self._stream = None
         self.initial = ""
         self._parts.clear()
-        for reply in self.query(".reply").results(Markdown):
-            await reply.update("")
+        await (await self.upgrade()).update("")
 
     async def finish(self, status: str) -> None:
         for block in self.query(ThinkingBlock):

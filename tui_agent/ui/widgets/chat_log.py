@@ -14,11 +14,16 @@ from textual.widgets import Static
 from tui_agent.core.store import branches, history
 from tui_agent.core.store.models import Message
 from tui_agent.core.vault import Vault
+from tui_agent.ui.reply_preview import preview
 from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard, UserBubble
 from tui_agent.ui.widgets.message_cursor import CURSOR_BINDINGS, MessageCursorMixin
 from tui_agent.ui.widgets.tool_block import ToolResultView
 
 PAGE = 20
+# Columns a bubble's text cannot use (app.tcss): the log's padding and scroll bar, the bubble's
+# border and padding; a user's bubble is also indented.
+BUBBLE_CHROME = 6
+USER_INDENT = 8
 KEEP = 3 * PAGE  # widgets kept mounted; beyond this, those farthest from the view are released
 PREFETCH_AFTER_S = 0.5  # after opening a conversation, the rest of its newest page loads this much later
 
@@ -64,7 +69,9 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
         self.anchor()
         self.set_interval(1.0, self.release_far_widgets)
 
-    def widget_for(self, message: Message, images: list[str], forks: set[int] | None = None) -> Widget | None:
+    def widget_for(
+        self, message: Message, images: list[str], forks: set[int] | None = None, *, first_paint: bool = False
+    ) -> Widget | None:
         paths = [self.vault.root / p for p in images]
         alternatives = branches.alternatives(message, forks or set())
         if message.role == "user":
@@ -79,6 +86,8 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
                 message_id=message.id,
                 alternatives=alternatives,
                 reasoning=message.reasoning or "",
+                preview=True,
+                markdown_later=first_paint,
             )
         if message.role == "error":
             return ErrorCard(message.content, message_id=message.id)
@@ -91,12 +100,12 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
     def tool_widget(self, name: str, arguments: str, output: str, paths: list[Path], message_id: int | None) -> Widget:
         return ToolResultView(name, arguments, output, result_status(output), paths, message_id=message_id)
 
-    def _widgets(self, rows: list[Message]) -> list[Widget]:
+    def _widgets(self, rows: list[Message], *, first_paint: bool = False) -> list[Widget]:
         attachments = history.attachments_for([m.id for m in rows])
-        forks = branches.fork_parents(rows[0].conversation_id) if rows else set()
+        forks = branches.fork_parents(rows[0].conversation_id, [m.parent_id for m in rows]) if rows else set()
         widgets = []
         for message in rows:
-            widget = self.widget_for(message, attachments.get(message.id, []), forks)
+            widget = self.widget_for(message, attachments.get(message.id, []), forks, first_paint=first_paint)
             if widget is not None:
                 widgets.append(widget)
         return widgets
@@ -127,31 +136,56 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
                 self.newest_id = rows[-1].id
                 self.has_newer = True
         self._settling = True
-        await self.mount_all(self._widgets(rows))
+        # Replies that need Markdown are drawn as text for this paint and upgraded right after it.
+        await self.mount_all(self._widgets(rows, first_paint=True))
         self.anchor()
         self.call_after_refresh(self._settled)
 
     def _rows_filling_the_view(self, rows: list[Message]) -> int:
-        """How many of the newest ``rows`` surely fill the view, with some lines to spare.
+        """How many of the newest ``rows`` surely fill the view.
 
-        Each message counts as few rows as it can take (its text run together at the full width,
-        plus the line between bubbles): Markdown, images and tool blocks only make it taller, so
-        the view is never left short."""
+        Each message counts as few lines as it can take: the line above it, and its text wrapped
+        character by character at the bubble's inner width (words only make it taller); a reply
+        that Markdown may shorten (links, markup) counts one line. Images and tool blocks only add."""
         width = max(20, self.size.width or self.app.size.width)
-        wanted = (self.size.height or self.app.size.height) + 10
+        # Before the first layout the log's size is unknown: the screen's height, less the header,
+        # the status line, the composer and the footer, bounds it.
+        wanted = self.size.height + 2 if self.size.height else self.app.size.height - 5
         filled = 0
         for count, message in enumerate(reversed(rows), start=1):
-            filled += 2 + len(message.content or "") // width
+            filled += 1 + self._least_lines(message, width)
             if filled >= wanted:
                 return max(count, 2)
         return len(rows)
 
+    @staticmethod
+    def _least_lines(message: Message, width: int) -> int:
+        text = message.content or ""
+        if message.role == "user":
+            inner = width - BUBBLE_CHROME - USER_INDENT
+        elif message.role == "assistant":
+            shown, exact = preview(text)
+            if not exact:
+                return 1
+            text, inner = shown.plain, width - BUBBLE_CHROME
+        else:
+            return 1
+        inner = max(10, inner)
+        return sum(max(1, -(-len(line) // inner)) for line in text.split("\n"))
+
     def _settled(self) -> None:
+        if any(bubble.needs_upgrade for bubble in self.query(AssistantBubble)):
+            self.run_worker(self._upgrade_previews(), group="upgrade")
         self._settling = False
         self._fill_view()
         if self.has_older and self.following:
             # One page above the view, loaded once the first paint is out: scrolling up finds it there.
             self.set_timer(PREFETCH_AFTER_S, self._prefetch_older)
+
+    async def _upgrade_previews(self) -> None:
+        for bubble in list(self.query(AssistantBubble)):
+            if bubble.is_attached and bubble.needs_upgrade:
+                await bubble.upgrade()
 
     def _prefetch_older(self) -> None:
         if self.has_older and self.following and not self._loading and len(self.children) < PAGE:

@@ -1,0 +1,123 @@
+"""Replies from history without the Markdown widget: drawn exactly as Markdown draws them, or
+upgraded to Markdown right after the first paint."""
+
+from __future__ import annotations
+
+import pytest
+from test_app import make, settle
+from textual.app import App, ComposeResult
+from textual.widgets import Markdown
+
+from tui_agent.core.store import history
+from tui_agent.ui.paths import styles_dir
+from tui_agent.ui.reply_preview import ReplyPreview, preview
+from tui_agent.ui.widgets.bubbles import AssistantBubble
+
+EXACT = [
+    "Here you go.",
+    "message 1: **lorem** ipsum `dolor` sit amet, consectetur adipiscing elit " * 4,
+    "First paragraph with *emphasis* and **strong words**.\n\nSecond one, `code with  two spaces`, end.",
+    "Lines of one\nparagraph are    joined\n  with single spaces (as Markdown does).",
+    '(**bold in brackets**) and "*quoted emphasis*"; `a*b` keeps its star in code',
+    "Trailing space at the end of a line \nis not a hard break.",
+    "Numbers 3 and 4, question? Yes: fine. Smileys :) and (parentheses).",
+]
+
+NOT_EXACT = [
+    "# A heading",
+    "- a list\n- of items",
+    "1. numbered",
+    "See [the docs](https://example.org).",
+    "Visit https://example.org or example.org",
+    "HTML <b>bold</b> &amp; entities",
+    "A hard  \nbreak",
+    "```python\nprint(1)\n```",
+    "    indented code",
+    "> a quote",
+    "| a | b |\n|---|---|\n| 1 | 2 |",
+    "snake_case_name and ~~strike~~",
+    "*a **nested** one*",
+    "2*3*4 is intraword",
+    "unpaired **bold",
+    "escaped \\*star\\*",
+    "Setext\n===",
+    "e.g. file.py",
+]
+
+
+@pytest.mark.parametrize("text", EXACT)
+def test_plain_paragraphs_are_exact(text):
+    assert preview(text)[1]
+
+
+@pytest.mark.parametrize("text", NOT_EXACT)
+def test_anything_else_is_left_to_markdown(text):
+    content, exact = preview(text)
+    assert not exact
+    assert content.plain == text.strip()  # drawn as it is written until Markdown takes over
+
+
+class Side(App[None]):
+    CSS_PATH = str(styles_dir() / "app.tcss")  # the bubbles' real styles
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        yield AssistantBubble(self.text, preview=True)
+        yield AssistantBubble(self.text)
+
+
+def cells(app, widget) -> list[list[tuple[str, object, object, bool, bool]]]:
+    """What the screen shows in the widget's region: text, colours, bold, italic."""
+    region = widget.region
+    strips = app.screen._compositor.render_strips()[region.y : region.bottom]
+    return [
+        [
+            (segment.text, segment.style.color, segment.style.bgcolor, segment.style.bold, segment.style.italic)
+            for segment in strip.crop(region.x, region.right).simplify()
+        ]
+        for strip in strips
+    ]
+
+
+@pytest.mark.parametrize("text", EXACT)
+async def test_an_exact_preview_draws_what_markdown_draws(text):
+    app = Side(text)
+    async with app.run_test(size=(70, 30)) as pilot:
+        await pilot.pause(0.2)
+        with_preview, with_markdown = app.query(AssistantBubble)
+        shown = with_preview.query_one(".reply")
+        assert isinstance(shown, ReplyPreview)
+        markdown = with_markdown.query_one(".reply", Markdown)
+        assert shown.size == markdown.size and shown.size.height > 0
+        assert cells(app, shown) == cells(app, markdown)
+
+
+async def test_a_reply_that_needs_markdown_becomes_markdown_right_after_the_first_paint(env):
+    conversation = history.new_conversation("md").id
+    history.add_message(conversation, "user", "show me")
+    history.add_message(conversation, "assistant", "# Title\n\n- one\n- two")
+    history.add_message(conversation, "user", "and plain?")
+    history.add_message(conversation, "assistant", "Plain **words** only.")
+    app = make(env)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot)
+        rich, plain = app.query(AssistantBubble)
+        assert not rich.query(ReplyPreview) and rich.query_one(".reply", Markdown)
+        assert len(rich.query("MarkdownH1")) == 1 and len(rich.query("MarkdownBulletList")) == 1
+        assert plain.query_one(".reply", ReplyPreview).exact and not plain.query(Markdown)
+
+
+async def test_upgrading_keeps_the_status_under_the_reply(env):
+    conversation = history.new_conversation("cut").id
+    history.add_message(conversation, "user", "q")
+    history.add_message(conversation, "assistant", "- partial list", status="cancelled")
+    app = make(env)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot)
+        (bubble,) = app.query(AssistantBubble)
+        names = [type(child).__name__ for child in bubble.children]
+        assert names == ["Markdown", "Static"]
+        assert "(cancelled)" in str(bubble.query_one(".reply-status").render())
