@@ -37,6 +37,9 @@ class PtyApp:
         self.pid, self.fd = pid, fd
         self.buffer = b""
         self.plain = b""  # the output without escape sequences (a styled word can be split by them)
+        # Where the next search starts: right after the last marker found. Not where reading
+        # stopped: a fast turn draws the composer's placeholder and the reply's end in one read.
+        self.seen = 0
 
     @classmethod
     def agent(cls, vault: Path, env: dict[str, str] | None = None) -> PtyApp:
@@ -47,19 +50,23 @@ class PtyApp:
         return cls([sys.executable, str(ROOT / "bench" / "bare_app.py")], env)
 
     def wait_for(self, marker: bytes, timeout: float = 60.0) -> float:
-        """The time the marker was first drawn (searched from the last call's end)."""
+        """The time the marker was seen drawn (searched from the end of the last marker found)."""
         self.wait_for_any((marker,), timeout)
         return time.perf_counter()
 
     def wait_for_any(self, markers: tuple[bytes, ...], timeout: float = 60.0) -> bytes:
-        """The first of ``markers`` drawn (searched from the last call's end); if several are in the
-        same output, the earliest in ``markers``."""
-        start = len(self.plain)
+        """The first of ``markers`` drawn (searched from the end of the marker the last call found:
+        what one read brought after it counts too); if several are in the same output, the earliest
+        in ``markers``."""
         deadline = time.perf_counter() + timeout
-        while time.perf_counter() < deadline and self._read(0.02):
+        while True:
             for marker in markers:
-                if marker in self.plain[max(0, start - len(marker)) :]:
+                found = self.plain.find(marker, self.seen)
+                if found >= 0:
+                    self.seen = found + len(marker)
                     return marker
+            if time.perf_counter() >= deadline or not self._read(0.02):
+                break
         tail = self.plain[-1500:].decode("utf-8", "replace")
         shown = " or ".join(repr(m) for m in markers)
         raise TimeoutError(f"{shown} not seen; last output: {tail!r}")

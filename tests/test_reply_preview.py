@@ -1,5 +1,5 @@
-"""Replies from history without the Markdown widget: drawn exactly as Markdown draws them, or
-upgraded to Markdown right after the first paint."""
+"""Replies from history without the Markdown widget, where it would draw them exactly the same;
+the others are Markdown from the first paint."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from textual.app import App, ComposeResult
 from textual.widgets import Markdown
 
 from tui_agent.core.store import history
+from tui_agent.ui.app import AgentApp
 from tui_agent.ui.paths import styles_dir
 from tui_agent.ui.reply_preview import ReplyPreview, preview
 from tui_agent.ui.widgets.bubbles import AssistantBubble
@@ -95,15 +96,26 @@ async def test_an_exact_preview_draws_what_markdown_draws(text):
         assert cells(app, shown) == cells(app, markdown)
 
 
-async def test_a_reply_that_needs_markdown_becomes_markdown_right_after_the_first_paint(env):
+async def test_a_reply_that_needs_markdown_is_markdown_from_the_first_paint(env, monkeypatch):
+    """Never its raw text first: converted after the paint, headings, fences and tables showed as
+    typed for a second and the log jumped once per reply."""
     conversation = history.new_conversation("md").id
     history.add_message(conversation, "user", "show me")
     history.add_message(conversation, "assistant", "# Title\n\n- one\n- two")
     history.add_message(conversation, "user", "and plain?")
     history.add_message(conversation, "assistant", "Plain **words** only.")
+    at_paint: list[list[str]] = []
+    original = AgentApp._after_first_paint
+
+    def after_first_paint(self: AgentApp) -> None:
+        at_paint.append([type(reply).__name__ for reply in self.query(".reply")])
+        original(self)
+
+    monkeypatch.setattr(AgentApp, "_after_first_paint", after_first_paint)
     app = make(env)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(app, pilot)
+        assert at_paint == [["Markdown", "ReplyPreview"]]
         rich, plain = app.query(AssistantBubble)
         assert not rich.query(ReplyPreview) and rich.query_one(".reply", Markdown)
         assert len(rich.query("MarkdownH1")) == 1 and len(rich.query("MarkdownBulletList")) == 1

@@ -31,7 +31,7 @@ async def test_render_caches_of_removed_bubbles_are_freed(env):
     app = make(env)
     async with app.run_test(size=(100, 40)) as pilot:
         await app.open_conversation(conversation)
-        await pilot.pause(0.3)  # the Markdown replies replace their first-paint text
+        await pilot.pause()
         rendered = [w for w in app.chat_log.query("*") if w.region.height > 0]
         assert len(rendered) > 10
         assert any(isinstance(w, Markdown) for w in rendered) and any(isinstance(w, ReplyPreview) for w in rendered)

@@ -7,7 +7,8 @@ the same Content that Markdown's paragraphs would (same text, same wrapping, the
 through the same component classes), drawn by one :class:`ReplyPreview` widget.
 
 Anything else (a heading, a list, a link, an entity, a backslash, HTML, a table, ...) is not
-``exact``: it is drawn as text for the first paint and becomes real Markdown right after it.
+``exact``: it gets the Markdown widget from the start (drawn as text first and converted after,
+it showed raw Markdown for a moment and the log jumped once per reply).
 """
 
 from __future__ import annotations

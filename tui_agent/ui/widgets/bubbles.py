@@ -66,14 +66,13 @@ class AssistantBubble(Vertical):
         alternatives: list[int] | None = None,
         reasoning: str = "",
         preview: bool = False,
-        markdown_later: bool = False,
     ) -> None:
         """``preview``: a reply from history, drawn without Markdown where that changes nothing (see
-        reply_preview); ``markdown_later``: the others too, until :meth:`upgrade` (the first paint)."""
+        reply_preview). The others are Markdown from the start: drawn as text first and converted
+        after, they showed raw Markdown and made the log jump once per reply."""
         super().__init__(classes="bubble assistant")
         self.initial = text
         self.preview = preview
-        self.markdown_later = markdown_later
         self.reasoning = reasoning
         self.status = status
         self.message_id = message_id
@@ -94,9 +93,7 @@ class AssistantBubble(Vertical):
             yield ThinkingBlock(self.reasoning)
         if is_long(self.initial):
             yield from self._long_view(self.initial)
-        elif self.preview and (
-            (shown := ReplyPreview(visible(self.initial), classes="reply")).exact or self.markdown_later
-        ):
+        elif self.preview and (shown := ReplyPreview(visible(self.initial), classes="reply")).exact:
             yield shown
         else:
             # Imported here: markdown-it and Textual's Markdown cost ~60 ms, not needed for an empty
@@ -110,11 +107,6 @@ class AssistantBubble(Vertical):
     @property
     def text(self) -> str:
         return self.initial + "".join(self._parts)
-
-    @property
-    def needs_upgrade(self) -> bool:
-        """Drawn as text for the first paint, but Markdown would draw it differently."""
-        return any(not shown.exact for shown in self.query(ReplyPreview))
 
     async def upgrade(self) -> Markdown:
         """The reply as a Markdown widget (in place of its preview, if it has one)."""

@@ -69,9 +69,7 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
         self.anchor()
         self.set_interval(1.0, self.release_far_widgets)
 
-    def widget_for(
-        self, message: Message, images: list[str], forks: set[int] | None = None, *, first_paint: bool = False
-    ) -> Widget | None:
+    def widget_for(self, message: Message, images: list[str], forks: set[int] | None = None) -> Widget | None:
         paths = [self.vault.root / p for p in images]
         alternatives = branches.alternatives(message, forks or set())
         if message.role == "user":
@@ -87,7 +85,6 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
                 alternatives=alternatives,
                 reasoning=message.reasoning or "",
                 preview=True,
-                markdown_later=first_paint,
             )
         if message.role == "error":
             return ErrorCard(message.content, message_id=message.id)
@@ -100,12 +97,12 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
     def tool_widget(self, name: str, arguments: str, output: str, paths: list[Path], message_id: int | None) -> Widget:
         return ToolResultView(name, arguments, output, result_status(output), paths, message_id=message_id)
 
-    def _widgets(self, rows: list[Message], *, first_paint: bool = False) -> list[Widget]:
+    def _widgets(self, rows: list[Message]) -> list[Widget]:
         attachments = history.attachments_for([m.id for m in rows])
         forks = branches.fork_parents(rows[0].conversation_id, [m.parent_id for m in rows]) if rows else set()
         widgets = []
         for message in rows:
-            widget = self.widget_for(message, attachments.get(message.id, []), forks, first_paint=first_paint)
+            widget = self.widget_for(message, attachments.get(message.id, []), forks)
             if widget is not None:
                 widgets.append(widget)
         return widgets
@@ -136,8 +133,7 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
                 self.newest_id = rows[-1].id
                 self.has_newer = True
         self._settling = True
-        # Replies that need Markdown are drawn as text for this paint and upgraded right after it.
-        await self.mount_all(self._widgets(rows, first_paint=True))
+        await self.mount_all(self._widgets(rows))
         self.anchor()
         self.call_after_refresh(self._settled)
 
@@ -174,18 +170,11 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
         return sum(max(1, -(-len(line) // inner)) for line in text.split("\n"))
 
     def _settled(self) -> None:
-        if any(bubble.needs_upgrade for bubble in self.query(AssistantBubble)):
-            self.run_worker(self._upgrade_previews(), group="upgrade")
         self._settling = False
         self._fill_view()
         if self.has_older and self.following:
             # One page above the view, loaded once the first paint is out: scrolling up finds it there.
             self.set_timer(PREFETCH_AFTER_S, self._prefetch_older)
-
-    async def _upgrade_previews(self) -> None:
-        for bubble in list(self.query(AssistantBubble)):
-            if bubble.is_attached and bubble.needs_upgrade:
-                await bubble.upgrade()
 
     def _prefetch_older(self) -> None:
         if self.has_older and self.following and not self._loading and len(self.children) < PAGE:
