@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 from fake_openai import Reply
-from test_app import children, make, send, settle
+from test_app import children, make, rows, send, settle
 from textual.widgets import Markdown
 
 from tui_agent.core.store import history
@@ -319,3 +319,53 @@ async def test_the_footer_is_built_after_the_first_paint_with_every_key(env, mon
         assert footer.region.y == 39
         keys = {key.key for key in footer.query(FooterKey)}
         assert {"ctrl+q", "ctrl+b", "ctrl+n", "f1"} <= keys
+
+
+async def test_earlier_messages_are_read_on_the_first_recall_not_on_the_first_paint(env):
+    """Opening the app no longer reads the conversation's last 50 messages for Ctrl+Up, nor stores
+    the conversation it opened as the last one again: Ctrl+Up reads them when pressed."""
+    conversation = history.new_conversation("before").id
+    for text in ("older question", "newer question"):
+        history.add_message(conversation, "user", text)
+        history.add_message(conversation, "assistant", f"answer to {text}")
+    stored = "SELECT rowid, value FROM settings WHERE key = 'last_conversation'"
+    written = rows(env.vault.db_path, stored)  # INSERT OR REPLACE gives the row a new rowid
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        assert app.conversation_id == conversation
+        assert app.composer._recall_source is not None  # not read yet
+        await pilot.press("ctrl+up")
+        assert app.composer.text == "newer question"
+        await pilot.press("ctrl+up")
+        assert app.composer.text == "older question"
+    assert rows(env.vault.db_path, stored) == written == [(written[0][0], str(conversation))]
+
+
+async def test_the_screen_is_not_laid_out_again_at_the_size_it_has_but_a_resize_still_is(env, monkeypatch):
+    """Textual sent the screen a Resize after each layout that showed it, each one a full layout at
+    the same size (three before the first paint). A real resize must still lay everything out."""
+    from textual.screen import Screen
+
+    resized: list[tuple[int, int]] = []
+    original = Screen._screen_resized
+
+    def counting(self: Screen, size) -> None:  # type: ignore[no-untyped-def]
+        resized.append(tuple(size))
+        original(self, size)
+
+    monkeypatch.setattr(Screen, "_screen_resized", counting)
+    conversation = history.new_conversation("sized").id
+    for i in range(6):
+        history.add_message(conversation, "user" if i % 2 == 0 else "assistant", f"message {i} " * 30)
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        assert resized.count((120, 40)) == 1, resized
+        wide = app.chat_log.children[-1].size
+        await pilot.resize_terminal(80, 30)
+        await settle(app, pilot)
+        narrow = app.chat_log.children[-1].size
+        assert (80, 30) in resized
+        assert narrow.width < wide.width and narrow.height > wide.height  # re-wrapped: more lines
+        assert app.composer.region.bottom <= 30

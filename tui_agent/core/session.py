@@ -40,7 +40,7 @@ def open_session(vault_arg: str | None = None) -> Session:
             # (the transaction takes the write lock before it counts).
             with db.atomic():
                 profiles.ensure_default_profile()
-        profiles.ensure_default_profile()
+        profiles.active_profile()  # one is active (the first, if none was chosen)
     except DATABASE_ERRORS as exc:
         db.close()
         raise describe(exc, vault.db_path) from None

@@ -136,13 +136,16 @@ class AgentApp(PanelActionsMixin):
         from tui_agent.ui.themes import apply_saved_theme
 
         apply_saved_theme(self)
-        last = history.last_conversation()
-        await self.open_conversation(last.id if last else None)
-        self.composer.focus()
+        # The status first: opening the conversation then leaves a "connecting" line as it is.
+        profile = self.profile
         if self.check_endpoint:
-            self.status_line.connecting(self.profile.base_url)
+            self.status_line.connecting(profile.base_url)
         else:
-            self.status_line.ready(self.profile.chat_model)
+            self.status_line.ready(profile.chat_model)
+        last = history.last_conversation()
+        # Not stored again: next start finds the same one (a write transaction saved on the first paint).
+        await self.open_conversation(last.id if last else None, remember=False)
+        self.composer.focus()
         self.mcp.install_signal_handlers()
         log.info("chat screen ready (pid %d)", os.getpid())
         # The openai import (~0.5-1 s) starts right after the first frame, so a message sent at once

@@ -37,9 +37,12 @@ class ConversationsApp(App[None]):
     def composer(self) -> Composer:
         return self.query_one("#composer", Composer)
 
-    async def open_conversation(self, conversation_id: int | None, *, until_id: int | None = None) -> None:
+    async def open_conversation(
+        self, conversation_id: int | None, *, until_id: int | None = None, remember: bool = True
+    ) -> None:
+        """``remember``: store it as the one to open next time (at start-up it already is)."""
         self.conversation_id = conversation_id
-        if conversation_id is not None:
+        if conversation_id is not None and remember:
             history.remember_conversation(conversation_id)
         await self.chat_log.show_conversation(conversation_id, until_id=until_id)
         for meter in self.query("ContextMeter"):
@@ -48,11 +51,12 @@ class ConversationsApp(App[None]):
             await self.chat_log.mount(
                 NoticeCard("New conversation. Type a message, or /help for commands.", classes="welcome")
             )
-        self.composer.recall = (
-            [m.content for m in history.recent_messages(conversation_id, 50) if m.role == "user"]
-            if conversation_id
-            else []
-        )
+        if conversation_id:
+            self.composer.recall_from(
+                lambda: [m.content for m in history.recent_messages(conversation_id, 50) if m.role == "user"]
+            )
+        else:
+            self.composer.recall = []
         self.sub_title = self._title()
         await self._reload_conversation_list()
         self._status_for_conversation()

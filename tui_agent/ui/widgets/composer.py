@@ -4,6 +4,8 @@ earlier messages; Tab completes slash commands."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from textual import events
 from textual.content import Content
 from textual.message import Message
@@ -25,8 +27,25 @@ class Composer(TextArea):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, soft_wrap=True, show_line_numbers=False, tab_behavior="focus", compact=True)
         self.placeholder = "Message (Enter sends, Ctrl+J newline, / for commands)"
-        self.recall: list[str] = []
+        self._recall: list[str] = []
+        self._recall_source: Callable[[], list[str]] | None = None
         self._recall_index: int | None = None
+
+    @property
+    def recall(self) -> list[str]:
+        """Earlier messages of this conversation (oldest first), read on first use."""
+        if self._recall_source is not None:
+            source, self._recall_source = self._recall_source, None
+            self._recall = source() + self._recall
+        return self._recall
+
+    @recall.setter
+    def recall(self, messages: list[str]) -> None:
+        self._recall, self._recall_source = messages, None
+
+    def recall_from(self, source: Callable[[], list[str]]) -> None:
+        """Read the earlier messages only when Ctrl+Up (or a send) needs them: not on the first paint."""
+        self._recall, self._recall_source, self._recall_index = [], source, None
 
     def on_mount(self) -> None:
         self.cursor_blink = getattr(self.app, "live_motion", True)
