@@ -51,3 +51,22 @@ def test_the_request_path_comes_first_and_what_shows_the_reply_after_the_client(
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout.strip().splitlines()[-1]) == ["openai", "tui_agent.core.loop"]
+
+
+def test_widgets_the_first_screen_does_not_draw_are_imported_when_first_needed():
+    """Each Textual widget class costs its subclass set-up (bindings, CSS) at import: the tool
+    blocks, thinking blocks, spinners and the message menu come with their first use."""
+    later = [
+        "tui_agent.ui.widgets.tool_block",
+        "tui_agent.ui.tool_failures",
+        "tui_agent.ui.widgets.thinking",
+        "tui_agent.ui.widgets.spinner",
+        "tui_agent.ui.screens.message_actions",
+        "tui_agent.ui.code_blocks",
+        "tui_agent.ui.turn_view",
+    ]
+    code = "import tui_agent.cli, tui_agent.ui.run, tui_agent.ui.app, tui_agent.ui.images"
+    probe = f"import json, sys\n{code}\nprint(json.dumps([m for m in {later!r} if m in sys.modules]))"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == []

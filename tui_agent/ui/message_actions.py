@@ -11,9 +11,7 @@ from typing import TYPE_CHECKING
 from textual import on
 from textual.widget import Widget
 
-from tui_agent.ui.code_blocks import code_blocks
 from tui_agent.ui.conversations import ConversationsApp
-from tui_agent.ui.screens.message_actions import MessageAction, MessageActionsScreen
 from tui_agent.ui.widgets.alternatives import AlternativesBar
 from tui_agent.ui.widgets.bubbles import AssistantBubble, UserBubble
 from tui_agent.ui.widgets.message_cursor import CursorAction, CursorLeft
@@ -74,6 +72,9 @@ class MessageActionsMixin(ConversationsApp):
         if widget is None:
             self.notify("No message here yet.")
             return
+        from tui_agent.ui.code_blocks import code_blocks  # with the menu: not on the first paint
+        from tui_agent.ui.screens.message_actions import MessageAction, MessageActionsScreen
+
         actions = [MessageAction("copy_message", "Copy the whole message", "c")]
         blocks = code_blocks(str(getattr(widget, "text", ""))) if isinstance(widget, AssistantBubble) else []
         actions += [
@@ -123,6 +124,8 @@ class MessageActionsMixin(ConversationsApp):
 
     def action_copy_code(self, index: int) -> None:
         widget = self._target((AssistantBubble,))
+        from tui_agent.ui.code_blocks import code_blocks
+
         blocks = code_blocks(widget.text) if isinstance(widget, AssistantBubble) else []
         if not 0 <= index < len(blocks):
             self.notify("That reply has no such code block.", severity="warning")

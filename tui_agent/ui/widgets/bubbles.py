@@ -15,14 +15,13 @@ from tui_agent.ui.markdown_text import parser
 from tui_agent.ui.reply_preview import ReplyPreview
 from tui_agent.ui.widgets.alternatives import AlternativesBar
 from tui_agent.ui.widgets.carousel import ImageCarousel
-from tui_agent.ui.widgets.spinner import Spinner
-from tui_agent.ui.widgets.thinking import ThinkingBlock
 
 if TYPE_CHECKING:
     from textual.widgets import Markdown
     from textual.widgets.markdown import MarkdownStream
 
     from tui_agent.ui.widgets.long_text import LongText
+    from tui_agent.ui.widgets.thinking import ThinkingBlock
 
 LONG_LINES = 2_000  # replies longer than this are shown as windowed plain text, not Markdown
 LONG_CHARS = 200_000
@@ -88,8 +87,12 @@ class AssistantBubble(Vertical):
         if len(self.alternatives) > 1 and self.message_id is not None:
             yield AlternativesBar(self.alternatives, self.message_id, kind="alternative")
         if self.thinking:
+            from tui_agent.ui.widgets.spinner import Spinner  # a live reply: not on the first paint
+
             yield Spinner("thinking", classes="thinking")
         if self.reasoning.strip():
+            from tui_agent.ui.widgets.thinking import ThinkingBlock
+
             yield ThinkingBlock(self.reasoning)
         if is_long(self.initial):
             yield from self._long_view(self.initial)
@@ -160,6 +163,8 @@ class AssistantBubble(Vertical):
 
     async def live_thinking(self) -> ThinkingBlock:
         """The streaming thinking block above the reply (mounted on the first reasoning)."""
+        from tui_agent.ui.widgets.thinking import ThinkingBlock
+
         for block in self.query(ThinkingBlock):
             return block
         for spinner in self.query(".thinking"):
@@ -178,8 +183,8 @@ class AssistantBubble(Vertical):
         await (await self.upgrade()).update("")
 
     async def finish(self, status: str) -> None:
-        for block in self.query(ThinkingBlock):
-            block.finish()
+        for block in self.query(".thinking-block"):
+            block.finish()  # type: ignore[attr-defined]
         for spinner in self.query(".thinking"):
             await spinner.remove()
         if self._stream is not None:

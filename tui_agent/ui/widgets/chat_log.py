@@ -17,7 +17,6 @@ from tui_agent.core.vault import Vault
 from tui_agent.ui.reply_preview import preview
 from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard, UserBubble
 from tui_agent.ui.widgets.message_cursor import CURSOR_BINDINGS, MessageCursorMixin
-from tui_agent.ui.widgets.tool_block import ToolResultView
 
 PAGE = 20
 # Columns a bubble's text cannot use (app.tcss): the log's padding and scroll bar, the bubble's
@@ -95,6 +94,8 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
         return None
 
     def tool_widget(self, name: str, arguments: str, output: str, paths: list[Path], message_id: int | None) -> Widget:
+        from tui_agent.ui.widgets.tool_block import ToolResultView  # with the first tool result shown
+
         return ToolResultView(name, arguments, output, result_status(output), paths, message_id=message_id)
 
     def _widgets(self, rows: list[Message]) -> list[Widget]:
