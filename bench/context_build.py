@@ -23,6 +23,9 @@ def measure(repeats: int = 10) -> dict[str, float]:
     profiles.ensure_default_profile()
     profile = profiles.active_profile()
     profile.context_budget_tokens = 10_000_000
+    # A chat model that takes images: every image of the window goes as pixels (otherwise only the
+    # current turn's would, and this window's 50 would be short notes that cost nothing to build).
+    profile.chat_accepts_images = "yes"
     conversation = history.new_conversation("images").id
     vault.media.mkdir(parents=True, exist_ok=True)
     noise = Image.effect_noise((512, 512), 64).convert("RGB")

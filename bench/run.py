@@ -263,7 +263,8 @@ def single_rows(single: dict[str, object], args: argparse.Namespace, bare: float
     context = single.get("context")
     if isinstance(context, dict):
         lines.append(
-            f"| context build, 400 messages with 50 images (~0.5 MB each): first / again"
+            f"| context build, 400 messages with 50 images (~0.5 MB each, {context['images']} sent as pixels):"
+            " first / again"
             f" | {context['first_s'] * 1000:.0f} ms / {context['again_s'] * 1000:.1f} ms | — | again ≤ 20 ms |"
         )
     huge = single.get("huge")
