@@ -369,3 +369,38 @@ async def test_the_screen_is_not_laid_out_again_at_the_size_it_has_but_a_resize_
         assert (80, 30) in resized
         assert narrow.width < wide.width and narrow.height > wide.height  # re-wrapped: more lines
         assert app.composer.region.bottom <= 30
+
+
+async def test_a_long_last_paragraph_is_written_less_often_so_a_long_reply_costs_linear_time(env):
+    """Markdown parses and wraps the reply's last block again at each write: while that block is
+    long, writes come less often in proportion (at most two a second); short blocks, and replies
+    shown as windowed plain text, are written every frame."""
+    from tui_agent.ui import turn_view
+
+    app = make(env)
+    async with app.run_test(size=(120, 40)):
+        view = turn_view.TurnView(app, None)
+        view.bubble = AssistantBubble("")
+        assert view._frame_s() == turn_view.FRAME_S
+        view.bubble._parts.append("word " * 1_000 + "\n\n" + "word " * 2_000)  # the last block: 10,000
+        assert view._frame_s() == turn_view.FRAME_S
+        view.bubble._parts.append("word " * 16_000)  # the last block: 90,000 characters
+        assert view._frame_s() == turn_view.FRAME_S * 90_000 / turn_view.BLOCK_CHARS_PER_FRAME
+        view.bubble._parts.append("word " * 1_000_000)
+        assert view._frame_s() == turn_view.MAX_FRAME_S
+        view.bubble._long = LongText("")  # past the Markdown limit: a constant cost a write
+        assert view._frame_s() == turn_view.FRAME_S
+
+
+async def test_opening_a_conversation_again_cancels_the_page_load_the_first_opening_planned(env, monkeypatch):
+    """Each opening plans to load the page above half a second after its paint; opened again (at
+    start-up and then by the user, or two quick switches), only the last opening's load runs."""
+    conversation = _long_conversation(3 * PAGE)
+    fired: list[ChatLog] = []
+    monkeypatch.setattr(ChatLog, "_prefetch_older", lambda self: fired.append(self))
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.open_conversation(conversation)
+        await app.open_conversation(conversation)
+        await pilot.pause(4 * PREFETCH_AFTER_S)
+        assert fired == [app.chat_log]

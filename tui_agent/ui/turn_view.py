@@ -20,6 +20,11 @@ if TYPE_CHECKING:
 
 
 FRAME_S = 1 / 30
+# Markdown parses and wraps its last block again at every write: past this many characters in
+# that block, writes come less often (in proportion), so a long paragraph costs linear time in
+# total instead of quadratic.
+BLOCK_CHARS_PER_FRAME = 20_000
+MAX_FRAME_S = 0.5
 
 
 class DetachedStatus:
@@ -107,7 +112,7 @@ class TurnView:
                 self.first_token_at = self.app.clock()
             if self._flusher is None:
                 # The first words show at once; later ones are written once per frame.
-                self._flusher = asyncio.create_task(self._flush_soon(0.0 if first else FRAME_S))
+                self._flusher = asyncio.create_task(self._flush_soon(0.0 if first else self._frame_s()))
         elif isinstance(event, ev.TextToReasoning):
             await self.flush()
             if self.bubble is not None and self.attached and self.bubble.is_attached:
@@ -161,6 +166,15 @@ class TurnView:
         if message is not None:
             forks = branches.fork_parents(self.conversation_id, [message.parent_id])
             await bubble.show_alternatives(branches.alternatives(message, forks))
+
+    def _frame_s(self) -> float:
+        """The time to the next write: a frame, or longer while the reply's last block is long."""
+        if self.bubble is None or self.bubble.is_long_view:
+            return FRAME_S  # the windowed plain view appends at a constant cost
+        text = self.bubble.text
+        start = text.rfind("\n\n")
+        block = len(text) - (start + 2 if start >= 0 else 0)
+        return min(MAX_FRAME_S, FRAME_S * max(1.0, block / BLOCK_CHARS_PER_FRAME))
 
     async def _flush_soon(self, delay: float) -> None:
         await asyncio.sleep(delay)

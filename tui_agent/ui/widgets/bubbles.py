@@ -108,6 +108,11 @@ class AssistantBubble(Vertical):
             yield Static(f"({self.status})", classes="reply-status")
 
     @property
+    def is_long_view(self) -> bool:
+        """Shown as windowed plain text (a reply too long for Markdown)."""
+        return self._long is not None
+
+    @property
     def text(self) -> str:
         return self.initial + "".join(self._parts)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.containers import VerticalScroll
 from textual.widget import Widget
@@ -17,6 +18,9 @@ from tui_agent.core.vault import Vault
 from tui_agent.ui.reply_preview import preview
 from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard, UserBubble
 from tui_agent.ui.widgets.message_cursor import CURSOR_BINDINGS, MessageCursorMixin
+
+if TYPE_CHECKING:
+    from textual.timer import Timer
 
 PAGE = 20
 # Columns a bubble's text cannot use (app.tcss): the log's padding and scroll bar, the bubble's
@@ -58,6 +62,7 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
         self.has_newer = False
         self._loading = False
         self._settling = False  # True while a page is being laid out: scroll moves are not the user's
+        self._prefetch: Timer | None = None  # loads the page above, half a second after the first paint
 
     @property
     def following(self) -> bool:
@@ -110,6 +115,7 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
 
     async def show_conversation(self, conversation_id: int | None, *, until_id: int | None = None) -> None:
         """Replace the log with the newest page (or the page ending at ``until_id``)."""
+        self._cancel_prefetch()  # the page above the one shown before: not wanted now
         self.conversation_id = conversation_id
         self._settling = True  # emptying the log moves the view to the top: that is not the user scrolling
         self.oldest_id = None
@@ -175,7 +181,14 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
         self._fill_view()
         if self.has_older and self.following:
             # One page above the view, loaded once the first paint is out: scrolling up finds it there.
-            self.set_timer(PREFETCH_AFTER_S, self._prefetch_older)
+            # One planned load at a time (opened twice in a row, both openings get here).
+            self._cancel_prefetch()
+            self._prefetch = self.set_timer(PREFETCH_AFTER_S, self._prefetch_older)
+
+    def _cancel_prefetch(self) -> None:
+        if self._prefetch is not None:
+            self._prefetch.stop()
+            self._prefetch = None
 
     def _prefetch_older(self) -> None:
         if self.has_older and self.following and not self._loading and len(self.children) < PAGE:
