@@ -35,8 +35,10 @@ class PtyApp:
             os.execv(argv[0], argv)
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
         self.pid, self.fd = pid, fd
-        self.buffer = b""
-        self.plain = b""  # the output without escape sequences (a styled word can be split by them)
+        # Grown in place: a 500-turn session draws tens of megabytes, and ``bytes += chunk`` copied
+        # all of it at every read, which the session's later turns were timed with.
+        self.buffer = bytearray()
+        self.plain = bytearray()  # the output without escape sequences (a styled word can be split by them)
         # Where the next search starts: right after the last marker found. Not where reading
         # stopped: a fast turn draws the composer's placeholder and the reply's end in one read.
         self.seen = 0

@@ -119,3 +119,63 @@ def test_the_budget_never_splits_a_tool_exchange(env):
     env.profile.context_budget_tokens = 5_000
     roles = [m["role"] for m in builder.build(conversation, env.profile)]
     assert roles == ["system", "user", "assistant", "tool", "tool", "assistant", "user"]
+
+
+def _reads(monkeypatch) -> list[int]:
+    from tui_agent.core import context
+
+    limits: list[int] = []
+    real = context.recent_rows
+
+    def counting(conversation_id: int, limit: int) -> list[Any]:
+        limits.append(limit)
+        return real(conversation_id, limit)
+
+    monkeypatch.setattr(context, "recent_rows", counting)
+    return limits
+
+
+def test_a_long_conversation_reads_only_the_rows_its_budget_can_use(env, monkeypatch):
+    """The request is the one a read of the whole window (400 rows) gives, from far fewer rows: a
+    long session's turns do not grow with what the budget leaves out."""
+    conversation = history.new_conversation().id
+    for i in range(300):
+        history.add_message(conversation, "user", f"question {i} " + "q" * 200)
+        if i % 7 == 3:  # tool exchanges too, kept whole or not at all
+            calls = [{"id": f"c{i}-{n}", "name": "echo", "arguments": "{}"} for n in range(3)]
+            history.add_message(conversation, "assistant", "", tool_calls=calls)
+            for n in range(3):
+                history.add_message(conversation, "echo_tool", "r" * 300, tool_name="echo", tool_call_id=f"c{i}-{n}")
+        history.add_message(conversation, "assistant", f"answer {i} " + "a" * 200)
+    whole = ContextBuilder(env.vault)
+    limits = _reads(monkeypatch)
+    for budget in (500, 4_000, 12_000, 40_000, 2_000_000):
+        env.profile.context_budget_tokens = budget
+        limits.clear()
+        stepped = ContextBuilder(env.vault)
+        built = stepped.build(conversation, env.profile)
+        read = max(limits)
+        monkeypatch.setattr("tui_agent.core.context.FIRST_READ", 400)
+        expected = whole.build(conversation, env.profile)
+        monkeypatch.setattr("tui_agent.core.context.FIRST_READ", 64)
+        assert built == expected
+        assert stepped.window == whole.window
+        if budget <= 12_000:
+            assert read <= 64 * 4, (budget, limits)
+    assert limits[-1] == 400  # a budget larger than the window: the whole window, as before
+
+
+def test_reading_in_steps_never_starts_inside_a_tool_exchange(env, monkeypatch):
+    """An exchange with more results than the first read holds: its assistant message is read too."""
+    env.profile.context_budget_tokens = 500
+    conversation = history.new_conversation().id
+    history.add_message(conversation, "user", "run them all")
+    calls = [{"id": f"c{n}", "name": "echo", "arguments": "{}"} for n in range(80)]
+    history.add_message(conversation, "assistant", "", tool_calls=calls)
+    for n in range(80):
+        history.add_message(conversation, "echo_tool", "r" * 100, tool_name="echo", tool_call_id=f"c{n}")
+    limits = _reads(monkeypatch)
+    messages = ContextBuilder(env.vault).build(conversation, env.profile)
+    assert limits == [64, 256]
+    assert [m["role"] for m in messages[:3]] == ["system", "user", "assistant"]
+    assert len(messages[2]["tool_calls"]) == 80 and len(messages) == 3 + 80

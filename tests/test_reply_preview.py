@@ -3,6 +3,8 @@ the others are Markdown from the first paint."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from test_app import make, settle
 from textual.app import App, ComposeResult
@@ -133,3 +135,61 @@ async def test_upgrading_keeps_the_status_under_the_reply(env):
         names = [type(child).__name__ for child in bubble.children]
         assert names == ["Markdown", "Static"]
         assert "(cancelled)" in str(bubble.query_one(".reply-status").render())
+
+
+class Live(App[None]):
+    """A live reply (as the turn mounts it) beside a finished one with the same text."""
+
+    CSS_PATH = str(styles_dir() / "app.tcss")
+    clock = staticmethod(time.monotonic)  # the spinner's
+
+    def compose(self) -> ComposeResult:
+        yield AssistantBubble(thinking=True)
+        yield AssistantBubble()  # the reference: Markdown from the start
+
+
+async def test_the_first_words_show_before_markdown_is_imported(monkeypatch):
+    """Sent right after start-up, the reply's first words are drawn while the warm-up still imports
+    Markdown: as a preview while that draws exactly what Markdown would, then as Markdown, holding
+    every word once."""
+    from tui_agent.ui.widgets import bubbles
+
+    ready = False
+    monkeypatch.setattr(bubbles, "markdown_ready", lambda: ready)
+    app = Live()
+    async with app.run_test(size=(70, 30)) as pilot:
+        live, reference = app.query(AssistantBubble)
+        words = ["Here ", "are ", "**the** ", "first `words`."]
+        for word in words:
+            await live.write(word)
+            await reference.write(word)
+        await pilot.pause(0.2)
+        shown = live.query_one(".reply")
+        assert isinstance(shown, ReplyPreview) and not live.query(Markdown)
+        assert not live.query(".thinking")  # the spinner went with the first words
+        assert cells(app, shown) == cells(app, reference.query_one(".reply", Markdown))
+
+        await live.write("\n\n- then a list")  # not something a preview draws exactly: Markdown now
+        assert not live.query(ReplyPreview)
+        await live.write(" item")
+        await pilot.pause(0.2)
+        assert live.query_one(".reply", Markdown).source == "Here are **the** first `words`.\n\n- then a list item"
+        assert len(live.query("MarkdownBulletList")) == 1
+
+
+async def test_a_preview_becomes_markdown_once_it_is_imported(monkeypatch):
+    from tui_agent.ui.widgets import bubbles
+
+    ready = False
+    monkeypatch.setattr(bubbles, "markdown_ready", lambda: ready)
+    app = Live()
+    async with app.run_test(size=(70, 30)) as pilot:
+        live = app.query(AssistantBubble).first()
+        await live.write("plain start")
+        assert live.query(ReplyPreview)
+        ready = True
+        await live.write(", then more")
+        await live.write(" and the end.")
+        await pilot.pause(0.2)
+        assert not live.query(ReplyPreview)
+        assert live.query_one(".reply", Markdown).source == "plain start, then more and the end."

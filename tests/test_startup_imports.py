@@ -70,3 +70,23 @@ def test_widgets_the_first_screen_does_not_draw_are_imported_when_first_needed()
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout.strip().splitlines()[-1]) == []
+
+
+def test_a_message_sent_during_the_warm_up_gets_its_first_words_before_markdown():
+    """Sent before the warm-up is over, the request and the reply's first words (drawn without
+    Markdown) come before the Markdown import, which would share the core with them."""
+    code = (
+        "from tui_agent.ui import warmup\n"
+        "warmup.start(hold_for_client=True)\n"
+        "warmup.turn_started()\n"
+        "warmup.client_built()\n"
+        "assert warmup.wait_for_request(60)\n"
+        "held = not warmup._done.wait(0.5) and 'markdown_it' not in sys.modules\n"
+        "warmup.first_words_shown()\n"
+        "assert warmup.wait(60)\n"
+        "print(json.dumps([held, 'markdown_it' in sys.modules]))\n"
+    )
+    probe = f"import json, sys\n{code}"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == [True, True]

@@ -138,6 +138,8 @@ async def _turn(
                 _err(f"error: {event.message}")
                 if event.kind == "connection":
                     _err(NO_ENDPOINT_HINT)
+                elif event.kind == "tls":
+                    _err("If you trust this server, point SSL_CERT_FILE at a CA bundle that holds its certificate.")
             elif isinstance(event, ev.Done):
                 status = event.status
     finally:

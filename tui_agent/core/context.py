@@ -38,6 +38,7 @@ IMAGES_FOLLOW = "The tool finished; its image output follows."
 CHARS_PER_TOKEN = 4
 EXCLUDED_ROLES = frozenset({"error", "system"})
 EXCLUDED_STATUSES = frozenset({"superseded"})  # a broken-off reply that was retried
+FIRST_READ = 64  # rows read first for a request; four times more each time the budget is not full
 
 
 @dataclass(frozen=True)
@@ -68,14 +69,7 @@ class ContextBuilder:
         return {"role": "system", "content": "\n\n".join(parts)}
 
     def build(self, conversation_id: int, profile: Profile, model: str | None = None) -> list[dict[str, Any]]:
-        rows = recent_rows(conversation_id, self.max_messages)
-        rows = [
-            m
-            for m in rows
-            if m.role not in EXCLUDED_ROLES
-            and m.status not in EXCLUDED_STATUSES
-            and not (m.status == "streaming" and not m.content)
-        ]
+        rows = self._recent(conversation_id, int(profile.context_budget_tokens))
         attachments = history.attachments_for([m.id for m in rows])
         available = len(rows)
         rows = _within_budget(rows, attachments, int(profile.context_budget_tokens))
@@ -88,6 +82,28 @@ class ContextBuilder:
             truncated=bool(rows) and (len(rows) < available or available >= self.max_messages),
         )
         return [system, *self._history(rows, attachments)]
+
+    def _recent(self, conversation_id: int, budget_tokens: int) -> list[Message]:
+        """The newest messages that could go in the request, oldest first: read from the newest in
+        growing steps until their text alone exceeds the budget (at most ``max_messages``). A long
+        conversation's request read its whole window of 400 rows on every turn to keep the ~20 that
+        fit; :func:`_within_budget` never keeps the oldest of rows that exceed the budget."""
+        want = min(self.max_messages, FIRST_READ)
+        while True:
+            read = recent_rows(conversation_id, want)
+            rows = [
+                m
+                for m in read
+                if m.role not in EXCLUDED_ROLES
+                and m.status not in EXCLUDED_STATUSES
+                and not (m.status == "streaming" and not m.content)
+            ]
+            if len(read) < want or want >= self.max_messages:
+                return rows
+            starts_a_unit = not rows or rows[0].tool_call_id is None or rows[0].role == "assistant"
+            if starts_a_unit and sum(_cost(m, {}) for m in rows) > budget_tokens:
+                return rows  # (a tool result first: its assistant message is older, read on)
+            want = min(self.max_messages, want * 4)
 
     def _history(self, rows: Sequence[Message], attachments: dict[int, list[str]]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []

@@ -1,8 +1,11 @@
 """The one LLM client: raw SSE read through the openai client, retries and one-line errors.
 
-The stream is read as raw server-sent events (``with_streaming_response``), so fields the SDK's
-models drop or reshape (``reasoning``, ``reasoning_content``, list-shaped ``content``,
-``extra_content.google.thought_signature``) reach :mod:`stream_assembly` intact.
+The stream is read as raw server-sent events, so fields the SDK's models drop or reshape
+(``reasoning``, ``reasoning_content``, list-shaped ``content``,
+``extra_content.google.thought_signature``) reach :mod:`stream_assembly` intact. The request goes
+through the client's documented ``post`` for raw responses, not ``client.chat.completions``: that
+resource imports the SDK's chat models and stream helpers (~0.1 s), none of which reads our stream,
+and on the first turn that import sat between Enter and the request leaving.
 
 ``openai`` is imported lazily (it costs ~0.4 s), so ``tui-agent --help`` stays fast.
 """
@@ -158,10 +161,20 @@ class LLMClient:
     @property
     def client(self) -> Any:
         if self._client is None:
+            from tui_agent.core import tls
             from tui_agent.core.openai_import import load
 
-            self._client = load().AsyncOpenAI(
-                base_url=self.base_url, api_key=self._api_key, timeout=self.timeout, max_retries=0
+            openai = load()
+            # The SDK's own HTTP client and defaults, with the TLS context built ahead (see tls).
+            http_client = openai.DefaultAsyncHttpxClient(
+                base_url=self.base_url, timeout=self.timeout, verify=tls.context()
+            )
+            self._client = openai.AsyncOpenAI(
+                base_url=self.base_url,
+                api_key=self._api_key,
+                timeout=self.timeout,
+                max_retries=0,
+                http_client=http_client,
             )
         return self._client
 
@@ -247,11 +260,13 @@ class LLMClient:
             kwargs["temperature"] = temperature
         assembler = StreamAssembler()
         done = False
-        async with self.client.chat.completions.with_streaming_response.create(**kwargs) as response:
+        response = await self._post(kwargs)
+        try:
             content_type = response.headers.get("content-type", "")
             if "event-stream" not in content_type and (not streaming or "json" in content_type):
                 # A whole reply (non-streaming request, or a server that ignored stream=true).
-                payload = _loads(await response.text(), self.base_url)
+                await response.aread()
+                payload = _loads(response.text, self.base_url)
                 self._raise_if_error(payload)
                 for piece in assembler.feed(_whole_reply(payload)):
                     yield piece
@@ -267,6 +282,8 @@ class LLMClient:
                         self._raise_if_error(payload)
                         for piece in assembler.feed(payload):
                             yield piece
+        finally:
+            await response.aclose()
         for piece in assembler.flush():
             yield piece
         result = assembler.finish()
@@ -276,6 +293,20 @@ class LLMClient:
         if result.finish_reason == "content_filter":
             raise LLMError("the provider's content policy blocked this reply; try rephrasing", kind="content_policy")
         yield result
+
+    async def _post(self, body: dict[str, Any]) -> Any:
+        """POST the chat request; the HTTP response comes back with its body unread (the caller
+        closes it). Error statuses raise the SDK's errors, as ``chat.completions`` would."""
+        client = self.client  # first: it imports openai through openai_import's hook
+        import httpx2  # openai's HTTP library, imported with it
+        from openai._constants import RAW_RESPONSE_HEADER  # "stream": the SDK leaves the body unread
+
+        return await client.post(
+            "/chat/completions",
+            cast_to=httpx2.Response,
+            body=body,
+            options={"headers": {RAW_RESPONSE_HEADER: "stream"}},
+        )
 
     def _raise_if_error(self, payload: Any) -> None:
         found = stream_error(payload) if isinstance(payload, dict) else None
@@ -307,6 +338,9 @@ class LLMClient:
                 never_sent,
             )
         if isinstance(exc, openai.APIConnectionError):
+            untrusted = _certificate_error(exc)
+            if untrusted is not None:  # not retried: the next attempt meets the same certificate
+                return LLMError(f"{url} sent a TLS certificate this machine does not trust ({untrusted})", "tls")
             # Retried only when the connection was never made: then nothing reached the server.
             never_sent = isinstance(exc.__cause__, httpx2.ConnectError)
             return LLMError(
@@ -339,6 +373,20 @@ class LLMClient:
         if isinstance(exc, openai.APIError):
             return LLMError(f"bad response from {url}: {exc}", "stream")
         return LLMError(f"{exc.__class__.__name__}: {exc}", "error")
+
+
+def _certificate_error(exc: BaseException) -> str | None:
+    """The reason, when a certificate check failed somewhere in ``exc``'s chain of causes."""
+    import ssl
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ssl.SSLCertVerificationError):
+            return str(current.verify_message or current.reason or "certificate verify failed")
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _status(exc: BaseException) -> int | None:

@@ -3,7 +3,8 @@
 ``import openai`` costs ~0.8 s here, three quarters of it in ``openai.types``: its package
 ``__init__`` (and those of its sub-packages) re-export every model of the whole API (responses,
 evals, graders, realtime...), each a pydantic class built at import. A chat completion needs a few
-dozen of them.
+dozen of them. ``openai.lib``'s ``__init__`` is the same kind of file: it loads the helpers for
+parsing replies into user models (~25 ms), which a raw stream never uses.
 
 Those ``__init__`` files are generated code made only of ``from .module import Name as Name``
 lines. :func:`load` installs an import hook that runs such a package ``__init__`` lazily: the
@@ -29,7 +30,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-LAZY_PACKAGE = "openai.types"
+LAZY_PACKAGES = ("openai.types", "openai.lib")
 SKIPPED = "openai._vendor.httpx_aiohttp"  # optional in openai: it falls back when the import fails
 
 _lock = threading.Lock()
@@ -100,7 +101,7 @@ class _Finder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path: Any, target: ModuleType | None = None) -> ModuleSpec | None:
         if fullname == SKIPPED and "aiohttp" not in sys.modules:
             raise ImportError(f"{SKIPPED} is not used by tui-agent", name=fullname)
-        if fullname != LAZY_PACKAGE and not fullname.startswith(LAZY_PACKAGE + "."):
+        if not any(fullname == p or fullname.startswith(p + ".") for p in LAZY_PACKAGES):
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is None or spec.loader is None or not spec.submodule_search_locations:

@@ -12,7 +12,7 @@ from tui_agent.core.llm_errors import LLMError
 async def sse_data(response: Any) -> AsyncIterator[str]:
     """The ``data`` of each server-sent event; comments (``: OPENROUTER PROCESSING``) are skipped."""
     lines: list[str] = []
-    async for line in response.iter_lines():
+    async for line in response.aiter_lines():
         if not line:
             if lines:
                 yield "\n".join(lines)

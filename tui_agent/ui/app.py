@@ -14,7 +14,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Header, Static
-from textual.worker import Worker, WorkerState, get_current_worker
+from textual.worker import Worker, WorkerState
 
 from tui_agent.core import profiles, slash
 from tui_agent.core.limits import MAX_MESSAGE_CHARS
@@ -313,62 +313,11 @@ class AgentApp(PanelActionsMixin):
     ) -> None:
         """One turn on screen: a new message, an edited one (``edit_of``: the conversation forks
         there), another answer in place of reply ``regenerate``, or the failed last turn again."""
-        from tui_agent.core.events import TurnStarted
-        from tui_agent.core.llm import LLMError
-        from tui_agent.core.loop import AgentLoop
-        from tui_agent.ui.turn_view import TurnView  # with the turn: the events are not needed before
+        from tui_agent.ui.turn_runner import run_turn
 
-        view = TurnView(self, conversation_id, user_bubble=bubble)
-        started = retry or regenerate is not None  # until the user's message is stored, a failure gives the text back
-        # Two threads importing openai at once can see a half-initialised module: wait for the preload.
-        self._preloaded()
-        await self._preload_done.wait()
-        await self.mcp.before_turn()
-        try:
-            loop = AgentLoop(
-                self.vault,
-                self.profile,
-                self.registry,
-                client=self.llm_client(),
-                keep_client=True,
-                approve=self.approve,
-            )
-            try:
-                if regenerate is not None:
-                    events = loop.regenerate(regenerate)
-                elif retry and conversation_id:
-                    events = loop.retry_turn(conversation_id)
-                else:
-                    events = loop.run_turn(conversation_id, text, attachments, edit_of=edit_of)
-                async for event in events:
-                    await view.handle(event)
-                    if isinstance(event, TurnStarted):
-                        started = True
-            finally:
-                await loop.aclose()
-        except asyncio.CancelledError:
-            await view.close_bubble("cancelled")
-            self.status_line.show("cancelled", state="error")
-            raise
-        except (LLMError, profiles.ProfileError) as exc:
-            kind = getattr(exc, "kind", "model")
-            await view._mount(ErrorCard(friendly(kind, str(exc))))
-        finally:
-            if not started:
-                if bubble is not None and bubble.is_attached:
-                    await bubble.remove()
-                # Nothing was stored (a bad /attach, say): nothing is lost, the text goes back.
-                if not self.composer.text:
-                    self.composer.load_text(text)
-                    self.composer.move_cursor(self.composer.document.end)
-                self.pending_attachments = attachments + self.pending_attachments
-                self._show_pending()
-            me = get_current_worker()
-            for key in {conversation_id, view.conversation_id}:
-                if self.turns.get(key) is me:
-                    del self.turns[key]
-            if not view.attached and view.conversation_id == self.conversation_id:
-                await self.chat_log.show_conversation(self.conversation_id)
+        await run_turn(
+            self, conversation_id, text, attachments, edit_of=edit_of, regenerate=regenerate, retry=retry, bubble=bubble
+        )
 
     async def on_unmount(self) -> None:
         profiles.set_run_profile(None)  # --profile was for this run of the app only

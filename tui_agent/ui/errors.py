@@ -5,6 +5,8 @@ from __future__ import annotations
 HINTS = {
     "connection": "Start the server (Ollama: `ollama serve`), set OPENAI_API_KEY / OPENAI_BASE_URL and restart, "
     "or edit base_url in the sidebar (Ctrl+B).",
+    "tls": "If you trust this server, point SSL_CERT_FILE at a CA bundle that holds its certificate and "
+    "restart; otherwise check base_url in the sidebar (Ctrl+B).",
     "auth": "Check the key: the profile's api_key_env names the environment variable that holds it (sidebar, Ctrl+B).",
     "model": "Check chat_model and vision_model in the sidebar (Ctrl+B); the server does not know this model.",
     "timeout": "The model took too long. Try again, or raise request_timeout_s in the sidebar.",
@@ -22,6 +24,7 @@ HINTS = {
 
 TITLES = {
     "connection": "Can't reach the model",
+    "tls": "The server's certificate is not trusted",
     "auth": "The API key was refused",
     "model": "Unknown model",
     "timeout": "The model did not answer in time",

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from textual.widget import Widget
 
 from tui_agent.core import events as ev
+from tui_agent.ui import warmup
 from tui_agent.ui.errors import friendly, friendly_title
 from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard, NoticeCard, UserBubble
 from tui_agent.ui.widgets.context_meter import ContextMeter
@@ -48,6 +49,7 @@ class TurnView:
         self.model = ""
         self.tokens = 0  # streamed pieces of the current reply (one per token with real servers)
         self.first_token_at: float | None = None
+        self._words_shown = False
         self._flusher: asyncio.Task[None] | None = None
         # One write at a time: the frame flusher can be inside a write (creating the bubble's Markdown
         # stream) when the reply finishes; finishing then must wait for it, or it stops a stream whose
@@ -209,6 +211,9 @@ class TurnView:
             for block in self.bubble.query(ThinkingBlock):
                 block.finish()  # the answer started: the thinking collapses
             await self.bubble.write(text)
+            if not self._words_shown:
+                self._words_shown = True
+                self.app.call_after_refresh(warmup.first_words_shown)  # once they are drawn
 
     async def close_bubble(self, status: str) -> None:
         await self.flush()

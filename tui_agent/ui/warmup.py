@@ -2,7 +2,10 @@
 
 Two threads importing one package at once can see it half initialised, so every caller goes
 through :func:`start` (idempotent) and :func:`wait_for_request`; nothing else imports openai before
-it returns. What shows the reply (Markdown) is imported after that, while the request can leave.
+it returns. What shows the reply (Markdown) is imported after that, while the request can leave;
+when a message was sent before the warm-up was over, only after its reply's first words are on
+screen (drawn without Markdown meanwhile, see AssistantBubble). The TLS context is built beside the
+imports, in a thread of its own (core/tls).
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ _request_ready = threading.Event()  # what the first request needs is imported
 _client_built = threading.Event()  # the caller built its client and tools: Markdown may come next
 _hold_for_client = False
 _done = threading.Event()  # and what shows the reply
+_turn_waiting = threading.Event()  # a message was sent before the warm-up was over
+_first_words = threading.Event()  # ...and its reply's first words are on screen (or it ended)
+FIRST_WORDS_WAIT_S = 2.0
 timings: dict[str, float] = {}
 
 
@@ -32,19 +38,22 @@ def _import() -> None:
     collecting = gc.isenabled()
     gc.disable()
     try:
+        import httpx2  # noqa: F401 - first: the TLS context is built from it, beside the rest
+
+        from tui_agent.core import tls
         from tui_agent.core.openai_import import load
 
+        tls.prepare()
         load()  # without the API's thousand unused type modules (see openai_import)
         # Everything the first request would otherwise import on the event loop, between Enter and
-        # the request leaving: the chat resource (lazy in openai), the HTTP transport (built with
-        # the client, app.preload_client), the async backend, the JSON parser, the turn loop, the
-        # tools.
+        # the request leaving: the HTTP transport (built with the client, app.preload_client), the
+        # async backend, the JSON parser, the turn loop, the tools. (The request is posted through
+        # the client itself, not its lazily imported chat resource: see core/llm.)
         import anyio._backends._asyncio
         import anyio._core._sockets
         import anyio.streams.stapled  # noqa: F401
         import httpcore2  # noqa: F401
         import jiter  # noqa: F401
-        import openai.resources.chat.completions  # noqa: F401
 
         import tui_agent.core.loop
         import tui_agent.core.tools.registry  # noqa: F401
@@ -55,6 +64,10 @@ def _import() -> None:
         _request_ready.set()
     if _hold_for_client:  # one thing at a time: two threads importing share one core (the GIL)
         _client_built.wait(CLIENT_WAIT_S)
+        if _turn_waiting.is_set():
+            # A message is on its way: the request, then its first words (drawn without Markdown
+            # while it is not imported, see AssistantBubble), get the core to themselves.
+            _first_words.wait(FIRST_WORDS_WAIT_S)
     try:
         # Then what shows the reply (the request can leave meanwhile): Textual's Markdown and the
         # reply bubble's parser (markdown-it, linkify).
@@ -93,8 +106,24 @@ def client_built() -> None:
     _client_built.set()
 
 
+def turn_started() -> None:
+    """A message was sent: if the warm-up is not over, Markdown waits for its first words."""
+    if not _done.is_set():
+        _turn_waiting.set()
+
+
+def first_words_shown() -> None:
+    """The reply's first words are on screen, or the turn ended without any."""
+    _first_words.set()
+
+
 def done() -> bool:
     return _done.is_set()
+
+
+def markdown_ready() -> bool:
+    """Markdown can be imported without waiting for this thread (it did, or it never started)."""
+    return _done.is_set() or _thread is None
 
 
 def wait_for_request(timeout: float | None = None) -> bool:

@@ -12,7 +12,8 @@ from textual.widgets import Static
 
 from tui_agent.core.textsafe import visible
 from tui_agent.ui.markdown_text import parser
-from tui_agent.ui.reply_preview import ReplyPreview
+from tui_agent.ui.reply_preview import ReplyPreview, preview
+from tui_agent.ui.warmup import markdown_ready
 from tui_agent.ui.widgets.alternatives import AlternativesBar
 from tui_agent.ui.widgets.carousel import ImageCarousel
 
@@ -98,6 +99,11 @@ class AssistantBubble(Vertical):
             yield from self._long_view(self.initial)
         elif self.preview and (shown := ReplyPreview(visible(self.initial), classes="reply")).exact:
             yield shown
+        elif self.thinking and not self.initial and not markdown_ready():  # a live reply
+            # The first reply after start-up: its first words are drawn while the warm-up still
+            # imports Markdown (importing it here would wait for that thread, and so would the
+            # request). They stay a preview while the text is one Markdown would draw the same.
+            yield ReplyPreview("", classes="reply")
         else:
             # Imported here: markdown-it and Textual's Markdown cost ~60 ms, not needed for an empty
             # first screen nor for replies drawn without it.
@@ -161,8 +167,17 @@ class AssistantBubble(Vertical):
         if self._stream is None:
             for spinner in self.query(".thinking"):
                 await spinner.remove()
+            shown = self.query(ReplyPreview)
+            if shown and not markdown_ready():  # still drawn without Markdown while that is exact
+                content, exact = preview(visible(self.text))
+                if exact:
+                    shown.first().update(content)
+                    return
             from textual.widgets import Markdown
 
+            if shown:  # Markdown from here on, built from the whole text so far (this fragment too)
+                self._stream = Markdown.get_stream(await self.upgrade())
+                return
             self._stream = Markdown.get_stream(await self.upgrade())
         await self._stream.write(visible(fragment))
 

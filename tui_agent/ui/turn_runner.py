@@ -1,0 +1,90 @@
+"""One turn on screen: the core loop's events shown by a TurnView, errors as cards, and nothing
+lost when the turn fails before the user's message is stored."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from textual.worker import get_current_worker
+
+from tui_agent.core import profiles
+from tui_agent.core.events import TurnStarted
+from tui_agent.core.llm import LLMError
+from tui_agent.core.loop import AgentLoop
+from tui_agent.ui import warmup
+from tui_agent.ui.errors import friendly
+from tui_agent.ui.turn_view import TurnView
+from tui_agent.ui.widgets.bubbles import ErrorCard
+
+if TYPE_CHECKING:
+    from tui_agent.ui.app import AgentApp
+    from tui_agent.ui.widgets.bubbles import UserBubble
+
+
+async def run_turn(
+    app: AgentApp,
+    conversation_id: int | None,
+    text: str,
+    attachments: list[str],
+    *,
+    edit_of: int | None = None,
+    regenerate: int | None = None,
+    retry: bool = False,
+    bubble: UserBubble | None = None,
+) -> None:
+    """Imported with the first turn (the loop, the events and the turn's widgets are not needed
+    before it); ``AgentApp.run_turn`` runs it as the turn's worker."""
+    warmup.turn_started()
+    view = TurnView(app, conversation_id, user_bubble=bubble)
+    started = retry or regenerate is not None  # until the user's message is stored, a failure gives the text back
+    # Two threads importing openai at once can see a half-initialised module: wait for the preload.
+    app._preloaded()
+    await app._preload_done.wait()
+    await app.mcp.before_turn()
+    try:
+        loop = AgentLoop(
+            app.vault,
+            app.profile,
+            app.registry,
+            client=app.llm_client(),
+            keep_client=True,
+            approve=app.approve,
+        )
+        try:
+            if regenerate is not None:
+                events = loop.regenerate(regenerate)
+            elif retry and conversation_id:
+                events = loop.retry_turn(conversation_id)
+            else:
+                events = loop.run_turn(conversation_id, text, attachments, edit_of=edit_of)
+            async for event in events:
+                await view.handle(event)
+                if isinstance(event, TurnStarted):
+                    started = True
+        finally:
+            await loop.aclose()
+    except asyncio.CancelledError:
+        await view.close_bubble("cancelled")
+        app.status_line.show("cancelled", state="error")
+        raise
+    except (LLMError, profiles.ProfileError) as exc:
+        kind = getattr(exc, "kind", "model")
+        await view._mount(ErrorCard(friendly(kind, str(exc))))
+    finally:
+        warmup.first_words_shown()  # or there will be none: the warm-up goes on
+        if not started:
+            if bubble is not None and bubble.is_attached:
+                await bubble.remove()
+            # Nothing was stored (a bad /attach, say): nothing is lost, the text goes back.
+            if not app.composer.text:
+                app.composer.load_text(text)
+                app.composer.move_cursor(app.composer.document.end)
+            app.pending_attachments = attachments + app.pending_attachments
+            app._show_pending()
+        me = get_current_worker()
+        for key in {conversation_id, view.conversation_id}:
+            if app.turns.get(key) is me:
+                del app.turns[key]
+        if not view.attached and view.conversation_id == app.conversation_id:
+            await app.chat_log.show_conversation(app.conversation_id)
