@@ -84,3 +84,63 @@ async def test_a_reply_updated_again_before_its_layout_ran_gets_its_new_height()
         await pilot.pause()
         assert reply.size.height == 8
         assert app.query_one("#bubble").size.height == 8
+
+
+STRIP_OPERATIONS = """
+import json, sys
+from rich.segment import Segment
+from rich.style import Style
+from textual.color import Color
+from textual.filter import Monochrome
+from textual.strip import Strip
+if sys.argv[1] == "fixed":
+    from tui_agent.ui import textual_fixes
+    textual_fixes.apply()
+bold, red = Style(bold=True), Style(color="red")
+out = []
+for text in ("", "hello world", "wide 漢字 text and more", "x" * 200):
+    strip = Strip([Segment(text[:5], bold), Segment(text[5:], red)])
+    for _ in range(2):  # the second time from the caches
+        out.append([
+            strip.text, strip.cell_length,
+            strip.crop(2, 9).text, [s.text for s in strip.divide([3, 7, 50])],
+            [str(s.style) for s in strip.apply_style(red)],
+            strip.adjust_cell_length(30, bold).text, strip.crop_extend(1, 40, red).text,
+            [str(s.style) for s in strip.apply_filter(Monochrome(), Color(0, 0, 0))],
+            [s.text for s in strip.simplify()], str(strip.apply_offsets(3, 4)._segments),
+        ])
+print(json.dumps(out))
+"""
+
+
+def test_strips_give_the_same_lines_with_their_caches_made_on_first_use():
+    import subprocess
+    import sys
+
+    def run(mode: str) -> str:
+        result = subprocess.run(
+            [sys.executable, "-c", STRIP_OPERATIONS, mode], capture_output=True, text=True, timeout=60
+        )
+        assert result.returncode == 0, result.stderr[-2000:]
+        return result.stdout
+
+    plain = run("plain")
+    assert len(plain) > 1000  # every operation, on every strip, gave its lines
+    assert run("fixed") == plain
+
+
+def test_a_strip_makes_no_cache_it_does_not_use():
+    """Seven caches a strip were nine tracked objects in ten of a long session: each full collection
+    walked them all, in the middle of a streamed reply."""
+    from rich.segment import Segment
+    from textual.cache import FIFOCache
+    from textual.strip import Strip
+
+    textual_fixes.apply()
+    gc.collect()
+    before = sum(isinstance(o, FIFOCache) for o in gc.get_objects())
+    strips = [Strip([Segment(f"line {i}")]) for i in range(1_000)]
+    cropped = [strip.crop(0, 4) for strip in strips]  # uses one cache of each strip
+    made = sum(isinstance(o, FIFOCache) for o in gc.get_objects()) - before
+    assert made == len(strips)  # the crop caches, nothing else (it was 7 a strip, crops included)
+    assert [c.text for c in cropped[:2]] == ["line", "line"]

@@ -22,6 +22,7 @@ def apply() -> None:
     _applied = True
     _unpin_styles_caches()
     _layout_refresh_invalidates_box_model()
+    _strip_caches_on_first_use()
 
 
 def _unpin_styles_caches() -> None:
@@ -71,3 +72,69 @@ def _layout_refresh_invalidates_box_model() -> None:
 
     Widget.refresh = refresh  # type: ignore[method-assign]
     log.debug("textual work-around: every layout refresh invalidates the widget's box model")
+
+
+STRIP_CACHES = (
+    "_divide_cache",
+    "_crop_cache",
+    "_style_cache",
+    "_filter_cache",
+    "_line_length_cache",
+    "_crop_extend_cache",
+    "_offsets_cache",
+)
+STRIP_FIELDS = ("_segments", "_cell_length", "_render_cache", "_link_ids", "_cell_count")
+
+
+class _CacheOnFirstUse:
+    """A ``Strip`` cache slot that makes its ``FIFOCache`` the first time it is read."""
+
+    __slots__ = ("size", "slot")
+
+    def __init__(self, slot: Any, size: int) -> None:
+        self.slot = slot
+        self.size = size
+
+    def __get__(self, strip: Any, owner: Any = None) -> Any:
+        if strip is None:
+            return self
+        try:
+            return self.slot.__get__(strip, owner)
+        except AttributeError:
+            from textual.cache import FIFOCache
+
+            cache: Any = FIFOCache(self.size)
+            self.slot.__set__(strip, cache)
+            return cache
+
+    def __set__(self, strip: Any, value: Any) -> None:
+        self.slot.__set__(strip, value)
+
+
+def _strip_caches_on_first_use() -> None:
+    """Every ``Strip`` (a line of a widget, and each piece a line is cut into) built seven
+    ``FIFOCache`` objects, each with its own dict, though most strips use one or two of them, if
+    any. Those were nine objects in ten that the cycle collector tracked in a long session: every
+    full collection walked ~175,000 of them (0.15-0.3 s, every third turn, in the middle of a
+    streamed reply). Each cache is now made the first time its strip reads it."""
+    from textual.cache import FIFOCache
+    from textual.strip import Strip
+
+    if set(getattr(Strip, "__slots__", ())) != set(STRIP_CACHES) | set(STRIP_FIELDS):
+        return  # reshaped upstream: leave it alone
+    probe = Strip([])
+    caches = {name: getattr(probe, name) for name in STRIP_CACHES}
+    if not all(type(cache) is FIFOCache and not cache for cache in caches.values()):
+        return  # already lazy, or not the caches this knows
+    for name, cache in caches.items():
+        setattr(Strip, name, _CacheOnFirstUse(Strip.__dict__[name], cache._maxsize))
+
+    def __init__(self: Strip, segments: Any, cell_length: int | None = None) -> None:
+        self._segments = list(segments)
+        self._cell_length = cell_length
+        self._render_cache = None
+        self._link_ids = None
+        self._cell_count = None
+
+    Strip.__init__ = __init__  # type: ignore[method-assign]
+    log.debug("textual work-around: a strip's caches are made on first use")
