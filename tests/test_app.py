@@ -29,8 +29,12 @@ def make(env, **kwargs) -> AgentApp:
 async def send(app, pilot, text: str, *, wait: bool = True) -> None:
     app.composer.load_text(text)
     await pilot.press("enter")
+    for _ in range(100):  # the app took it (a turn started, or the composer was emptied)...
+        if app.turns or not app.composer.text:
+            break
+        await pilot.pause(0.01)
     if wait:
-        await settle(app, pilot)
+        await settle(app, pilot)  # ...before waiting for its turn to end
 
 
 async def settle(app, pilot, timeout: float = 15.0) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 from fake_openai import Reply
 from test_app import children, make, rows, send, settle
 from textual.widgets import Markdown
@@ -404,3 +405,35 @@ async def test_opening_a_conversation_again_cancels_the_page_load_the_first_open
         await app.open_conversation(conversation)
         await pilot.pause(4 * PREFETCH_AFTER_S)
         assert fired == [app.chat_log]
+
+
+@pytest.mark.parametrize("words", [True, False])
+async def test_the_footer_comes_after_the_first_words_of_a_message_sent_at_once(env, monkeypatch, words):
+    """Sent before the client is ready, the reply's first words go first (the Footer's keys cost
+    a layout of their own); the Footer follows them, and always comes, words or not."""
+    from textual.widgets import Footer
+
+    release = threading.Event()
+    real_import = warmup._import
+
+    def slow_import() -> None:
+        release.wait(30)
+        real_import()
+
+    monkeypatch.setattr(warmup, "_thread", None)
+    monkeypatch.setattr(warmup, "_done", threading.Event())
+    monkeypatch.setattr(warmup, "_request_ready", threading.Event())
+    monkeypatch.setattr(warmup, "_import", slow_import)
+    first = Reply(text="first words") if words else Reply(tool_calls=[("show_image", '{"path": "media/none.png"}')])
+    env.fake.script(first, Reply(text="and then"))
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        try:
+            await send(app, pilot, "at once", wait=False)
+            await pilot.pause(0.2)
+            assert not app.query(Footer)  # the client is not ready: the turn waits, so does the Footer
+        finally:
+            release.set()
+        await settle(app, pilot)
+        await pilot.pause(0.1)
+        assert app.query_one(Footer).region.y == 39

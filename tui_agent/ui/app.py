@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from tui_agent.core.tools.registry import ToolRegistry
 
 log = logging.getLogger("tui_agent.ui")
+FOOTER_LATEST_S = 1.0  # after the client, when a reply sent at once has no words yet
 
 
 class AgentApp(PanelActionsMixin):
@@ -158,13 +159,22 @@ class AgentApp(PanelActionsMixin):
         # First: a message sent at once waits for this import and nothing before it.
         warmup.start(hold_for_client=True)
         self._preloaded()
-        self.call_later(self._mount_footer)
+        # The Footer follows the client (_preload_finished), or a reply sent at once, whose first
+        # words come first: built now, it shared the core with the import they wait for.
 
     async def _mount_footer(self) -> None:
-        for slot in self.query("#footer-slot"):
-            await self.screen.mount(Footer(), after=slot)
+        main = self.screen_stack[0]
+        for slot in main.query("#footer-slot"):
+            await main.mount(Footer(), after=slot)
             await slot.remove()
-        self.screen.refresh_bindings()  # the Footer shows keys once told that the bindings are ready
+            main.refresh_bindings()  # the Footer shows keys once told that the bindings are ready
+
+    def first_words_shown(self) -> None:
+        """The first reply's first words are on screen (or its turn ended): what waited comes now."""
+        from tui_agent.ui import warmup
+
+        warmup.first_words_shown()
+        self.call_later(self._mount_footer)
 
     def _preloaded(self) -> Worker[None]:
         if self._preload is None:
@@ -204,7 +214,7 @@ class AgentApp(PanelActionsMixin):
 
             warmup.client_built()  # the warm-up goes on with what shows the reply
             self.call_from_thread(self._preload_finished, registry)
-        if self.check_endpoint:
+        if self.check_endpoint and not self.turns:  # a message already sent finds out for itself
             self.probe_endpoint()
 
     def _preload_finished(self, registry: ToolRegistry | None) -> None:
@@ -222,6 +232,10 @@ class AgentApp(PanelActionsMixin):
 
             freeze_long_lived()  # openai's types, the tools: as long-lived as the modules frozen at start
         self._preload_done.set()
+        if not self.turns:  # else after the reply's first words (first_words_shown), or a second
+            self.call_later(self._mount_footer)
+        else:
+            self.set_timer(FOOTER_LATEST_S, self._mount_footer)
         self.mcp.start_in_background()
 
     def probe_endpoint(self) -> None:

@@ -89,10 +89,11 @@ STRIP_FIELDS = ("_segments", "_cell_length", "_render_cache", "_link_ids", "_cel
 class _CacheOnFirstUse:
     """A ``Strip`` cache slot that makes its ``FIFOCache`` the first time it is read."""
 
-    __slots__ = ("size", "slot")
+    __slots__ = ("make", "size", "slot")
 
-    def __init__(self, slot: Any, size: int) -> None:
+    def __init__(self, slot: Any, make: Any, size: int) -> None:
         self.slot = slot
+        self.make = make
         self.size = size
 
     def __get__(self, strip: Any, owner: Any = None) -> Any:
@@ -101,9 +102,7 @@ class _CacheOnFirstUse:
         try:
             return self.slot.__get__(strip, owner)
         except AttributeError:
-            from textual.cache import FIFOCache
-
-            cache: Any = FIFOCache(self.size)
+            cache = self.make(self.size)
             self.slot.__set__(strip, cache)
             return cache
 
@@ -127,7 +126,7 @@ def _strip_caches_on_first_use() -> None:
     if not all(type(cache) is FIFOCache and not cache for cache in caches.values()):
         return  # already lazy, or not the caches this knows
     for name, cache in caches.items():
-        setattr(Strip, name, _CacheOnFirstUse(Strip.__dict__[name], cache._maxsize))
+        setattr(Strip, name, _CacheOnFirstUse(Strip.__dict__[name], FIFOCache, cache._maxsize))
 
     def __init__(self: Strip, segments: Any, cell_length: int | None = None) -> None:
         self._segments = list(segments)

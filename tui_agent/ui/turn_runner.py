@@ -72,7 +72,7 @@ async def run_turn(
         kind = getattr(exc, "kind", "model")
         await view._mount(ErrorCard(friendly(kind, str(exc))))
     finally:
-        warmup.first_words_shown()  # or there will be none: the warm-up goes on
+        app.first_words_shown()  # or there will be none: what waited for them goes on
         if not started:
             if bubble is not None and bubble.is_attached:
                 await bubble.remove()

@@ -9,15 +9,15 @@ from typing import TYPE_CHECKING
 from textual.widget import Widget
 
 from tui_agent.core import events as ev
-from tui_agent.ui import warmup
 from tui_agent.ui.errors import friendly, friendly_title
 from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard, NoticeCard, UserBubble
 from tui_agent.ui.widgets.context_meter import ContextMeter
-from tui_agent.ui.widgets.thinking import ThinkingBlock
-from tui_agent.ui.widgets.tool_block import ToolProgress
 
 if TYPE_CHECKING:
     from tui_agent.ui.app import AgentApp
+    from tui_agent.ui.widgets.tool_block import ToolProgress
+
+THINKING = ".thinking-block"  # a ThinkingBlock (imported with the first one: widgets/thinking)
 
 
 FRAME_S = 1 / 30
@@ -67,6 +67,9 @@ class TurnView:
 
     async def handle(self, event: ev.Event) -> None:
         status = self.app.status_line if self.attached else DetachedStatus()
+        if not self._words_shown and isinstance(event, (ev.AssistantFinished, ev.ToolStarted, ev.ErrorEvent)):
+            self._words_shown = True  # a first reply without words (tool calls): nothing waits longer
+            self.app.first_words_shown()
         if isinstance(event, ev.ConversationChanged):
             self.conversation_id = event.conversation_id
             await self.app.conversation_started(event.conversation_id)
@@ -135,6 +138,8 @@ class TurnView:
                     await self._show_alternatives(self.bubble)
             self.bubble = None
         elif isinstance(event, ev.ToolStarted):
+            from tui_agent.ui.widgets.tool_block import ToolProgress  # with the first tool call
+
             progress = ToolProgress(event.call_id, event.summary)
             self.progress[event.call_id] = progress
             status.tool_running(event.name, self.app.clock())
@@ -205,20 +210,20 @@ class TurnView:
             self.app.status_line.streaming(self.model, self.tokens, self.first_token_at)
         if self.bubble is None or not self.attached or not self.bubble.is_attached:
             return
-        if thoughts.strip() or (thoughts and self.bubble.query(ThinkingBlock)):
+        if thoughts.strip() or (thoughts and self.bubble.query(THINKING)):
             (await self.bubble.live_thinking()).append(thoughts)
         if text:
-            for block in self.bubble.query(ThinkingBlock):
-                block.finish()  # the answer started: the thinking collapses
+            for block in self.bubble.query(THINKING):
+                block.finish()  # type: ignore[attr-defined]  # the answer started: the thinking collapses
             await self.bubble.write(text)
             if not self._words_shown:
                 self._words_shown = True
-                self.app.call_after_refresh(warmup.first_words_shown)  # once they are drawn
+                self.app.call_after_refresh(self.app.first_words_shown)  # once they are drawn
 
     async def close_bubble(self, status: str) -> None:
         await self.flush()
         if self.bubble is not None and self.bubble.is_attached:
-            if self.bubble.text or self.bubble.query(ThinkingBlock):
+            if self.bubble.text or self.bubble.query(THINKING):
                 await self.bubble.finish(status)
             else:
                 await self.bubble.remove()  # nothing arrived: the error card or status line says why
