@@ -93,6 +93,10 @@ class ServerConnection:
     # ------------------------------------------------------------ lifecycle
     async def start(self) -> bool:
         """Start (or wait for a start under way); True when the server is ready."""
+        if self.running and self.state in ("dead", "failed"):
+            # The session that failed is still winding down (the SDK ends the process group):
+            # waiting on it would wait for a start that never comes. Let it end, then start anew.
+            await self.stop()
         if not self.running:
             self._ready = asyncio.Event()
             self._gone = asyncio.Event()
