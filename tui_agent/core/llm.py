@@ -23,9 +23,14 @@ from typing import Any
 
 from tui_agent.core.llm_errors import (
     LLMError,
+    body_text,
+    certificate_error,
+    detail_of,
     refuses_stream_options,
     refuses_tools_with_stream,
+    retry_after,
     server_message,
+    status_of,
     stream_error,
 )
 from tui_agent.core.sse import loads as _loads
@@ -214,8 +219,8 @@ class LLMClient:
                     log.warning("%s sent %s", self.base_url, exc)
                     raise LLMError(f"{self.base_url} sent {exc}", "bad_stream") from exc
                 error = self.translate(exc, model)
-                body = _body_text(exc)
-                if not yielded and self.stream_usage and _status(exc) in (400, 422) and refuses_stream_options(body):
+                body = body_text(exc)
+                if not yielded and self.stream_usage and status_of(exc) in (400, 422) and refuses_stream_options(body):
                     remember_quirk(self.base_url, NO_STREAM_OPTIONS, persist=True)
                     log.info("retrying without stream_options: %s refused them (%s)", self.base_url, error)
                     attempt -= 1
@@ -242,7 +247,7 @@ class LLMClient:
                 await asyncio.sleep(delay)
 
     def _delay(self, exc: BaseException, attempt: int) -> float:
-        delay = _retry_after(exc) or self.backoff_s * (2 ** (attempt - 1)) * (1 + random.random() * 0.2)
+        delay = retry_after(exc) or self.backoff_s * (2 ** (attempt - 1)) * (1 + random.random() * 0.2)
         return min(delay, 30.0)
 
     async def _once(
@@ -338,7 +343,7 @@ class LLMClient:
                 never_sent,
             )
         if isinstance(exc, openai.APIConnectionError):
-            untrusted = _certificate_error(exc)
+            untrusted = certificate_error(exc)
             if untrusted is not None:  # not retried: the next attempt meets the same certificate
                 return LLMError(f"{url} sent a TLS certificate this machine does not trust ({untrusted})", "tls")
             # Retried only when the connection was never made: then nothing reached the server.
@@ -350,10 +355,10 @@ class LLMClient:
             return LLMError(f"the connection to {url} closed before the reply was complete", "stream")
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
-            detail, rest = server_message(_body_text(exc), exc.response.headers.get("content-type", ""))
+            detail, rest = server_message(body_text(exc), exc.response.headers.get("content-type", ""))
             if rest:
                 log.info("rest of the %d error body from %s:\n%s", status, url, rest[:4000])
-            detail = detail or _detail(exc)
+            detail = detail or detail_of(exc)
             if isinstance(exc, openai.AuthenticationError):
                 env = self.api_key_env or "(none set; profile field api_key_env)"
                 return LLMError(f"{url} rejected the API key from {env}: check the key ({detail})", "auth")
@@ -373,56 +378,3 @@ class LLMClient:
         if isinstance(exc, openai.APIError):
             return LLMError(f"bad response from {url}: {exc}", "stream")
         return LLMError(f"{exc.__class__.__name__}: {exc}", "error")
-
-
-def _certificate_error(exc: BaseException) -> str | None:
-    """The reason, when a certificate check failed somewhere in ``exc``'s chain of causes."""
-    import ssl
-
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, ssl.SSLCertVerificationError):
-            return str(current.verify_message or current.reason or "certificate verify failed")
-        current = current.__cause__ or current.__context__
-    return None
-
-
-def _status(exc: BaseException) -> int | None:
-    status = getattr(exc, "status_code", None)
-    return status if isinstance(status, int) else None
-
-
-def _body_text(exc: BaseException) -> str:
-    response = getattr(exc, "response", None)
-    if response is not None:
-        try:
-            return str(response.text)
-        except Exception:  # the body could not be read; fall back to what the SDK kept
-            pass
-    body = getattr(exc, "body", None)
-    if body is None:
-        return ""
-    return body if isinstance(body, str) else json.dumps(body)
-
-
-def _detail(exc: Any) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        error = body.get("error")
-        message = error.get("message") if isinstance(error, dict) else body.get("message")
-        if message:
-            return str(message)[:300]
-    return str(getattr(exc, "message", exc))[:300]
-
-
-def _retry_after(exc: Any) -> float | None:
-    response = getattr(exc, "response", None)
-    if response is None:
-        return None
-    value = response.headers.get("retry-after")
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None

@@ -119,3 +119,57 @@ def refuses_tools_with_stream(text: str) -> bool:
     """Older llama.cpp servers: "Cannot use tools with stream" (and relays quoting it)."""
     lowered = text.lower()
     return "tools with stream" in lowered or ("stream" in lowered and "tool" in lowered and "not supported" in lowered)
+
+
+# What the SDK's exceptions carry, read defensively (any may be missing).
+def certificate_error(exc: BaseException) -> str | None:
+    """The reason, when a certificate check failed somewhere in ``exc``'s chain of causes."""
+    import ssl
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ssl.SSLCertVerificationError):
+            return str(current.verify_message or current.reason or "certificate verify failed")
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def status_of(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def body_text(exc: BaseException) -> str:
+    response = getattr(exc, "response", None)
+    if response is not None:
+        try:
+            return str(response.text)
+        except Exception:  # the body could not be read; fall back to what the SDK kept
+            pass
+    body = getattr(exc, "body", None)
+    if body is None:
+        return ""
+    return body if isinstance(body, str) else json.dumps(body)
+
+
+def detail_of(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error")
+        message = error.get("message") if isinstance(error, dict) else body.get("message")
+        if message:
+            return str(message)[:300]
+    return str(getattr(exc, "message", exc))[:300]
+
+
+def retry_after(exc: Any) -> float | None:
+    response = getattr(exc, "response", None)
+    if response is None:
+        return None
+    value = response.headers.get("retry-after")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
