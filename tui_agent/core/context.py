@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from tui_agent.core import image_cache
 from tui_agent.core.context_rows import recent_rows
@@ -41,9 +40,11 @@ EXCLUDED_STATUSES = frozenset({"superseded"})  # a broken-off reply that was ret
 FIRST_READ = 64  # rows read first for a request; four times more each time the budget is not full
 
 
-@dataclass(frozen=True)
-class ContextWindow:
-    """What the last built request holds: for the context meter and the "window starts here" marker."""
+class ContextWindow(NamedTuple):
+    """What the last built request holds: for the context meter and the "window starts here" marker.
+
+    (A NamedTuple, as ContextBuilder is a plain class: a dataclass costs ~1 ms of ``exec`` at
+    import, on the path of the first request.)"""
 
     estimated_tokens: int
     budget_tokens: int
@@ -51,14 +52,14 @@ class ContextWindow:
     truncated: bool  # older messages of the branch were left out to fit
 
 
-@dataclass
 class ContextBuilder:
     """Builds the ``messages`` list for a conversation from the database."""
 
-    vault: Vault
-    max_messages: int = 400
-    window: ContextWindow | None = None
-    _pixels_from: float = 0
+    def __init__(self, vault: Vault, max_messages: int = 400) -> None:
+        self.vault = vault
+        self.max_messages = max_messages
+        self.window: ContextWindow | None = None
+        self._pixels_from: float = 0
 
     def system_message(self, profile: Profile) -> dict[str, Any]:
         parts = [TOOL_RULES]

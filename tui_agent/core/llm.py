@@ -17,8 +17,7 @@ import json
 import logging
 import os
 import random
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from tui_agent.core.llm_errors import (
@@ -102,11 +101,13 @@ def remember_quirk(base_url: str, quirk: str, *, persist: bool) -> None:
         log.debug("endpoint quirk %s not saved for %s: %s", quirk, base_url, exc)
 
 
-@dataclass
 class Restart:
     """A transient error broke the reply after output; the partial is kept and the request goes again."""
 
-    reason: str
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
 
 
 class _MidStreamError(LLMError):
@@ -195,7 +196,7 @@ class LLMClient:
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None = None,
         temperature: float | None = None,
-    ) -> AsyncIterator[TextDelta | ReasoningDelta | TextToReasoning | Restart | Completion]:
+    ) -> AsyncGenerator[TextDelta | ReasoningDelta | TextToReasoning | Restart | Completion, None]:
         """Yield display pieces, then exactly one Completion.
 
         A request is sent again only when the attempt provably failed: the server could not be

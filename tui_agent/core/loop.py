@@ -9,11 +9,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
 from typing import Any
 
 from tui_agent.core import events as ev
 from tui_agent.core import llm, profiles, slash
+from tui_agent.core.ahead import Ahead
 from tui_agent.core.context import ContextBuilder
 from tui_agent.core.limits import MAX_MESSAGE_CHARS
 from tui_agent.core.reply import Reply as _Reply
@@ -23,7 +25,8 @@ from tui_agent.core.store import branches, history
 from tui_agent.core.store import errors as store_errors
 from tui_agent.core.store.models import Message, Profile
 from tui_agent.core.store.recovery import finish_row
-from tui_agent.core.tool_caps import MAX_TOOL_ARGUMENT_CHARS, stored_arguments, stored_result
+from tui_agent.core.tool_caps import stored_arguments
+from tui_agent.core.tool_round import run_tools
 from tui_agent.core.tools.base import ApprovalCallback, ToolContext, ToolResult
 from tui_agent.core.tools.registry import ToolRegistry
 from tui_agent.core.vault import Vault
@@ -65,15 +68,16 @@ class AgentLoop:
         if self._client is not None and not self._keep_client:
             await self._client.close()
 
-    async def regenerate(self, message_id: int) -> AsyncIterator[ev.Event]:
+    async def regenerate(self, message_id: int) -> AsyncGenerator[ev.Event, None]:
         """Answer again in place of assistant message ``message_id``: same builder, same model rules.
 
         The old reply stays as an alternative (a sibling under the same parent, see store.branches);
         the new one becomes the active branch."""
-        async for event in _store_guarded(self._regenerate(message_id), None):
-            yield event
+        async with aclosing(_store_guarded(self._regenerate(message_id), None)) as relayed:
+            async for event in relayed:
+                yield event
 
-    async def _regenerate(self, message_id: int) -> AsyncIterator[ev.Event]:
+    async def _regenerate(self, message_id: int) -> AsyncGenerator[ev.Event, None]:
         message = Message.get_or_none(Message.id == message_id)
         if message is None or message.role != "assistant":
             yield ev.ErrorEvent(f"message {message_id} is not an assistant reply: nothing to regenerate", "usage")
@@ -83,8 +87,9 @@ class AgentLoop:
         parent = Message.get_or_none(Message.id == message.parent_id) if message.parent_id else None
         branches.rewind_to_parent_of(message_id)
         yield ev.BranchChanged(conversation_id)
-        async for event in self._rounds(conversation_id, [], use_vision=self._vision_after(parent)):
-            yield event
+        async with aclosing(self._rounds(conversation_id, [], use_vision=self._vision_after(parent))) as relayed:
+            async for event in relayed:
+                yield event
 
     def _vision_after(self, message: Message | None) -> bool:
         """The model rule for a request that follows ``message``: vision right after the image tool's images."""
@@ -95,7 +100,7 @@ class AgentLoop:
 
     async def run_turn(
         self, conversation_id: int | None, text: str, attachments: Sequence[str] = (), *, edit_of: int | None = None
-    ) -> AsyncIterator[ev.Event]:
+    ) -> AsyncGenerator[ev.Event, None]:
         """One user turn. ``conversation_id`` None starts a new conversation.
 
         ``edit_of``: the user message this one replaces; the conversation forks there (the old
@@ -103,12 +108,15 @@ class AgentLoop:
 
         A failure of the store (disk full, damaged file) ends the turn with an error event, not a traceback.
         """
-        async for event in _store_guarded(self._turn(conversation_id, text, attachments, edit_of), conversation_id):
-            yield event
+        async with aclosing(
+            _store_guarded(self._turn(conversation_id, text, attachments, edit_of), conversation_id)
+        ) as relayed:
+            async for event in relayed:
+                yield event
 
     async def _turn(
         self, conversation_id: int | None, text: str, attachments: Sequence[str], edit_of: int | None
-    ) -> AsyncIterator[ev.Event]:
+    ) -> AsyncGenerator[ev.Event, None]:
         if len(text) > MAX_MESSAGE_CHARS:
             yield ev.ErrorEvent(
                 f"message too long ({len(text):,} characters; the limit is {MAX_MESSAGE_CHARS:,}): "
@@ -166,16 +174,18 @@ class AgentLoop:
             pending = [call]
         # A text-only chat model cannot take the user's images: this turn starts on the vision model.
         sees_images = bool(files) and not profiles.accepts_images(self.profile, self.profile.chat_model)
-        async for event in self._rounds(conversation_id, pending, use_vision=sees_images):
-            yield event
+        async with aclosing(self._rounds(conversation_id, pending, use_vision=sees_images)) as relayed:
+            async for event in relayed:
+                yield event
 
-    async def retry_turn(self, conversation_id: int) -> AsyncIterator[ev.Event]:
+    async def retry_turn(self, conversation_id: int) -> AsyncGenerator[ev.Event, None]:
         """Run the last turn of a conversation again after it failed, from its stored user message
         (nothing is added for the user; tool results it already has are kept)."""
-        async for event in _store_guarded(self._retry_turn(conversation_id), conversation_id):
-            yield event
+        async with aclosing(_store_guarded(self._retry_turn(conversation_id), conversation_id)) as relayed:
+            async for event in relayed:
+                yield event
 
-    async def _retry_turn(self, conversation_id: int) -> AsyncIterator[ev.Event]:
+    async def _retry_turn(self, conversation_id: int) -> AsyncGenerator[ev.Event, None]:
         from tui_agent.core.retry import RetryError, failed_turn
 
         try:
@@ -187,20 +197,29 @@ class AgentLoop:
         yield ev.TurnRetried(conversation_id, user.id)
         files = history.attachments_for([user.id]).get(user.id, [])
         sees_images = bool(files) and not profiles.accepts_images(self.profile, self.profile.chat_model)
-        async for event in self._rounds(conversation_id, [], use_vision=sees_images):
-            yield event
+        async with aclosing(self._rounds(conversation_id, [], use_vision=sees_images)) as relayed:
+            async for event in relayed:
+                yield event
 
     async def _rounds(
         self, conversation_id: int, pending: list[llm.ToolCall], *, use_vision: bool = False
-    ) -> AsyncIterator[ev.Event]:
+    ) -> AsyncGenerator[ev.Event, None]:
         rounds = 0
         previous_model: str | None = None
         while True:
             if pending:
                 rounds += 1
                 outcome: dict[str, bool] = {}
-                async for event in self._run_tools(conversation_id, pending, outcome):
-                    yield event
+                round_ = run_tools(
+                    self.registry,
+                    ToolContext(self.vault, self.profile, self.approve),
+                    conversation_id,
+                    pending,
+                    outcome,
+                )
+                async with aclosing(round_) as relayed:
+                    async for event in relayed:
+                        yield event
                 use_vision = outcome.get("vision", False)
             model = self.profile.vision_model if use_vision else self.profile.chat_model
             if model != previous_model and (previous_model is not None or use_vision):
@@ -210,11 +229,12 @@ class AgentLoop:
                 yield ev.ModelSwitched(model, previous_model, reason)
             previous_model = model
             completion: llm.Completion | None = None
-            async for item in self._request(conversation_id, model):
-                if isinstance(item, llm.Completion):
-                    completion = item
-                else:
-                    yield item
+            async with aclosing(self._request(conversation_id, model)) as request:
+                async for item in request:
+                    if isinstance(item, llm.Completion):
+                        completion = item
+                    else:
+                        yield item
             if completion is None:  # the request failed; the error was reported and saved
                 yield ev.Done("error", conversation_id)
                 return
@@ -242,29 +262,32 @@ class AgentLoop:
                 return
             pending = completion.tool_calls
 
-    async def _request(self, conversation_id: int, model: str) -> AsyncIterator[ev.Event | llm.Completion]:
+    async def _request(self, conversation_id: int, model: str) -> AsyncGenerator[ev.Event | llm.Completion, None]:
         """One streamed request; the assistant row is written as text arrives and finished at the end."""
         messages = self.builder.build(conversation_id, self.profile, model)
-        window = self.builder.window
-        if window is not None:
-            yield ev.ContextBuilt(
-                conversation_id,
-                window.estimated_tokens,
-                window.budget_tokens,
-                window.first_message_id,
-                window.truncated,
-            )
-        yield ev.AssistantStarted(model)
         reply = _Reply(conversation_id, model, FLUSH_INTERVAL_S)
         finished = False
-        stream: Any = None
+        stream: Ahead[Any] | None = None
         try:
-            stream = self.client.stream(
-                model=model,
-                messages=messages,
-                tools=self.registry.schemas(),
-                temperature=_temperature(self.profile),
+            # The request leaves now: the events below are drawn while it travels, not before.
+            stream = Ahead(
+                self.client.stream(
+                    model=model,
+                    messages=messages,
+                    tools=self.registry.schemas(),
+                    temperature=_temperature(self.profile),
+                )
             )
+            window = self.builder.window
+            if window is not None:
+                yield ev.ContextBuilt(
+                    conversation_id,
+                    window.estimated_tokens,
+                    window.budget_tokens,
+                    window.first_message_id,
+                    window.truncated,
+                )
+            yield ev.AssistantStarted(model)
             async for item in stream:
                 if isinstance(item, llm.Completion):
                     row = reply.finish(item)
@@ -297,7 +320,6 @@ class AgentLoop:
             raise
         except store_errors.DATABASE_ERRORS:
             # The store failed mid-stream (disk full): the row must not stay "streaming".
-            await _close(stream)
             if reply.row is not None and not finished:
                 finish_row(reply.row.id, "error")
             raise
@@ -305,90 +327,31 @@ class AgentLoop:
             reply.save("error")
             history.add_message(conversation_id, "error", str(exc), model=model, status="error")
             yield ev.ErrorEvent(str(exc), exc.kind)
-
-    async def _execute(self, call: llm.ToolCall, ctx: ToolContext) -> ToolResult:
-        if len(call.arguments) > MAX_TOOL_ARGUMENT_CHARS:
-            return ToolResult.fail(
-                f"arguments too long ({len(call.arguments):,} characters; the limit is "
-                f"{MAX_TOOL_ARGUMENT_CHARS:,}): not run; call it again with shorter arguments"
-            )
-        return await self.registry.execute(call.name, call.arguments, ctx)
-
-    async def _run_tools(
-        self, conversation_id: int, calls: list[llm.ToolCall], outcome: dict[str, bool]
-    ) -> AsyncIterator[ev.Event]:
-        """Run one round of calls concurrently; results are saved in call order as they complete."""
-        ctx = ToolContext(self.vault, self.profile, self.approve)
-        for call in calls:
-            tool = self.registry.get(call.name)
-            arguments = stored_arguments(call.arguments)
-            summary = tool.summarize(_loads(arguments)) if tool else f"{call.name} {arguments}"
-            yield ev.ToolStarted(call.id, call.name, arguments, summary[:2000])
-        tasks = [asyncio.ensure_future(self._execute(c, ctx)) for c in calls]
-        saved: set[str] = set()
-        try:
-            for call, task in zip(calls, tasks, strict=True):
-                result = await task
-                role = self.registry.role_of(call.name)
-                message = history.add_message(
-                    conversation_id,
-                    role,
-                    stored_result(result.to_json()),
-                    attachments=result.images,
-                    tool_name=call.name,
-                    tool_call_id=call.id,
-                    tool_arguments=stored_arguments(call.arguments),
-                    status="complete" if result.is_ok else "error",
-                )
-                saved.add(call.id)
-                tool = self.registry.get(call.name)
-                if tool is not None and tool.vision_followup and result.is_ok and result.images:
-                    outcome["vision"] = True
-                yield ev.ToolFinished(call.id, call.name, stored_arguments(call.arguments), result, message.id, role)
-        except store_errors.DATABASE_ERRORS:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
-        except (asyncio.CancelledError, GeneratorExit):
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            for call in calls:
-                if call.id not in saved:
-                    history.add_message(
-                        conversation_id,
-                        self.registry.role_of(call.name),
-                        ToolResult.fail("cancelled by the user").to_json(),
-                        tool_name=call.name,
-                        tool_call_id=call.id,
-                        tool_arguments=stored_arguments(call.arguments),
-                        status="cancelled",
-                    )
-            raise
+        finally:
+            if stream is not None:
+                await _close(stream)  # a request still on its way (a cancel while its events were drawn) ends
 
 
-async def _store_guarded(events: AsyncIterator[ev.Event], conversation_id: int | None) -> AsyncIterator[ev.Event]:
-    """A failure of the store (disk full, damaged file) ends the turn with an error event, not a traceback."""
+async def _store_guarded(
+    events: AsyncGenerator[ev.Event, None], conversation_id: int | None
+) -> AsyncGenerator[ev.Event, None]:
+    """A failure of the store (disk full, damaged file) ends the turn with an error event, not a traceback.
+
+    Every generator of the turn is closed by the one it relays to (``aclosing``): a turn that is
+    closed or cancelled between two events ends at once, its request and tools with it, and saves
+    what it had (a reply as "cancelled"), rather than when the garbage collector gets to it."""
     current = conversation_id
     try:
-        async for event in events:
-            if isinstance(event, (ev.ConversationChanged, ev.BranchChanged)):
-                current = event.conversation_id
-            yield event
+        async with aclosing(events) as relayed:
+            async for event in relayed:
+                if isinstance(event, (ev.ConversationChanged, ev.BranchChanged)):
+                    current = event.conversation_id
+                yield event
     except store_errors.DATABASE_ERRORS as exc:
         failure = store_errors.describe(exc)
         log.error("store failure: %s", failure)
         yield ev.ErrorEvent(str(failure), "store")
         yield ev.Done("error", current)
-
-
-def _loads(raw: str) -> dict[str, Any]:
-    try:
-        value = json.loads(raw or "{}")
-    except json.JSONDecodeError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 async def _close(stream: Any) -> None:

@@ -49,19 +49,17 @@ class Reply:
         return "".join(self.thoughts)
 
     def add(self, item: Any) -> ev.Event | None:
-        event: ev.Event
-        if isinstance(item, llm.TextDelta):
+        # The client's pieces are the loop's events (core.events): passed on as they are.
+        if isinstance(item, ev.TextDelta):
             self.parts.append(item.text)
-            event = ev.TextDelta(item.text)
-        elif isinstance(item, llm.ReasoningDelta):
+        elif isinstance(item, ev.ReasoningDelta):
             self.thoughts.append(item.text)
-            event = ev.ReasoningDelta(item.text)
-        elif isinstance(item, llm.TextToReasoning):
+        elif isinstance(item, ev.TextToReasoning):
             self.parts.clear()
             self.thoughts.insert(0, item.text)
-            event = ev.TextToReasoning(item.text)
         else:
             return None
+        event: ev.Event = item
         if self.row is None:
             self.row = history.add_message(
                 self.conversation_id,

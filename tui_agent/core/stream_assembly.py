@@ -12,9 +12,9 @@ import json
 import logging
 import secrets
 import string
-from dataclasses import dataclass, field
 from typing import Any
 
+from tui_agent.core.events import ReasoningDelta, TextDelta, TextToReasoning
 from tui_agent.core.llm_errors import LLMError
 
 log = logging.getLogger("tui_agent.llm")
@@ -24,41 +24,45 @@ CLOSE_TAG = "</think>"
 CALL_KEYS = frozenset({"index", "id", "type", "function"})
 
 
-@dataclass
 class ToolCall:
-    id: str
-    name: str
-    arguments: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)  # provider fields sent back unchanged
+    """One tool call of a reply, assembled from its deltas (a plain class: see core.events)."""
+
+    __slots__ = ("arguments", "extra", "id", "name")
+
+    def __init__(self, id: str, name: str, arguments: str = "", extra: dict[str, Any] | None = None) -> None:
+        self.id = id
+        self.name = name
+        self.arguments = arguments
+        self.extra: dict[str, Any] = {} if extra is None else extra  # provider fields sent back unchanged
+
+    def __repr__(self) -> str:
+        return f"ToolCall(id={self.id!r}, name={self.name!r}, arguments={self.arguments!r}, extra={self.extra!r})"
 
 
-@dataclass
 class Completion:
     """The end of one response."""
 
-    text: str = ""
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    finish_reason: str | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    reasoning: str = ""
+    __slots__ = ("completion_tokens", "finish_reason", "prompt_tokens", "reasoning", "text", "tool_calls")
 
+    def __init__(
+        self,
+        text: str = "",
+        tool_calls: list[ToolCall] | None = None,
+        finish_reason: str | None = None,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+        reasoning: str = "",
+    ) -> None:
+        self.text = text
+        self.tool_calls: list[ToolCall] = [] if tool_calls is None else tool_calls
+        self.finish_reason = finish_reason
+        self.prompt_tokens = prompt_tokens
+        self.completion_tokens = completion_tokens
+        self.reasoning = reasoning
 
-@dataclass
-class TextDelta:
-    text: str
-
-
-@dataclass
-class ReasoningDelta:
-    text: str
-
-
-@dataclass
-class TextToReasoning:
-    """The text streamed so far was reasoning after all (a reply that only closed ``</think>``)."""
-
-    text: str
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"Completion({fields})"
 
 
 Piece = TextDelta | ReasoningDelta | TextToReasoning

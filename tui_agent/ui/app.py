@@ -181,12 +181,12 @@ class AgentApp(PanelActionsMixin):
             self._preload = cast("Worker[None]", self.preload_client(self.llm_client()))
         return self._preload
 
-    def llm_client(self) -> LLMClient:
+    def llm_client(self, profile: Profile | None = None) -> LLMClient:
         """One client per endpoint for the app's life: its connection stays open between turns
-        (no new TCP and TLS handshake before each reply)."""
+        (no new TCP and TLS handshake before each reply). ``profile``: the active one, if read."""
         from tui_agent.core.llm import LLMClient, resolve_api_key
 
-        profile = self.profile
+        profile = profile or self.profile
         key = (profile.base_url, resolve_api_key(profile), float(profile.request_timeout_s), profile.api_key_env)
         client = self._llm_clients.get(key)
         if client is None:
@@ -299,6 +299,8 @@ class AgentApp(PanelActionsMixin):
         if not text.startswith("/") and edit_of is None:
             # The user's bubble shows at once; the turn adopts it once the message is stored.
             bubble = UserBubble(text, [self.vault.root / p for p in attachments])
+            # The welcome line goes in the same frame as the bubble comes (not a layout later).
+            self.chat_log.query(".welcome").remove()
             await self.chat_log.mount(bubble)
         self.turns[self.conversation_id] = self.run_turn(
             self.conversation_id, text, attachments, edit_of=edit_of, bubble=bubble

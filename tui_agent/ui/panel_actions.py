@@ -87,8 +87,10 @@ class PanelActionsMixin(MessageActionsMixin):
 
     def _show_pending(self) -> None:
         pending = self.query_one("#pending-attachments", Static)
-        pending.update(visible("📎 " + ", ".join(self.pending_attachments)) if self.pending_attachments else "")
-        pending.display = bool(self.pending_attachments)
+        text = visible("📎 " + ", ".join(self.pending_attachments)) if self.pending_attachments else ""
+        if text != pending.content:  # unchanged (none before, none now): not laid out again
+            pending.update(text)
+            pending.display = bool(self.pending_attachments)
 
     def action_show_log(self) -> None:
         from tui_agent.ui.screens.log_screen import LogScreen

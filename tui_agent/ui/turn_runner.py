@@ -4,6 +4,7 @@ lost when the turn fails before the user's message is stored."""
 from __future__ import annotations
 
 import asyncio
+from contextlib import aclosing
 from typing import TYPE_CHECKING
 
 from textual.worker import get_current_worker
@@ -43,11 +44,12 @@ async def run_turn(
     await app._preload_done.wait()
     await app.mcp.before_turn()
     try:
+        profile = app.profile  # read once: each read is two queries
         loop = AgentLoop(
             app.vault,
-            app.profile,
+            profile,
             app.registry,
-            client=app.llm_client(),
+            client=app.llm_client(profile),
             keep_client=True,
             approve=app.approve,
         )
@@ -58,10 +60,11 @@ async def run_turn(
                 events = loop.retry_turn(conversation_id)
             else:
                 events = loop.run_turn(conversation_id, text, attachments, edit_of=edit_of)
-            async for event in events:
-                await view.handle(event)
-                if isinstance(event, TurnStarted):
-                    started = True
+            async with aclosing(events):  # cancelled while an event is drawn: the turn ends at once too
+                async for event in events:
+                    await view.handle(event)
+                    if isinstance(event, TurnStarted):
+                        started = True
         finally:
             await loop.aclose()
     except asyncio.CancelledError:

@@ -79,13 +79,13 @@ class TurnView:
                 await self.log.show_conversation(event.conversation_id)
         elif isinstance(event, ev.TurnStarted):
             self.conversation_id = event.conversation_id
+            if self.user_bubble is not None and self.user_bubble.is_attached:
+                self.user_bubble.message_id = event.user_message_id  # shown at Enter: nothing to read
+                return
             from tui_agent.core.store import branches, history
 
             images = history.attachments_for([event.user_message_id]).get(event.user_message_id, [])
             message = history.recent_messages(event.conversation_id, limit=1)[0]
-            if self.user_bubble is not None and self.user_bubble.is_attached:
-                self.user_bubble.message_id = message.id
-                return
             forks = branches.fork_parents(event.conversation_id, [message.parent_id])
             alternatives = branches.alternatives(message, forks)
             await self._mount(

@@ -6,7 +6,6 @@ import json
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tui_agent.core.store.models import Profile
@@ -16,18 +15,38 @@ ApprovalCallback = Callable[[str, str], Awaitable[bool]]
 """Asks the user to approve an action: (tool name, human-readable description) -> yes?"""
 
 
-@dataclass
 class ToolResult:
     """``{"status":"ok","data":{...}}`` or ``{"status":"error","error":"..."}``.
 
     ``images`` lists vault-relative image paths the result produced; they are stored as
     attachments of the tool message and shown to the vision model in the follow-up.
+    (Plain classes here, not dataclasses: see core.events.)
     """
 
-    status: str
-    data: dict[str, Any] = field(default_factory=dict)
-    error: str = ""
-    images: list[str] = field(default_factory=list)
+    __slots__ = ("data", "error", "images", "status")
+
+    def __init__(
+        self, status: str, data: dict[str, Any] | None = None, error: str = "", images: list[str] | None = None
+    ) -> None:
+        self.status = status
+        self.data: dict[str, Any] = {} if data is None else data
+        self.error = error
+        self.images: list[str] = [] if images is None else images
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ToolResult):
+            return NotImplemented
+        return (self.status, self.data, self.error, self.images) == (
+            other.status,
+            other.data,
+            other.error,
+            other.images,
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it was
+
+    def __repr__(self) -> str:
+        return f"ToolResult(status={self.status!r}, data={self.data!r}, error={self.error!r}, images={self.images!r})"
 
     @classmethod
     def ok(cls, data: dict[str, Any] | None = None, images: list[str] | None = None) -> ToolResult:
@@ -50,14 +69,20 @@ class ToolResult:
         return json.dumps(self.to_dict(), ensure_ascii=False)
 
 
-@dataclass
 class ToolContext:
     """What a tool may use: the vault, the profile, and a way to ask the user."""
 
-    vault: Vault
-    profile: Profile
-    approve: ApprovalCallback | None = None
-    logger: logging.Logger = field(default_factory=lambda: logging.getLogger("tui_agent.tools"))
+    def __init__(
+        self,
+        vault: Vault,
+        profile: Profile,
+        approve: ApprovalCallback | None = None,
+        logger: logging.Logger | None = None,
+    ) -> None:
+        self.vault = vault
+        self.profile = profile
+        self.approve = approve
+        self.logger = logger or logging.getLogger("tui_agent.tools")
 
 
 class Tool(ABC):

@@ -165,20 +165,26 @@ class AssistantBubble(Vertical):
             await self.mount_all(list(self._long_view(self.text)))
             return
         if self._stream is None:
-            for spinner in self.query(".thinking"):
-                await spinner.remove()
+            # The words first, the spinner's removal after: awaited first, it let a frame be drawn
+            # without them, and the first words came a frame later.
+            spinners = self.query(".thinking")
             shown = self.query(ReplyPreview)
             if shown and not markdown_ready():  # still drawn without Markdown while that is exact
                 content, exact = preview(visible(self.text))
                 if exact:
                     shown.first().update(content)
+                    await spinners.remove()
                     return
             from textual.widgets import Markdown
 
-            if shown:  # Markdown from here on, built from the whole text so far (this fragment too)
-                self._stream = Markdown.get_stream(await self.upgrade())
-                return
+            upgraded = bool(shown)  # Markdown from here on, built from the whole text so far (this fragment too)
             self._stream = Markdown.get_stream(await self.upgrade())
+            if upgraded:
+                await spinners.remove()
+                return
+            await self._stream.write(visible(fragment))
+            await spinners.remove()
+            return
         await self._stream.write(visible(fragment))
 
     async def live_thinking(self) -> ThinkingBlock:

@@ -22,6 +22,7 @@ class ContextMeter(Static):
         self.tokens: int | None = None
         self.budget: int | None = None
         self.estimated = True
+        self._text = ""
 
     def show(self, tokens: int, budget: int, *, estimated: bool) -> None:
         self.tokens, self.budget, self.estimated = tokens, budget, estimated
@@ -30,7 +31,10 @@ class ContextMeter(Static):
         self.set_class(WARN <= share < FULL, "-warn")
         self.set_class(share >= FULL, "-full")
         approx = "~" if estimated else ""
-        self.update(f"ctx {approx}{_short(tokens)} / {_short(budget)} ({share:.0%})")
+        text = f"ctx {approx}{_short(tokens)} / {_short(budget)} ({share:.0%})"
+        # As wide as its text: the screen is laid out again only when that width changes.
+        self.update(text, layout=len(text) != len(self._text))
+        self._text = text
         self.tooltip = (
             f"The last request held {'about ' if estimated else ''}{tokens:,} tokens "
             f"({'estimated' if estimated else 'as the server counted them'}) of the profile's "
@@ -41,6 +45,7 @@ class ContextMeter(Static):
         self.tokens = self.budget = None
         self.remove_class("-warn", "-full", "-shown")
         self.update("")
+        self._text = ""
 
 
 def _short(value: int) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from textual.visual import VisualType
 from textual.widgets import Static
 
 from tui_agent.core.textsafe import visible
@@ -22,6 +23,11 @@ class StatusLine(Static):
         super().__init__(text, id=id, markup=False)
         self.state = "idle"
         self._live: Callable[[], str] | None = None
+
+    def update(self, content: VisualType = "", *, layout: bool = False) -> None:
+        """A new text repaints the line; the screen is not laid out again for it (the line is one
+        row as wide as the row leaves it, whatever it says). Streaming updates it once a frame."""
+        super().update(content, layout=layout)
 
     def on_mount(self) -> None:
         if getattr(self.app, "live_motion", True):
