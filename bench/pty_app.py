@@ -110,6 +110,12 @@ class PtyApp:
                 return int(line.split()[1]) / 1024
         return 0.0
 
+    def cpu_s(self) -> float:
+        """CPU time the app has used so far (user + system, all threads): unlike wall-clock time,
+        barely moved by what else the machine runs."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def echo_s(self, probe: bytes = b"zqx") -> float:
         """Keystroke echo: type a prefix, then time one more key until the composer shows it."""
         self.send(probe)

@@ -57,7 +57,7 @@ def attempt(label: str, fn, *args, **kwargs):  # type: ignore[no-untyped-def]
         return fn(*args, **kwargs)
     except TimeoutError as exc:
         FAILED.append(f"{label}: {str(exc)[:120]}")
-        print("failed:", label, flush=True)
+        print("failed:", label, str(exc), sep="\n", flush=True)  # all of it, with the app's log
         return None
 
 
@@ -109,6 +109,11 @@ def main() -> None:
             print(
                 "median turn per 50:",
                 ", ".join(f"{statistics.median(turn_s[i : i + 50]):.2f}" for i in range(0, len(turn_s), 50)),
+            )
+            cpu_s = session["cpu_s"]
+            print(
+                "the app's CPU time per turn, mean per 50:",
+                ", ".join(f"{statistics.mean(cpu_s[i : i + 50]):.3f}" for i in range(0, len(cpu_s), 50)),
             )
             print("Enters pressed again (sent before the turn was over):", session["refused"], flush=True)
     fake.stop()
@@ -286,6 +291,8 @@ def single_rows(single: dict[str, object], args: argparse.Namespace, bare: float
             f"| {turns}-turn session: RSS at the end | {session['rss_mb']:.0f} MB | — | ≤ 150 MB |",
             f"| {turns}-turn session: median turn (Enter → last word), first 50 / last 50"
             f" | {session['first_turns_s']:.2f} / {session['last_turns_s']:.2f} s | — | flat |",
+            f"| {turns}-turn session: the app's CPU time per turn (mean), first 50 / last 50"
+            f" | {session['first_cpu_s']:.3f} / {session['last_cpu_s']:.3f} s | — | flat |",
         ]
     return lines
 

@@ -113,6 +113,7 @@ def session(vault: Path, fake: FakeOpenAI, turns: int, env: dict[str, str]) -> d
     (vault / "media" / "pic.png").write_bytes(png_bytes((30, 160, 90), (64, 48)))
     app = PtyApp.agent(vault, env)
     durations: list[float] = []
+    cpu: list[float] = []  # the app's CPU time per turn
     rss: dict[int, float] = {}  # after turn n, every 50 turns: growth shows here
     refused = 0
     try:
@@ -129,6 +130,7 @@ def session(vault: Path, fake: FakeOpenAI, turns: int, env: dict[str, str]) -> d
             typed = f"turn {turn}!".encode()  # "!": no message is a prefix of another
             app.send(typed)
             app.wait_for(typed)  # the composer holds the text: its placeholder is gone
+            used = app.cpu_s()
             while True:
                 start = time.perf_counter()
                 app.send(b"\r")
@@ -136,8 +138,12 @@ def session(vault: Path, fake: FakeOpenAI, turns: int, env: dict[str, str]) -> d
                     break
                 refused += 1
                 app.drain(0.1)
-            app.wait_for(f"end{turn}z".encode(), timeout=120)
+            try:
+                app.wait_for(f"end{turn}z".encode(), timeout=120)
+            except TimeoutError as exc:
+                raise TimeoutError(f"turn {turn}: {exc}\n--- the app's log:\n{_log_tail(vault)}") from exc
             durations.append(time.perf_counter() - start)
+            cpu.append(app.cpu_s() - used)
             if (turn + 1) % 50 == 0:
                 rss[turn + 1] = app.rss_mb()
         app.drain(2.0)
@@ -148,12 +154,20 @@ def session(vault: Path, fake: FakeOpenAI, turns: int, env: dict[str, str]) -> d
             "rss_mb": app.rss_mb(),
             "first_turns_s": statistics.median(durations[:50]),
             "last_turns_s": statistics.median(durations[-50:]),
+            "first_cpu_s": statistics.mean(cpu[:50]),  # means: one turn is a few clock ticks
+            "last_cpu_s": statistics.mean(cpu[-50:]),
+            "cpu_s": cpu,
             "refused": refused,
             "rss_by_turn": rss,
             "turn_s": durations,
         }
     finally:
         app.close()
+
+
+def _log_tail(vault: Path, chars: int = 6000) -> str:
+    log = vault / "logs" / "agent.log"
+    return log.read_text(errors="replace")[-chars:] if log.exists() else "(no log)"
 
 
 def huge_reply(vault: Path, fake: FakeOpenAI, lines: int, env: dict[str, str]) -> dict[str, float]:

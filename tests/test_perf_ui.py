@@ -18,7 +18,9 @@ from tui_agent.ui.widgets.chat_log import KEEP, PAGE, PREFETCH_AFTER_S, ChatLog,
 from tui_agent.ui.widgets.long_text import LongText
 
 
-async def test_user_bubble_shows_before_the_openai_import_finishes(env, monkeypatch):
+@pytest.fixture
+def held_warmup(monkeypatch) -> threading.Event:
+    """A fresh warm-up whose imports wait until the returned event is set (a slow machine)."""
     release = threading.Event()
     real_import = warmup._import
 
@@ -30,6 +32,11 @@ async def test_user_bubble_shows_before_the_openai_import_finishes(env, monkeypa
     monkeypatch.setattr(warmup, "_done", threading.Event())
     monkeypatch.setattr(warmup, "_request_ready", threading.Event())
     monkeypatch.setattr(warmup, "_import", slow_import)
+    return release
+
+
+async def test_user_bubble_shows_before_the_openai_import_finishes(env, held_warmup):
+    release = held_warmup
     env.fake.script(Reply(text="pong"))
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -408,22 +415,12 @@ async def test_opening_a_conversation_again_cancels_the_page_load_the_first_open
 
 
 @pytest.mark.parametrize("words", [True, False])
-async def test_the_footer_comes_after_the_first_words_of_a_message_sent_at_once(env, monkeypatch, words):
+async def test_the_footer_comes_after_the_first_words_of_a_message_sent_at_once(env, held_warmup, words):
     """Sent before the client is ready, the reply's first words go first (the Footer's keys cost
     a layout of their own); the Footer follows them, and always comes, words or not."""
     from textual.widgets import Footer
 
-    release = threading.Event()
-    real_import = warmup._import
-
-    def slow_import() -> None:
-        release.wait(30)
-        real_import()
-
-    monkeypatch.setattr(warmup, "_thread", None)
-    monkeypatch.setattr(warmup, "_done", threading.Event())
-    monkeypatch.setattr(warmup, "_request_ready", threading.Event())
-    monkeypatch.setattr(warmup, "_import", slow_import)
+    release = held_warmup
     first = Reply(text="first words") if words else Reply(tool_calls=[("show_image", '{"path": "media/none.png"}')])
     env.fake.script(first, Reply(text="and then"))
     app = make(env)

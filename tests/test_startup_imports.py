@@ -18,11 +18,17 @@ HEAVY = [
 ]
 
 
-def imported_by(code: str) -> list[str]:
-    probe = f"import json, sys\n{code}\nprint(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+def printed(code: str) -> object:
+    """What ``code``, run in a fresh interpreter (json and sys imported), printed last, as JSON."""
+    result = subprocess.run(
+        [sys.executable, "-c", f"import json, sys\n{code}"], capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def imported_by(code: str, modules: list[str] = HEAVY) -> object:
+    return printed(f"{code}\nprint(json.dumps([m for m in {modules!r} if m in sys.modules]))")
 
 
 def test_the_app_module_and_its_launcher_import_nothing_heavy():
@@ -47,10 +53,7 @@ def test_the_request_path_comes_first_and_what_shows_the_reply_after_the_client(
         "assert warmup.wait(60)\n"
         "print(json.dumps(before))\n"
     )
-    probe = f"import json, sys\n{code}"
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout.strip().splitlines()[-1]) == ["openai", "tui_agent.core.loop"]
+    assert printed(code) == ["openai", "tui_agent.core.loop"]
 
 
 def test_widgets_the_first_screen_does_not_draw_are_imported_when_first_needed():
@@ -64,12 +67,9 @@ def test_widgets_the_first_screen_does_not_draw_are_imported_when_first_needed()
         "tui_agent.ui.screens.message_actions",
         "tui_agent.ui.code_blocks",
         "tui_agent.ui.turn_view",
+        "tui_agent.core.mcp.config",  # MCP servers start after the preload
     ]
-    code = "import tui_agent.cli, tui_agent.ui.run, tui_agent.ui.app, tui_agent.ui.images"
-    probe = f"import json, sys\n{code}\nprint(json.dumps([m for m in {later!r} if m in sys.modules]))"
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout.strip().splitlines()[-1]) == []
+    assert imported_by("import tui_agent.cli, tui_agent.ui.run, tui_agent.ui.app, tui_agent.ui.images", later) == []
 
 
 def test_a_message_sent_during_the_warm_up_gets_its_first_words_before_markdown():
@@ -86,7 +86,4 @@ def test_a_message_sent_during_the_warm_up_gets_its_first_words_before_markdown(
         "assert warmup.wait(60)\n"
         "print(json.dumps([held, 'markdown_it' in sys.modules]))\n"
     )
-    probe = f"import json, sys\n{code}"
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout.strip().splitlines()[-1]) == [True, True]
+    assert printed(code) == [True, True]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 import peewee as pw
 
@@ -16,10 +15,10 @@ from tui_agent.core.vault import Vault, open_vault, setup_logging
 log = logging.getLogger("tui_agent")
 
 
-@dataclass
 class Session:
-    vault: Vault
-    db: pw.SqliteDatabase
+    def __init__(self, vault: Vault, db: pw.SqliteDatabase) -> None:
+        self.vault = vault
+        self.db = db
 
     def profile(self, name: str | None = None) -> Profile:
         """The named or active profile, validated (raises ProfileError naming the field)."""

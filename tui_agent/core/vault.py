@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import logging.handlers
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 VAULT_ENV = "TUI_AGENT_VAULT"
@@ -13,11 +12,29 @@ DEFAULT_VAULT_NAME = "jj_vault"
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
-@dataclass(frozen=True)
 class Vault:
-    """Paths inside one vault folder."""
+    """Paths inside one vault folder (a value: equal, and hashed, by its root)."""
 
+    __slots__ = ("root",)
     root: Path
+
+    def __init__(self, root: Path) -> None:
+        object.__setattr__(self, "root", root)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("a Vault is immutable")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Vault) and other.root == self.root
+
+    def __hash__(self) -> int:
+        return hash(self.root)
+
+    def __repr__(self) -> str:
+        return f"Vault(root={self.root!r})"
+
+    def __reduce__(self) -> tuple[type[Vault], tuple[Path]]:  # copy and pickle build it anew
+        return (Vault, (self.root,))
 
     @property
     def db_path(self) -> Path:

@@ -12,9 +12,8 @@ import logging
 import signal
 from typing import TYPE_CHECKING
 
-from tui_agent.core.mcp import config as mcp_config
-
 if TYPE_CHECKING:
+    from tui_agent.core.mcp import config as mcp_config
     from tui_agent.core.mcp.manager import McpManager
     from tui_agent.ui.app import AgentApp
 
@@ -51,7 +50,7 @@ class McpControl:
 
     def start_in_background(self) -> None:
         """After the preload: start the profile's enabled servers (nothing to do without any)."""
-        if not mcp_config.enabled_servers(self.app.profile) and self.manager is None:
+        if not self._enabled() and self.manager is None:
             return
         if self._starting is None or self._starting.done():
             self._starting = asyncio.ensure_future(self._start())
@@ -75,7 +74,9 @@ class McpControl:
             await asyncio.wait({self._starting}, timeout=TURN_WAIT_S)
 
     def _enabled(self) -> list[mcp_config.ServerConfig]:
-        return mcp_config.enabled_servers(self.app.profile)
+        from tui_agent.core.mcp import config  # after the first paint: nothing of MCP is needed for it
+
+        return config.enabled_servers(self.app.profile)
 
     async def restart(self, name: str) -> None:
         await self._manager().restart(name)
