@@ -111,8 +111,8 @@ class PtyApp:
         return 0.0
 
     def cpu_s(self) -> float:
-        """CPU time the app has used so far (user + system, all threads): unlike wall-clock time,
-        barely moved by what else the machine runs."""
+        """CPU time the app has used so far (user + system, all threads): what it did, without
+        what it waited for (the host's speed still moves it)."""
         fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 

@@ -1,6 +1,6 @@
 """Run every benchmark and write bench/RESULTS.md: `python bench/run.py [--runs N] [--turns N]`.
 
-`--only session` (or rounds, context, huge; comma-separated) runs just those groups of figures and
+`--only session` (or rounds, instructions, context, huge, gc; comma-separated) runs just those groups of figures and
 updates their rows in the existing RESULTS.md, e.g. `python bench/run.py --only session --turns 500`.
 
 Each figure is measured in a real 120x40 pty against a loopback server streaming as fast as it
@@ -37,7 +37,8 @@ SPEEDUPS = importlib.util.find_spec("textual_speedups") is not None
 AB_LABELS = (("", {}), (" no-speedups", NO_SPEEDUPS)) if SPEEDUPS else (("", {}),)
 # Groups of figures: the interleaved rounds (everything measured --runs times, next to the bare
 # app), then single measurements.
-GROUPS = ("rounds", "instructions", "context", "huge", "session")
+GROUPS = ("rounds", "instructions", "context", "huge", "session", "gc")
+GC_TURNS = 60  # replies with a second's pause after each, with the idle collector on and off
 
 
 def fmt(values: list[float], unit: str = "s") -> str:
@@ -116,6 +117,14 @@ def main() -> None:
                 ", ".join(f"{statistics.mean(cpu_s[i : i + 50]):.3f}" for i in range(0, len(cpu_s), 50)),
             )
             print("Enters pressed again (sent before the turn was over):", session["refused"], flush=True)
+    if "gc" in only:
+        for label, env in (("on", {}), ("off", {"TUI_AGENT_GC_IDLE": "0"})):
+            print(f"full collections, idle collector {label}", flush=True)
+            vault = make_vault(fake.base_url)
+            single[f"gc {label}"] = gc_run = attempt(f"gc {label}", sc.gc_pauses, vault, fake, GC_TURNS, env)
+            shutil.rmtree(vault.parent)
+            if gc_run is not None:
+                print(f"  during replies: {gc_run['during_ms']} ms; between replies: {gc_run['between']}", flush=True)
     fake.stop()
     report = render(r, single, args)
     if args.only and args.out.exists():
@@ -294,6 +303,14 @@ def single_rows(single: dict[str, object], args: argparse.Namespace, bare: float
             f"| {turns}-turn session: the app's CPU time per turn (mean), first 50 / last 50"
             f" | {session['first_cpu_s']:.3f} / {session['last_cpu_s']:.3f} s | — | flat |",
         ]
+    on, off = single.get("gc on"), single.get("gc off")
+    if isinstance(on, dict) and isinstance(off, dict):
+        longest = max(off["during_ms"], default=0.0)
+        lines.append(
+            f"| {on['turns']} replies, a second's pause after each: full collections during / between replies"
+            f" | {on['during']} / {on['between']} (idle collector off: {off['during']} / {off['between']},"
+            f" up to {longest:.0f} ms each) | — | none during |"
+        )
     return lines
 
 
@@ -303,9 +320,10 @@ ROW_MARKS = {
     "context": "| context build",
     "huge": "-line reply: ",
     "session": "-turn session: ",
+    "gc": "full collections during",
 }
 FAILED_PREFIX = "Measurements that timed out (not counted): "
-FAILED_SPLIT = re.compile(r"; (?=(?:send at once|stream \d+[a-z -]*|huge reply|session|instructions): )")
+FAILED_SPLIT = re.compile(r"; (?=(?:send at once|stream \d+[a-z -]*|huge reply|session|gc o[nf]+|instructions): )")
 AB_HEADING = "## textual-speedups A/B"
 NO_SPEEDUPS_NOTE = (
     "textual-speedups is not installed here, so nothing was compared. Measured once by hand"
@@ -321,9 +339,10 @@ def row_group(row: str) -> str:
 
 
 def failed_group(entry: str) -> str:
-    return {"huge reply": "huge", "session": "session", "instructions": "instructions"}.get(
-        entry.split(":")[0], "rounds"
-    )
+    label = entry.split(":")[0]
+    if label.startswith("gc "):
+        return "gc"
+    return {"huge reply": "huge", "session": "session", "instructions": "instructions"}.get(label, "rounds")
 
 
 def merge(old: str, new: str, args: argparse.Namespace) -> str:

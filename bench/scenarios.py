@@ -165,6 +165,42 @@ def session(vault: Path, fake: FakeOpenAI, turns: int, env: dict[str, str]) -> d
         app.close()
 
 
+GC_PROBE = Path(__file__).resolve().parent / "gc_probe"
+
+
+def gc_pauses(vault: Path, fake: FakeOpenAI, turns: int, env: dict[str, str]) -> dict[str, Any]:
+    """``turns`` 300-token replies, each followed by a second of reading: how many full collections
+    of the cycle collector fell inside a reply (Enter → last word) and how many between replies."""
+    log = vault / "gc.log"
+    log.write_text("")
+    app = PtyApp.agent(vault, {**env, "PYTHONPATH": str(GC_PROBE), "BENCH_GC_LOG": str(log)})
+    windows: list[tuple[float, float]] = []
+    try:
+        app.wait_for(READY)
+        app.drain(1.5)
+        for turn in range(turns):
+            fake.script(Reply(tokens=[f" g{turn}x{i}" for i in range(299)] + [f" gend{turn}z"]))
+            typed = f"pause {turn}!".encode()
+            app.send(typed)
+            app.wait_for(typed)
+            start = time.perf_counter()
+            app.send(b"\r")
+            app.wait_for(f"gend{turn}z".encode(), timeout=120)
+            windows.append((start, time.perf_counter()))
+            app.drain(1.0)  # the user reads the reply
+    finally:
+        app.close()
+    during: list[float] = []
+    between = 0
+    for line in log.read_text().splitlines():
+        at, ms = (float(x) for x in line.split())
+        if any(a <= at <= b for a, b in windows):
+            during.append(ms)
+        else:
+            between += 1
+    return {"turns": turns, "during": len(during), "during_ms": during, "between": between}
+
+
 def _log_tail(vault: Path, chars: int = 6000) -> str:
     log = vault / "logs" / "agent.log"
     return log.read_text(errors="replace")[-chars:] if log.exists() else "(no log)"

@@ -24,6 +24,7 @@ from tui_agent.core.vault import Vault
 from tui_agent.ui import textual_fixes
 from tui_agent.ui.commands import AgentCommands, HistorySearch
 from tui_agent.ui.errors import friendly, setup_text
+from tui_agent.ui.gc_tuning import IdleCollector
 from tui_agent.ui.mcp_control import McpControl
 from tui_agent.ui.panel_actions import PanelActionsMixin
 from tui_agent.ui.paths import styles_dir
@@ -88,6 +89,7 @@ class AgentApp(PanelActionsMixin):
         self.freeze_gc_after_preload = False  # set by run_app: tests keep the collector as it is
         self.conversation_id: int | None = None
         self.turns: dict[int | None, Worker[None]] = {}
+        self.idle_gc = IdleCollector(self)  # full collections between replies, not during them
         self.always_approve = False
         self.pending_attachments: list[str] = []
         self.mcp = McpControl(self)
@@ -262,6 +264,7 @@ class AgentApp(PanelActionsMixin):
     # ------------------------------------------------------------------ turns
     @on(Composer.Changed)
     def _composer_changed(self) -> None:
+        self.idle_gc.input_seen()
         self.query_one(SlashHints).show(self.composer.matches())
 
     @on(Composer.Submitted)

@@ -91,3 +91,4 @@ async def run_turn(
                 del app.turns[key]
         if not view.attached and view.conversation_id == app.conversation_id:
             await app.chat_log.show_conversation(app.conversation_id)
+        app.idle_gc.turn_ended()

@@ -1,0 +1,65 @@
+"""Full collections happen between replies, when the app is idle, not in the middle of one."""
+
+from __future__ import annotations
+
+import gc
+
+from fake_openai import Reply
+from test_app import make, send, settle
+
+from tui_agent.ui import gc_tuning
+
+
+def _collector_near(monkeypatch, gen1: int) -> list[int]:
+    """The collector's gen-1 count as ``gen1``; returns the generations collected by hand."""
+    collected: list[int] = []
+    real_collect = gc.collect
+
+    def collect(generation: int = 2) -> int:
+        collected.append(generation)
+        return real_collect(generation)
+
+    monkeypatch.setattr(gc, "get_count", lambda: (0, 0, gen1))
+    monkeypatch.setattr(gc, "collect", collect)
+    return collected
+
+
+async def test_a_full_collection_runs_after_a_reply_once_the_app_is_idle(env, monkeypatch):
+    env.fake.script(Reply(text="A reply."))
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        collected = _collector_near(monkeypatch, gc.get_threshold()[2])
+        await send(app, pilot, "hello")
+        assert collected == []  # not while the reply streamed
+        await pilot.pause(gc_tuning.IDLE_S + 0.4)
+        assert collected == [2] and app.idle_gc.collections == 1
+
+
+async def test_typing_puts_it_off_and_a_collector_far_from_its_own_skips_it(env, monkeypatch):
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        collected = _collector_near(monkeypatch, gc.get_threshold()[2])
+        app.idle_gc.turn_ended()
+        for _ in range(4):  # the user types through the idle delay
+            await pilot.pause(gc_tuning.IDLE_S / 2)
+            await pilot.press("x")
+        assert collected == []
+        await pilot.pause(gc_tuning.IDLE_S + 0.4)
+        assert collected == [2]  # after the typing paused
+        monkeypatch.setattr(gc, "get_count", lambda: (0, 0, 1))  # the collector's own is far away
+        app.idle_gc.turn_ended()
+        await pilot.pause(gc_tuning.IDLE_S + 0.4)
+        assert collected == [2]
+
+
+async def test_it_can_be_turned_off_for_measurements(env, monkeypatch):
+    monkeypatch.setenv(gc_tuning.IDLE_ENV, "0")
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        collected = _collector_near(monkeypatch, 100)
+        app.idle_gc.turn_ended()
+        await pilot.pause(gc_tuning.IDLE_S + 0.4)
+        assert collected == []
