@@ -4,6 +4,8 @@ the screen shows while a reply streams does not lay the whole screen out again."
 from __future__ import annotations
 
 import asyncio
+import copy
+import pickle
 
 import pytest
 from fake_openai import Reply
@@ -123,3 +125,5 @@ def test_events_are_immutable_values():
         a.other = 1  # type: ignore[attr-defined]
     assert "status='complete'" in repr(a) and repr(ev.ErrorEvent("boom")).startswith("ErrorEvent(")
     assert ev.Done("complete").conversation_id is None and ev.ErrorEvent("x").kind == "error"
+    for event in (a, ev.ErrorEvent("boom", "server"), ev.ContextBuilt(1, 20, 100, None, False)):
+        assert copy.copy(event) == pickle.loads(pickle.dumps(event)) == event

@@ -39,9 +39,16 @@ class Ahead(Generic[T]):
 
     async def aclose(self) -> None:
         first, self._first = self._first, None
-        if first is not None:
-            first.cancel()
-            await asyncio.wait([first])  # it ends (its error, if any, was the request's: dropped)
-            if not first.cancelled():
-                first.exception()  # retrieved, so asyncio does not log it as never retrieved
-        await self._source.aclose()
+        try:
+            if first is not None:
+                first.cancel()
+                first.add_done_callback(_retrieve)  # its error, if any, was the request's: dropped
+                await asyncio.wait([first])
+        finally:  # even when cancelled again while waiting
+            await self._source.aclose()
+
+
+def _retrieve(task: asyncio.Task[object]) -> None:
+    """Take a finished task's exception, so asyncio does not log it as never retrieved."""
+    if not task.cancelled():
+        task.exception()

@@ -40,6 +40,13 @@ class _Event:
         fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
         return f"{type(self).__name__}({fields})"
 
+    def __reduce__(self) -> tuple[Any, ...]:  # copy and pickle build it anew, by field name
+        return (_rebuild, (type(self), dict(zip(self.__slots__, self._values(), strict=True))))
+
+
+def _rebuild(cls: type[_Event], fields: dict[str, Any]) -> _Event:
+    return cls(**fields)
+
 
 class TurnStarted(_Event):
     __slots__ = ("conversation_id", "user_message_id")

@@ -17,7 +17,8 @@ import json
 import logging
 import os
 import random
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from typing import Any
 
 from tui_agent.core.llm_errors import (
@@ -208,9 +209,10 @@ class LLMClient:
             attempt += 1
             yielded = False
             try:
-                async for item in self._once(model, messages, tools, temperature):
-                    yielded = True
-                    yield item
+                async with aclosing(self._once(model, messages, tools, temperature)) as pieces:
+                    async for item in pieces:
+                        yielded = True
+                        yield item
                 return
             except asyncio.CancelledError:
                 raise
@@ -253,7 +255,7 @@ class LLMClient:
 
     async def _once(
         self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, temperature: float | None
-    ) -> AsyncIterator[TextDelta | ReasoningDelta | TextToReasoning | Completion]:
+    ) -> AsyncGenerator[TextDelta | ReasoningDelta | TextToReasoning | Completion, None]:
         kwargs: dict[str, Any] = {"model": model, "messages": messages}
         streaming = not (tools and NO_STREAM_WITH_TOOLS in self.quirks)
         if streaming:
@@ -278,16 +280,17 @@ class LLMClient:
                     yield piece
                 done = True
             else:
-                async for data in _sse_data(response):
-                    if not data.strip():
-                        continue  # an empty keep-alive event
-                    if data.strip() == "[DONE]":
-                        done = True
-                        break
-                    for payload in _payloads(data, self.base_url):
-                        self._raise_if_error(payload)
-                        for piece in assembler.feed(payload):
-                            yield piece
+                async with aclosing(_sse_data(response)) as events:
+                    async for data in events:
+                        if not data.strip():
+                            continue  # an empty keep-alive event
+                        if data.strip() == "[DONE]":
+                            done = True
+                            break
+                        for payload in _payloads(data, self.base_url):
+                            self._raise_if_error(payload)
+                            for piece in assembler.feed(payload):
+                                yield piece
         finally:
             await response.aclose()
         for piece in assembler.flush():

@@ -350,6 +350,10 @@ async def _store_guarded(
     except store_errors.DATABASE_ERRORS as exc:
         failure = store_errors.describe(exc)
         log.error("store failure: %s", failure)
+        if isinstance(exc.__context__, (GeneratorExit, asyncio.CancelledError)):
+            # It failed while the turn was being closed or cancelled (saving what it had): nothing
+            # more may be yielded now, and the cancel goes on.
+            raise exc.__context__ from exc
         yield ev.ErrorEvent(str(failure), "store")
         yield ev.Done("error", current)
 

@@ -3,26 +3,28 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from typing import Any
 
 from tui_agent.core.llm_errors import LLMError
 
 
-async def sse_data(response: Any) -> AsyncIterator[str]:
+async def sse_data(response: Any) -> AsyncGenerator[str, None]:
     """The ``data`` of each server-sent event; comments (``: OPENROUTER PROCESSING``) are skipped."""
     lines: list[str] = []
-    async for line in response.aiter_lines():
-        if not line:
-            if lines:
-                yield "\n".join(lines)
-                lines = []
-            continue
-        if line.startswith(":"):
-            continue
-        name, _, value = line.partition(":")
-        if name.strip() == "data":
-            lines.append(value[1:] if value.startswith(" ") else value)
+    async with aclosing(response.aiter_lines()) as received:  # closed with this one (see core.loop)
+        async for line in received:
+            if not line:
+                if lines:
+                    yield "\n".join(lines)
+                    lines = []
+                continue
+            if line.startswith(":"):
+                continue
+            name, _, value = line.partition(":")
+            if name.strip() == "data":
+                lines.append(value[1:] if value.startswith(" ") else value)
     if lines:
         yield "\n".join(lines)
 

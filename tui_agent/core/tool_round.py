@@ -30,14 +30,15 @@ async def run_tools(
     registry: ToolRegistry, ctx: ToolContext, conversation_id: int, calls: list[ToolCall], outcome: dict[str, bool]
 ) -> AsyncGenerator[ev.Event, None]:
     """Run one round of calls concurrently; results are saved in call order as they complete."""
-    for call in calls:
-        tool = registry.get(call.name)
-        arguments = stored_arguments(call.arguments)
-        summary = tool.summarize(_loads(arguments)) if tool else f"{call.name} {arguments}"
-        yield ev.ToolStarted(call.id, call.name, arguments, summary[:2000])
-    tasks = [asyncio.ensure_future(_execute(registry, c, ctx)) for c in calls]
+    tasks: list[asyncio.Future[ToolResult]] = []
     saved: set[str] = set()
-    try:
+    try:  # from the first event: closed while the calls are being shown, they are stored as cancelled
+        for call in calls:
+            tool = registry.get(call.name)
+            arguments = stored_arguments(call.arguments)
+            summary = tool.summarize(_loads(arguments)) if tool else f"{call.name} {arguments}"
+            yield ev.ToolStarted(call.id, call.name, arguments, summary[:2000])
+        tasks = [asyncio.ensure_future(_execute(registry, c, ctx)) for c in calls]
         for call, task in zip(calls, tasks, strict=True):
             result = await task
             role = registry.role_of(call.name)

@@ -180,7 +180,15 @@ class AgentApp(PanelActionsMixin):
 
     def _preloaded(self) -> Worker[None]:
         if self._preload is None:
-            self._preload = cast("Worker[None]", self.preload_client(self.llm_client()))
+            from tui_agent.core.llm_errors import LLMError
+
+            client: LLMClient | None = None
+            try:
+                client = self.llm_client()
+            except (LLMError, profiles.ProfileError) as exc:  # the profile names an API key variable not set
+                log.warning("no client yet: %s", exc)
+                self.status_line.show(str(exc), state="error")  # each turn says it again, as an error card
+            self._preload = cast("Worker[None]", self.preload_client(client))
         return self._preload
 
     def llm_client(self, profile: Profile | None = None) -> LLMClient:
@@ -196,7 +204,7 @@ class AgentApp(PanelActionsMixin):
         return client
 
     @work(thread=True, exit_on_error=False, group="startup")
-    def preload_client(self, client: LLMClient) -> None:
+    def preload_client(self, client: LLMClient | None) -> None:
         """After the first paint, in one thread (concurrent imports of one package can see it half
         initialised): import openai and what the first turn needs, build the client, then check
         that the endpoint answers."""
@@ -207,7 +215,8 @@ class AgentApp(PanelActionsMixin):
             warmup.wait_for_request()
             from tui_agent.core.tools.registry import default_registry
 
-            client.client  # noqa: B018 - the openai client (its TLS context) is built here, not on Enter
+            if client is not None:
+                client.client  # noqa: B018 - the openai client (its TLS context) is built here, not on Enter
             registry = default_registry()  # plugins are looked up here too, off the event loop
         except Exception:  # the turn builds them again and reports the error where the user sees it
             log.exception("preparing the client failed")
@@ -302,8 +311,10 @@ class AgentApp(PanelActionsMixin):
         if not text.startswith("/") and edit_of is None:
             # The user's bubble shows at once; the turn adopts it once the message is stored.
             bubble = UserBubble(text, [self.vault.root / p for p in attachments])
-            # The welcome line goes in the same frame as the bubble comes (not a layout later).
-            self.chat_log.query(".welcome").remove()
+            # The welcome line goes in the same frame as the bubble comes (not a layout later);
+            # hidden, not removed: it comes back if nothing could be sent (see turn_runner).
+            for welcome in self.chat_log.query(".welcome"):
+                welcome.display = False
             await self.chat_log.mount(bubble)
         self.turns[self.conversation_id] = self.run_turn(
             self.conversation_id, text, attachments, edit_of=edit_of, bubble=bubble

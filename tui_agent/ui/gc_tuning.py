@@ -70,8 +70,8 @@ class IdleCollector:
         if quiet < IDLE_S:  # typing: wait for a pause
             self._schedule(IDLE_S - quiet)
             return
-        if gc.get_count()[2] < gc.get_threshold()[2] - EARLY:
-            return
+        if not gc.isenabled() or gc.get_count()[2] < gc.get_threshold()[2] - EARLY:
+            return  # switched off (the warm-up does, while it imports), or not due yet
         started = time.perf_counter()
         found = gc.collect()
         self.collections += 1
