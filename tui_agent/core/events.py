@@ -15,12 +15,17 @@ _set = object.__setattr__
 
 
 class _Event:
-    """Fields are the ``__slots__``, set once by ``__init__``; equal when of one type and values."""
+    """Fields are the ``__slots__`` (its own and its bases'), set once by ``__init__``; equal when
+    of one type and values."""
 
     __slots__: tuple[str, ...] = ()
+    _fields: tuple[str, ...] = ()
+
+    def __init_subclass__(cls) -> None:
+        cls._fields = tuple(name for c in reversed(cls.__mro__) for name in c.__dict__.get("__slots__", ()))
 
     def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in self.__slots__)
+        return tuple(getattr(self, name) for name in self._fields)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable: cannot set {name!r}")
@@ -37,18 +42,34 @@ class _Event:
         return hash((type(self), self._values()))
 
     def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields)
         return f"{type(self).__name__}({fields})"
 
     def __reduce__(self) -> tuple[Any, ...]:  # copy and pickle build it anew, by field name
-        return (_rebuild, (type(self), dict(zip(self.__slots__, self._values(), strict=True))))
+        return (_rebuild, (type(self), dict(zip(self._fields, self._values(), strict=True))))
 
 
 def _rebuild(cls: type[_Event], fields: dict[str, Any]) -> _Event:
     return cls(**fields)
 
 
-class TurnStarted(_Event):
+class _Text(_Event):
+    __slots__ = ("text",)
+    text: str
+
+    def __init__(self, text: str) -> None:
+        _set(self, "text", text)
+
+
+class _InConversation(_Event):
+    __slots__ = ("conversation_id",)
+    conversation_id: int
+
+    def __init__(self, conversation_id: int) -> None:
+        _set(self, "conversation_id", conversation_id)
+
+
+class _UserTurn(_Event):
     __slots__ = ("conversation_id", "user_message_id")
     conversation_id: int
     user_message_id: int
@@ -58,34 +79,24 @@ class TurnStarted(_Event):
         _set(self, "user_message_id", user_message_id)
 
 
-class TurnRetried(_Event):
+class TurnStarted(_UserTurn):
+    __slots__ = ()
+
+
+class TurnRetried(_UserTurn):
     """The failed last turn runs again from its stored user message (no new user message)."""
 
-    __slots__ = ("conversation_id", "user_message_id")
-    conversation_id: int
-    user_message_id: int
-
-    def __init__(self, conversation_id: int, user_message_id: int) -> None:
-        _set(self, "conversation_id", conversation_id)
-        _set(self, "user_message_id", user_message_id)
+    __slots__ = ()
 
 
-class ConversationChanged(_Event):
-    __slots__ = ("conversation_id",)
-    conversation_id: int
-
-    def __init__(self, conversation_id: int) -> None:
-        _set(self, "conversation_id", conversation_id)
+class ConversationChanged(_InConversation):
+    __slots__ = ()
 
 
-class BranchChanged(_Event):
+class BranchChanged(_InConversation):
     """The active branch was moved (regenerate, edit): show the conversation again from the store."""
 
-    __slots__ = ("conversation_id",)
-    conversation_id: int
-
-    def __init__(self, conversation_id: int) -> None:
-        _set(self, "conversation_id", conversation_id)
+    __slots__ = ()
 
 
 class ContextBuilt(_Event):
@@ -113,14 +124,10 @@ class ContextBuilt(_Event):
         _set(self, "truncated", truncated)
 
 
-class Notice(_Event):
+class Notice(_Text):
     """Text for the user that is not part of the conversation (``/help``)."""
 
-    __slots__ = ("text",)
-    text: str
-
-    def __init__(self, text: str) -> None:
-        _set(self, "text", text)
+    __slots__ = ()
 
 
 class ModelSwitched(_Event):
@@ -145,32 +152,20 @@ class AssistantStarted(_Event):
         _set(self, "model", model)
 
 
-class TextDelta(_Event):
-    __slots__ = ("text",)
-    text: str
-
-    def __init__(self, text: str) -> None:
-        _set(self, "text", text)
+class TextDelta(_Text):
+    __slots__ = ()
 
 
-class ReasoningDelta(_Event):
+class ReasoningDelta(_Text):
     """A piece of the model's reasoning (shown apart from the answer, never sent back)."""
 
-    __slots__ = ("text",)
-    text: str
-
-    def __init__(self, text: str) -> None:
-        _set(self, "text", text)
+    __slots__ = ()
 
 
-class TextToReasoning(_Event):
+class TextToReasoning(_Text):
     """The answer text streamed so far was reasoning after all (a reply that only closed ``</think>``)."""
 
-    __slots__ = ("text",)
-    text: str
-
-    def __init__(self, text: str) -> None:
-        _set(self, "text", text)
+    __slots__ = ()
 
 
 class AssistantFinished(_Event):
