@@ -329,6 +329,19 @@ async def test_the_footer_is_built_after_the_first_paint_with_every_key(env, mon
         assert {"ctrl+q", "ctrl+b", "ctrl+n", "f1"} <= keys
 
 
+async def test_a_footer_due_after_the_app_closed_does_nothing(env, monkeypatch):
+    """The Footer's mount is deferred (a timer, call_later); when it comes due as the app closes,
+    its screens are gone already: it does nothing instead of failing the exit (CI saw an IndexError)."""
+    from tui_agent.ui.app import AgentApp
+
+    monkeypatch.setattr(AgentApp, "_after_first_paint", lambda self: None)
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+    assert not app.screen_stack
+    await app._mount_footer()  # raised IndexError: list index out of range
+
+
 async def test_earlier_messages_are_read_on_the_first_recall_not_on_the_first_paint(env):
     """Opening the app no longer reads the conversation's last 50 messages for Ctrl+Up, nor stores
     the conversation it opened as the last one again: Ctrl+Up reads them when pressed."""

@@ -165,6 +165,9 @@ class AgentApp(PanelActionsMixin):
         # words come first: built now, it shared the core with the import they wait for.
 
     async def _mount_footer(self) -> None:
+        # Deferred (a timer, call_later): the app may be closing by now, its screens already gone.
+        if self._closing or not self.screen_stack or self.screen_stack[0]._closing:
+            return
         main = self.screen_stack[0]
         for slot in main.query("#footer-slot"):
             await main.mount(Footer(), after=slot)
