@@ -342,6 +342,24 @@ async def test_a_footer_due_after_the_app_closed_does_nothing(env, monkeypatch):
     await app._mount_footer()  # raised IndexError: list index out of range
 
 
+async def test_plain_messages_open_as_one_widget_each(env):
+    """Opening a conversation mounts, styles and lays out every widget of its first page: a plain
+    message (text only, or a reply Markdown would draw as paragraphs) is its bubble alone, not a
+    container and a child, so the page costs half the widgets."""
+    conversation = history.new_conversation("plain").id
+    for i in range(20):
+        history.add_message(conversation, "user", f"question {i} with `code`")
+        history.add_message(conversation, "assistant", f"answer {i}, **bold** and *soft*.")
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        bubbles = list(app.chat_log.children)
+        assert len(bubbles) >= 8
+        assert list(app.chat_log.query("*")) == bubbles
+        assert "answer 19, bold and soft." in str(bubbles[-1].render())
+        assert str(bubbles[-2].render()) == "question 19 with `code`"  # as typed
+
+
 async def test_earlier_messages_are_read_on_the_first_recall_not_on_the_first_paint(env):
     """Opening the app no longer reads the conversation's last 50 messages for Ctrl+Up, nor stores
     the conversation it opened as the last one again: Ctrl+Up reads them when pressed."""

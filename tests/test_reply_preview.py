@@ -72,9 +72,8 @@ class Side(App[None]):
         yield AssistantBubble(self.text)
 
 
-def cells(app, widget) -> list[list[tuple[str, object, object, bool, bool]]]:
-    """What the screen shows in the widget's region: text, colours, bold, italic."""
-    region = widget.region
+def cells(app, region) -> list[list[tuple[str, object, object, bool, bool]]]:
+    """What the screen shows in the region: text, colours, bold, italic."""
     strips = app.screen._compositor.render_strips()[region.y : region.bottom]
     return [
         [
@@ -91,11 +90,11 @@ async def test_an_exact_preview_draws_what_markdown_draws(text):
     async with app.run_test(size=(70, 30)) as pilot:
         await pilot.pause(0.2)
         with_preview, with_markdown = app.query(AssistantBubble)
-        shown = with_preview.query_one(".reply")
-        assert isinstance(shown, ReplyPreview)
+        assert not with_preview.children  # the bubble draws the text itself: one widget
         markdown = with_markdown.query_one(".reply", Markdown)
-        assert shown.size == markdown.size and shown.size.height > 0
-        assert cells(app, shown) == cells(app, markdown)
+        shown = with_preview.content_region
+        assert shown.size == markdown.size and shown.height > 0
+        assert cells(app, shown) == cells(app, markdown.region)
 
 
 async def test_a_reply_that_needs_markdown_is_markdown_from_the_first_paint(env, monkeypatch):
@@ -117,11 +116,12 @@ async def test_a_reply_that_needs_markdown_is_markdown_from_the_first_paint(env,
     app = make(env)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(app, pilot)
-        assert at_paint == [["Markdown", "ReplyPreview"]]
+        assert at_paint == [["Markdown"]]  # the plain reply is drawn by its bubble, no child
         rich, plain = app.query(AssistantBubble)
         assert not rich.query(ReplyPreview) and rich.query_one(".reply", Markdown)
         assert len(rich.query("MarkdownH1")) == 1 and len(rich.query("MarkdownBulletList")) == 1
-        assert plain.query_one(".reply", ReplyPreview).exact and not plain.query(Markdown)
+        assert not plain.children and plain.text == "Plain **words** only."
+        assert "Plain words only." in str(plain.render())
 
 
 async def test_upgrading_keeps_the_status_under_the_reply(env):
@@ -167,7 +167,7 @@ async def test_the_first_words_show_before_markdown_is_imported(monkeypatch):
         shown = live.query_one(".reply")
         assert isinstance(shown, ReplyPreview) and not live.query(Markdown)
         assert not live.query(".thinking")  # the spinner went with the first words
-        assert cells(app, shown) == cells(app, reference.query_one(".reply", Markdown))
+        assert cells(app, shown.region) == cells(app, reference.query_one(".reply", Markdown).region)
 
         await live.write("\n\n- then a list")  # not something a preview draws exactly: Markdown now
         assert not live.query(ReplyPreview)
@@ -193,3 +193,44 @@ async def test_a_preview_becomes_markdown_once_it_is_imported(monkeypatch):
         await pilot.pause(0.2)
         assert not live.query(ReplyPreview)
         assert live.query_one(".reply", Markdown).source == "plain start, then more and the end."
+
+
+class Finished(App[None]):
+    """A reply from history, drawn by its bubble alone."""
+
+    CSS_PATH = str(styles_dir() / "app.tcss")
+
+    def compose(self) -> ComposeResult:
+        yield AssistantBubble("Plain **words** only, and `code`.", preview=True, message_id=7)
+
+
+def screen_text(app) -> str:
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+@pytest.mark.parametrize("joins", ["alternatives", "status", "markdown"])
+async def test_a_reply_drawn_alone_moves_its_text_into_a_child_when_something_joins_it(joins):
+    """Alternatives, a status or Markdown mounted in a bubble that drew its own text: the text is
+    drawn once, by a child, as it was, with the newcomer in its place."""
+    app = Finished()
+    async with app.run_test(size=(70, 20)) as pilot:
+        bubble = app.query_one(AssistantBubble)
+        assert not bubble.children
+        before = cells(app, bubble.content_region)
+        if joins == "alternatives":
+            await bubble.show_alternatives([7, 9])
+        elif joins == "status":
+            await bubble.finish("cancelled")
+        else:
+            await bubble.upgrade()
+        await pilot.pause(0.1)
+        reply = bubble.query_one(".reply")
+        assert cells(app, reply.region) == before
+        assert screen_text(app).count("Plain words only") == 1
+        assert not str(bubble.render()).strip()  # the bubble's own text is gone
+        expected = {
+            "alternatives": ["AlternativesBar", "ReplyPreview"],
+            "status": ["ReplyPreview", "Static"],
+            "markdown": ["Markdown"],
+        }
+        assert [type(child).__name__ for child in bubble.children] == expected[joins]

@@ -14,11 +14,11 @@ from textual.widgets import Markdown, Static
 
 from tui_agent.core.store import history
 from tui_agent.ui import textual_fixes
-from tui_agent.ui.reply_preview import ReplyPreview
+from tui_agent.ui.widgets.bubbles import AssistantBubble
 
 
 def _conversation(count: int) -> int:
-    """Replies of both kinds: plain paragraphs (one ReplyPreview) and Markdown (a widget per block)."""
+    """Replies of both kinds: plain paragraphs (drawn by the bubble itself) and Markdown (a widget per block)."""
     conversation = history.new_conversation("many").id
     for i in range(count):
         text = f"message {i} **bold** text" if i % 4 != 3 else f"message {i}\n\n- a list\n- of two"
@@ -34,7 +34,8 @@ async def test_render_caches_of_removed_bubbles_are_freed(env):
         await pilot.pause()
         rendered = [w for w in app.chat_log.query("*") if w.region.height > 0]
         assert len(rendered) > 10
-        assert any(isinstance(w, Markdown) for w in rendered) and any(isinstance(w, ReplyPreview) for w in rendered)
+        assert any(isinstance(w, Markdown) for w in rendered)
+        assert any(isinstance(w, AssistantBubble) and not w.children for w in rendered)
         caches = [weakref.ref(w._styles_cache) for w in rendered if w._styles_cache._cache]
         assert len(caches) > 10  # they drew lines: their caches hold them
         del rendered

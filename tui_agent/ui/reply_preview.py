@@ -85,31 +85,42 @@ def preview(text: str) -> tuple[Content, bool]:
     return Content(text.strip()), False
 
 
+INLINE_CLASSES = {"em", "strong", "s", "code_inline"}
+
+
+def inline_css(widget: str) -> str:
+    """The inline styles of Markdown's paragraphs, for a widget that draws :func:`preview`'s Content."""
+    return f"""
+    {widget} {{
+        &:dark > .code_inline {{
+            background: $warning 10%;
+            color: $text-warning 95%;
+        }}
+        &:light > .code_inline {{
+            background: $error 5%;
+            color: $text-error 95%;
+        }}
+        &:ansi > .code_inline {{
+            background: ansi_default !important;
+        }}
+        & > .em {{ text-style: italic; }}
+        & > .strong {{ text-style: bold; }}
+        & > .s {{ text-style: strike; }}
+    }}
+    """
+
+
 class ReplyPreview(Static):
     """One widget for a reply that needs no Markdown blocks (see the module's docstring)."""
 
-    COMPONENT_CLASSES = {"em", "strong", "s", "code_inline"}
+    COMPONENT_CLASSES = INLINE_CLASSES
     DEFAULT_CSS = """
     ReplyPreview {
         width: 1fr;
         height: auto;
         color: $foreground;
-        &:dark > .code_inline {
-            background: $warning 10%;
-            color: $text-warning 95%;
-        }
-        &:light > .code_inline {
-            background: $error 5%;
-            color: $text-error 95%;
-        }
-        &:ansi > .code_inline {
-            background: ansi_default !important;
-        }
-        & > .em { text-style: italic; }
-        & > .strong { text-style: bold; }
-        & > .s { text-style: strike; }
     }
-    """
+    """ + inline_css("ReplyPreview")
 
     def __init__(self, text: str, *, classes: str = "") -> None:
         content, self.exact = preview(text)

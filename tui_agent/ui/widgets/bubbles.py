@@ -7,17 +7,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
-from textual.containers import Vertical
 from textual.widgets import Static
 
 from tui_agent.core.textsafe import visible
 from tui_agent.ui.markdown_text import parser
-from tui_agent.ui.reply_preview import ReplyPreview, preview
+from tui_agent.ui.reply_preview import INLINE_CLASSES, ReplyPreview, inline_css, preview
 from tui_agent.ui.warmup import markdown_ready
 from tui_agent.ui.widgets.alternatives import AlternativesBar
 from tui_agent.ui.widgets.carousel import ImageCarousel
 
 if TYPE_CHECKING:
+    from textual.content import Content
     from textual.widgets import Markdown
     from textual.widgets.markdown import MarkdownStream
 
@@ -32,19 +32,31 @@ def is_long(text: str) -> bool:
     return len(text) > LONG_CHARS or text.count("\n", 0, LONG_CHARS + 1) >= LONG_LINES
 
 
-class UserBubble(Vertical):
-    """One bubble: text above the images, or images only."""
+class UserBubble(Static):
+    """One bubble: text above the images, or images only.
+
+    Text alone (most messages) is drawn by the bubble itself: one widget, not a container and a
+    child, which halves what opening a conversation mounts, styles and lays out."""
 
     def __init__(
         self, text: str, images: list[Path], *, message_id: int | None = None, alternatives: list[int] | None = None
     ) -> None:
-        super().__init__(classes="bubble user")
         self.text = text
         self.images = images
         self.message_id = message_id
         self.alternatives = alternatives or []
+        self._alone = not images and not self._has_bar()
+        if self._alone:
+            super().__init__(visible(text), classes="bubble user user-text", markup=False)
+        else:
+            super().__init__(classes="bubble user")
+
+    def _has_bar(self) -> bool:
+        return len(self.alternatives) > 1 and self.message_id is not None
 
     def compose(self) -> ComposeResult:
+        if self._alone:
+            return
         if len(self.alternatives) > 1 and self.message_id is not None:
             yield AlternativesBar(self.alternatives, self.message_id, kind="branch")
         if self.text:
@@ -53,8 +65,15 @@ class UserBubble(Vertical):
             yield ImageCarousel(self.images)
 
 
-class AssistantBubble(Vertical):
-    """Streams Markdown through ``Markdown.get_stream`` (``update`` per token is quadratic)."""
+class AssistantBubble(Static):
+    """Streams Markdown through ``Markdown.get_stream`` (``update`` per token is quadratic).
+
+    A finished reply from history that needs no Markdown blocks (see reply_preview) and has nothing
+    around it is drawn by the bubble itself, one widget; anything mounted in it later (Markdown,
+    a status, alternatives) moves the text into a child first (``_unfold``)."""
+
+    COMPONENT_CLASSES = INLINE_CLASSES
+    DEFAULT_CSS = inline_css("AssistantBubble")
 
     def __init__(
         self,
@@ -70,7 +89,6 @@ class AssistantBubble(Vertical):
         """``preview``: a reply from history, drawn without Markdown where that changes nothing (see
         reply_preview). The others are Markdown from the start: drawn as text first and converted
         after, they showed raw Markdown and made the log jump once per reply."""
-        super().__init__(classes="bubble assistant")
         self.initial = text
         self.preview = preview
         self.reasoning = reasoning
@@ -83,8 +101,13 @@ class AssistantBubble(Vertical):
         self._long: LongText | None = None
         self._chars = len(text)
         self._newlines = text.count("\n")
+        alone = _drawn_alone(self)
+        self._alone = alone is not None
+        super().__init__(alone or "", classes="bubble assistant", expand=True)
 
     def compose(self) -> ComposeResult:
+        if self._alone:
+            return
         if len(self.alternatives) > 1 and self.message_id is not None:
             yield AlternativesBar(self.alternatives, self.message_id, kind="alternative")
         if self.thinking:
@@ -122,9 +145,18 @@ class AssistantBubble(Vertical):
     def text(self) -> str:
         return self.initial + "".join(self._parts)
 
+    async def _unfold(self) -> None:
+        """Something is mounted in a bubble that drew its text itself: the text moves into a child."""
+        if self._alone:
+            self._alone = False
+            self.update("")
+            await self.mount(ReplyPreview(visible(self.text), classes="reply"))
+
     async def upgrade(self) -> Markdown:
         """The reply as a Markdown widget (in place of its preview, if it has one)."""
         from textual.widgets import Markdown
+
+        await self._unfold()
 
         for found in self.query(".reply").results(Markdown):
             return found
@@ -218,13 +250,25 @@ class AssistantBubble(Vertical):
             self._stream = None
         if status != "complete":
             self.status = status
+            await self._unfold()
             await self.mount(Static(f"({status})", classes="reply-status"))
 
     async def show_alternatives(self, ids: list[int]) -> None:
         """A reply that just finished as one of several (after a regenerate) shows ``◀ n / N ▶``."""
         if len(ids) > 1 and self.message_id is not None and not self.query(AlternativesBar):
             self.alternatives = ids
+            await self._unfold()
             await self.mount(AlternativesBar(ids, self.message_id, kind="alternative"), before=0)
+
+
+def _drawn_alone(bubble: AssistantBubble) -> Content | None:
+    """The Content a bubble draws itself (a finished plain reply from history, nothing around it)."""
+    if not bubble.preview or bubble.status != "complete" or bubble.thinking or bubble.reasoning.strip():
+        return None
+    if len(bubble.alternatives) > 1 or is_long(bubble.initial):
+        return None
+    content, exact = preview(visible(bubble.initial))
+    return content if exact else None
 
 
 class ErrorCard(Static):
