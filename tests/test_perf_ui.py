@@ -360,6 +360,31 @@ async def test_plain_messages_open_as_one_widget_each(env):
         assert str(bubbles[-2].render()) == "question 19 with `code`"  # as typed
 
 
+async def test_the_slash_hints_are_mounted_at_the_first_slash_not_on_the_first_paint(env):
+    from tui_agent.ui.widgets.composer import SlashHints
+
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert not app.query(SlashHints)
+        await pilot.press("h", "i", "backspace", "backspace")
+        assert not app.query(SlashHints)  # text that is no command mounts nothing
+        await pilot.press("/", "n")
+        await pilot.pause()
+        (hints,) = app.query(SlashHints)
+        column = list(app.query_one("#chat-column").children)
+        assert column.index(hints) == column.index(app.composer) - 1  # right above the composer
+        assert hints.has_class("-visible") and hints.get_option_at_index(0).id == "new"
+        await pilot.press("backspace", "i")
+        await pilot.pause()
+        assert list(app.query(SlashHints)) == [hints]  # the same list, filled again
+        assert hints.get_option_at_index(0).id == "imagine"
+        await pilot.press("escape")
+        assert app.composer.text == ""
+        await pilot.pause()
+        assert not hints.has_class("-visible")
+
+
 async def test_earlier_messages_are_read_on_the_first_recall_not_on_the_first_paint(env):
     """Opening the app no longer reads the conversation's last 50 messages for Ctrl+Up, nor stores
     the conversation it opened as the last one again: Ctrl+Up reads them when pressed."""

@@ -104,7 +104,7 @@ class AgentApp(PanelActionsMixin):
                     yield StatusLine("", id="status")
                     yield ContextMeter(id="context-meter")
                 yield Static("", id="pending-attachments", markup=False)
-                yield SlashHints(id="slash-hints")
+                # SlashHints (an OptionList) is mounted above the composer at the first "/": not on the first paint.
                 yield Composer(id="composer")
         # The Footer is built right after the first paint (_after_first_paint): it recomposes its
         # keys on every bindings change at start-up (focus, screen), a third of the first paint.
@@ -275,9 +275,16 @@ class AgentApp(PanelActionsMixin):
 
     # ------------------------------------------------------------------ turns
     @on(Composer.Changed)
-    def _composer_changed(self) -> None:
+    async def _composer_changed(self) -> None:
         self.idle_gc.input_seen()
-        self.query_one(SlashHints).show(self.composer.matches())
+        specs = self.composer.matches()
+        for hints in self.query("#slash-hints").results(SlashHints):
+            hints.show(specs)
+            return
+        if specs:
+            hints = SlashHints(id="slash-hints")
+            await self.query_one("#chat-column").mount(hints, before=self.composer)
+            hints.show(specs)
 
     @on(Composer.Submitted)
     async def _submitted(self, event: Composer.Submitted) -> None:
@@ -385,5 +392,5 @@ class AgentApp(PanelActionsMixin):
             self.turns.pop(self.conversation_id, None)
         elif self.stop_editing():
             pass
-        elif self.query_one(SlashHints).has_class("-visible"):
+        elif any(hints.has_class("-visible") for hints in self.query(SlashHints)):
             self.composer.clear()
