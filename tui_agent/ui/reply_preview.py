@@ -85,7 +85,8 @@ def preview(text: str) -> tuple[Content, bool]:
     return Content(text.strip()), False
 
 
-INLINE_CLASSES = {"em", "strong", "s", "code_inline"}
+# The styles preview's spans name (STYLE_OF_GROUP); Textual styles each of them on every restyle of the widget.
+INLINE_CLASSES = {"em", "strong", "code_inline"}
 
 
 def inline_css(widget: str) -> str:
@@ -105,7 +106,6 @@ def inline_css(widget: str) -> str:
         }}
         & > .em {{ text-style: italic; }}
         & > .strong {{ text-style: bold; }}
-        & > .s {{ text-style: strike; }}
     }}
     """
 
