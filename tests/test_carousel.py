@@ -184,3 +184,50 @@ def test_png_fixture_sizes_are_what_the_tests_assume(env):
     image_conversation(env)
     with Image.open(env.vault.media / "shapes/shape-2.png") as image:
         assert image.size == (40, 64)
+
+
+async def test_pictures_on_the_first_page_are_decoded_after_the_first_paint(env, monkeypatch):
+    """Mounting a carousel lays its slot out at the picture's size from the file's header (no
+    Pillow, no decoding before the first frame); the pictures are decoded after the screen was laid
+    out and drawn in the rows kept for them. A broken picture gets its message in its place."""
+    from tui_agent.ui.widgets import carousel as carousel_module
+
+    image_conversation(env, sizes=((64, 40), (40, 64), (50, 50)))
+    broken = env.vault.media / "shapes/shape-3.png"
+    broken.write_bytes(broken.read_bytes()[:60])  # the header says 50x50; the pixels are cut off
+    decoded: list[tuple[str, int]] = []  # (file, the slot's rows on screen when it was decoded)
+    original_verify = carousel_module.verify_image
+    mounted: list[ImageCarousel] = []
+
+    def verify(path, *args):
+        decoded.append((path.name, mounted[0].query_one(".carousel-slot").size.height))
+        return original_verify(path, *args)
+
+    original_mount = ImageCarousel.on_mount
+
+    def on_mount(self: ImageCarousel) -> None:
+        mounted.append(self)
+        original_mount(self)
+        assert decoded == []  # nothing decoded while mounting, before the first paint
+
+    monkeypatch.setattr(carousel_module, "verify_image", verify)
+    monkeypatch.setattr(ImageCarousel, "on_mount", on_mount)
+    app = make(env)
+    async with app.run_test(size=SIZE) as pilot:
+        carousel = app.chat_log.query_one(ImageCarousel)
+        await settle(pilot, carousel, "1 / 3")
+        assert mounted == [carousel]
+        names = sorted(name for name, _ in decoded)
+        assert names == ["shape-1.png", "shape-2.png", "shape-3.png"]  # each once
+        # Laid out before any decoding, at the tallest picture's rows from its header...
+        rows_before = {rows for _, rows in decoded}
+        tallest = fit((40, 64), carousel._cols(), carousel._max_rows())[1]
+        assert rows_before == {tallest}
+        # ...which stay: the broken picture (50x50 in its header) counts for nothing once decoded.
+        assert image_box(carousel)[0] == tallest
+        carousel.focus()
+        await pilot.press("right", "right")
+        await settle(pilot, carousel, "3 / 3")
+        missing = carousel.query_one(".carousel-missing")
+        assert "image unavailable: shape-3.png" in str(missing.render())
+        assert [name for name, _ in decoded].count("shape-3.png") == 1

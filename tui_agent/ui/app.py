@@ -82,6 +82,7 @@ class AgentApp(PanelActionsMixin):
         self.check_endpoint = check_endpoint
         self._tool_registry = registry
         self._preload: Worker[None] | None = None
+        self._until_painted: list[Callable[[], object]] | None = []  # None once the first frame is drawn
         self._preload_done = asyncio.Event()
         self._llm_clients: dict[tuple[str, str, float, str], LLMClient] = {}
         self.clock = clock
@@ -161,8 +162,20 @@ class AgentApp(PanelActionsMixin):
         # First: a message sent at once waits for this import and nothing before it.
         warmup.start(hold_for_client=True)
         self._preloaded()
+        waiting, self._until_painted = self._until_painted or [], None
+        for callback in waiting:
+            callback()
         # The Footer follows the client (_preload_finished), or a reply sent at once, whose first
         # words come first: built now, it shared the core with the import they wait for.
+
+    def when_painted(self, callback: Callable[[], object]) -> None:
+        """``callback`` once the first frame is on screen (at once if it is). Textual's "after
+        refresh" is not that at start-up: a widget mounted with the first page can see its
+        callbacks run before anything was laid out."""
+        if self._until_painted is None:
+            callback()
+        else:
+            self._until_painted.append(callback)
 
     async def _mount_footer(self) -> None:
         # Deferred (a timer, call_later): the app may be closing by now, its screens already gone.

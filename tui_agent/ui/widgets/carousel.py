@@ -22,7 +22,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Button, Static
 
-from tui_agent.core.images import ImageCheckError, verify_image
+from tui_agent.core.images import ImageCheckError, header_size, verify_image
 from tui_agent.core.textsafe import visible
 
 MAX_COLS = 100  # wider than this, a picture is too much for a chat bubble
@@ -30,14 +30,12 @@ MAX_ROWS_SHARE = 0.45  # of the screen height
 
 
 def image_pixels(path: Path) -> tuple[int, int] | None:
+    """The picture's size once fully decoded; ``None`` if it cannot be shown."""
     try:
-        verify_image(path)
-        from PIL import Image
-
-        with Image.open(path) as image:
-            return image.size
+        _format, width, height = verify_image(path)
     except (ImageCheckError, OSError):
         return None
+    return width, height
 
 
 class ImageCarousel(Vertical, can_focus=True):
@@ -69,6 +67,7 @@ class ImageCarousel(Vertical, can_focus=True):
         super().__init__(id=id)
         self.paths = paths
         self._pixels: dict[Path, tuple[int, int] | None] = {}
+        self._problems: dict[Path, str | None] = {}  # why a picture cannot be shown, once decoded
         self._box: tuple[int, int] = (0, 0)
         self._showing = asyncio.Lock()
 
@@ -85,9 +84,17 @@ class ImageCarousel(Vertical, can_focus=True):
         # paint (text first: the image library and the encoding do not hold up the screen).
         self._box = self._slot_size()
         self.query_one(".carousel-slot", Center).styles.height = self._box[1] if self._box[1] else "auto"
-        self.call_after_refresh(self._show, self.index)
+        when_painted = getattr(self.app, "when_painted", None)
+        if callable(when_painted):
+            when_painted(self._show_soon)
+        else:
+            self._show_soon()
         # The terminal's size changes the rows allowed even when this widget's width does not.
         self.screen.screen_layout_refresh_signal.subscribe(self, self._layout_refreshed)
+
+    def _show_soon(self) -> None:
+        if self.is_attached:  # not removed while the first frame was drawn
+            self.call_after_refresh(self._show, self.index)
 
     def _layout_refreshed(self, _screen: object) -> None:
         if self._slot_size() != self._box:
@@ -101,9 +108,23 @@ class ImageCarousel(Vertical, can_focus=True):
         return f"{self.index + 1} / {len(self.paths)}"
 
     def pixels(self, path: Path) -> tuple[int, int] | None:
+        """The size the slot is laid out for: from the file's header until the picture is decoded
+        (no Pillow, no decoding before the first paint)."""
         if path not in self._pixels:
-            self._pixels[path] = image_pixels(path)
+            self._pixels[path] = header_size(path)
         return self._pixels[path]
+
+    def _check_all(self) -> None:
+        """Decode every picture once (after the first paint): a broken one takes no rows."""
+        for path in self.paths:
+            if path in self._problems:
+                continue
+            try:
+                _format, width, height = verify_image(path)
+            except (ImageCheckError, OSError) as exc:
+                self._pixels[path], self._problems[path] = None, str(exc)
+            else:
+                self._pixels[path], self._problems[path] = (width, height), None
 
     def _cols(self) -> int:
         """The width to fill: the carousel's own when laid out, else what the screen allows."""
@@ -126,10 +147,11 @@ class ImageCarousel(Vertical, can_focus=True):
         from tui_agent.ui.images import fit
 
         path = self.paths[index]
-        try:
-            verify_image(path)
-        except (ImageCheckError, OSError) as exc:
-            return Static(visible(f"image unavailable: {path.name}\n{exc}"), classes="carousel-missing", markup=False)
+        problem = self._problems.get(path)
+        if problem is not None:
+            return Static(
+                visible(f"image unavailable: {path.name}\n{problem}"), classes="carousel-missing", markup=False
+            )
         px = self.pixels(path) or (1, 1)
         cols, rows = fit(px, self._box[0], self._box[1])
         widget: Widget = self.app.image_class(str(path), classes="carousel-image")  # type: ignore[attr-defined]
@@ -140,6 +162,7 @@ class ImageCarousel(Vertical, can_focus=True):
     async def _show(self, index: int) -> None:
         async with self._showing:  # a resize and a key can both ask; one slot change at a time
             slot = self.query_one(".carousel-slot", Center)
+            self._check_all()
             self._box = self._slot_size()
             slot.styles.height = self._box[1] if self._box[1] else "auto"
             await slot.remove_children()
