@@ -55,7 +55,7 @@ class ImageCarousel(Vertical, can_focus=True):
     ImageCarousel:focus .counter { color: $accent; text-style: bold; }
     """
 
-    index: reactive[int] = reactive(0)
+    index: reactive[int] = reactive(0, init=False)  # the first picture is shown after the first paint (on_mount)
 
     class OpenRequested(Message):
         def __init__(self, path: Path, paths: list[Path] | None = None) -> None:
