@@ -231,3 +231,49 @@ async def test_pictures_on_the_first_page_are_decoded_after_the_first_paint(env,
         missing = carousel.query_one(".carousel-missing")
         assert "image unavailable: shape-3.png" in str(missing.render())
         assert [name for name, _ in decoded].count("shape-3.png") == 1
+
+
+async def test_the_screen_keeps_drawing_while_the_pictures_are_decoded(env, monkeypatch):
+    """The pictures are decoded in a thread; meanwhile the screen goes on drawing what is typed
+    (awaited among the screen's after-refresh callbacks, the decoding held its updates back)."""
+    import asyncio
+    import threading
+
+    from tui_agent.ui.chat_screen import ChatScreen
+
+    image_conversation(env)
+    release = threading.Event()
+    started = threading.Event()
+    original_prepare = ImageCarousel._prepare
+
+    def slow_prepare(self: ImageCarousel) -> None:
+        started.set()
+        release.wait(10)
+        original_prepare(self)
+
+    updates: list[str] = []
+    original_update = ChatScreen._on_timer_update
+
+    def on_timer_update(self: ChatScreen) -> None:
+        updates.append(self.app.composer.text)
+        original_update(self)
+
+    monkeypatch.setattr(ImageCarousel, "_prepare", slow_prepare)
+    monkeypatch.setattr(ChatScreen, "_on_timer_update", on_timer_update)
+    app = make(env)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            for _ in range(500):  # not the pilot's pauses: they wait for every widget's queue
+                if started.is_set():
+                    break
+                await asyncio.sleep(0.01)
+            assert started.is_set()
+            await app._press_keys(["h", "i"])
+            await asyncio.sleep(0.3)
+            assert "hi" in updates  # a frame was drawn with the keys, the decoding still going on
+            assert not app.chat_log.query(".carousel-image")
+            release.set()
+            await settle(pilot, app.chat_log.query_one(ImageCarousel), "1 / 2")
+            assert app.chat_log.query(".carousel-image")
+    finally:
+        release.set()

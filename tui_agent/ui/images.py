@@ -121,6 +121,11 @@ def _load(name: str, probe: Probe) -> type:
     return HalfcellImage
 
 
+def drawn_in_text(widget_class: type) -> bool:
+    """Half-cell and Unicode pictures are characters like any text: nothing to draw over again."""
+    return widget_class.__name__ in ("HalfcellImage", "UnicodeImage")
+
+
 def cell_size() -> tuple[int, int]:
     return current().cell
 

@@ -68,6 +68,7 @@ class ImageCarousel(Vertical, can_focus=True):
         self.paths = paths
         self._pixels: dict[Path, tuple[int, int] | None] = {}
         self._problems: dict[Path, str | None] = {}  # why a picture cannot be shown, once decoded
+        self._prepared = False
         self._box: tuple[int, int] = (0, 0)
         self._showing = asyncio.Lock()
 
@@ -94,7 +95,9 @@ class ImageCarousel(Vertical, can_focus=True):
 
     def _show_soon(self) -> None:
         if self.is_attached:  # not removed while the first frame was drawn
-            self.call_after_refresh(self._show, self.index)
+            # On this widget's own queue: awaited among the screen's after-refresh callbacks, the
+            # decoding thread held up the screen's updates (and the echo of every key) meanwhile.
+            self.call_later(self._show, self.index)
 
     def _layout_refreshed(self, _screen: object) -> None:
         if self._slot_size() != self._box:
@@ -113,6 +116,13 @@ class ImageCarousel(Vertical, can_focus=True):
         if path not in self._pixels:
             self._pixels[path] = header_size(path)
         return self._pixels[path]
+
+    def _prepare(self) -> None:
+        """In a thread: what showing the pictures needs and costs time (Pillow, textual-image)."""
+        from tui_agent.ui.images import load_textual_image
+
+        self._check_all()
+        load_textual_image()
 
     def _check_all(self) -> None:
         """Decode every picture once (after the first paint): a broken one takes no rows."""
@@ -162,15 +172,25 @@ class ImageCarousel(Vertical, can_focus=True):
     async def _show(self, index: int) -> None:
         async with self._showing:  # a resize and a key can both ask; one slot change at a time
             slot = self.query_one(".carousel-slot", Center)
-            self._check_all()
+            if not self._prepared:
+                # Off the event loop: decoding the pictures and (the first time) importing
+                # textual-image take a fifth of a second, which keys typed meanwhile waited for.
+                await asyncio.to_thread(self._prepare)
+                self._prepared = True
+                if not self.is_attached:
+                    return  # the conversation was left meanwhile
             self._box = self._slot_size()
             slot.styles.height = self._box[1] if self._box[1] else "auto"
             await slot.remove_children()
             await slot.mount(self._image_widget(self.index))
             for counter in self.query(".counter").results(Static):
                 counter.update(self._counter())
-        # Graphics drawn while the layout was still settling can be painted over by it: draw once more.
-        self.set_timer(0.3, lambda: [widget.refresh() for widget in slot.query("*")])
+        # Graphics drawn while the layout was still settling can be painted over by it: draw once
+        # more (not pictures drawn in text cells, whose second drawing only cost time).
+        from tui_agent.ui.images import drawn_in_text
+
+        if not all(drawn_in_text(type(widget)) for widget in slot.children):
+            self.set_timer(0.3, lambda: [widget.refresh() for widget in slot.query("*")])
 
     async def watch_index(self, index: int) -> None:
         if self.is_mounted:
