@@ -129,8 +129,12 @@ def main() -> None:
                 print(f"  during replies: {gc_run['during_ms']} ms; between replies: {gc_run['between']}", flush=True)
     fake.stop()
     report = render(r, single, args)
-    if args.only and args.out.exists():
-        report = merge(args.out.read_text(), report, args)
+    old = args.out.read_text() if args.out.exists() else ""
+    old, _, notes = old.partition(NOTES_HEADING)
+    if args.only and old:
+        report = merge(old, report, args)
+    if notes:  # written by hand: kept whatever was measured again
+        report = report.rstrip("\n") + "\n\n" + NOTES_HEADING + notes
     args.out.write_text(report)
     print(report)
 
@@ -340,6 +344,7 @@ ROW_MARKS = {
 FAILED_PREFIX = "Measurements that timed out (not counted): "
 FAILED_SPLIT = re.compile(r"; (?=(?:send at once|stream \d+[a-z -]*|huge reply|session|gc o[nf]+|instructions): )")
 AB_HEADING = "## textual-speedups A/B"
+NOTES_HEADING = "## Notes (written by hand)"
 NO_SPEEDUPS_NOTE = (
     "textual-speedups is not installed here, so nothing was compared. Measured once by hand"
     " (2026-11-24, instructions to the first paint under callgrind, textual-speedups 0.2.1):"

@@ -95,9 +95,11 @@ class ImageCarousel(Vertical, can_focus=True):
 
     def _show_soon(self) -> None:
         if self.is_attached:  # not removed while the first frame was drawn
-            # On this widget's own queue: awaited among the screen's after-refresh callbacks, the
-            # decoding thread held up the screen's updates (and the echo of every key) meanwhile.
-            self.call_later(self._show, self.index)
+            # Once laid out (sized for an estimate, a Sixel picture was drawn twice and tmux kept
+            # a strip of the first), and on this widget's own queue: awaited among the screen's
+            # after-refresh callbacks, the decoding thread held up the screen's updates (and the
+            # echo of every key) meanwhile.
+            self.call_after_refresh(self.call_later, self._show, self.index)
 
     def _layout_refreshed(self, _screen: object) -> None:
         if self._slot_size() != self._box:
