@@ -133,11 +133,16 @@ def session(vault: Path, fake: FakeOpenAI, turns: int, env: dict[str, str]) -> d
             used = app.cpu_s()
             while True:
                 start = time.perf_counter()
+                before = len(app.plain)
                 app.send(b"\r")
                 if app.wait_for_any((READY, STILL_RUNNING), timeout=30) == READY:
                     break
                 refused += 1
                 app.drain(0.1)
+            # Searched from before that Enter, not after the placeholder: a reply that streams in
+            # before the next frame is drawn in the same frame as the emptied composer, above it
+            # (seen once in a few hundred turns, after an image turn had kept the app busy).
+            app.seen = min(app.seen, before)
             try:
                 app.wait_for(f"end{turn}z".encode(), timeout=120)
             except TimeoutError as exc:

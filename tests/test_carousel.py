@@ -277,3 +277,41 @@ async def test_the_screen_keeps_drawing_while_the_pictures_are_decoded(env, monk
             assert app.chat_log.query(".carousel-image")
     finally:
         release.set()
+
+
+async def test_nothing_waits_among_the_screens_after_refresh_callbacks(env, monkeypatch):
+    """A screen runs its after-refresh callbacks one after the other, awaiting each: a coroutine
+    there that waits for a picture being shown (which needs the screen) held the screen's updates
+    back for good, and a long session's next reply was never drawn. The carousel and the image
+    viewer put such work on their own queues."""
+    import inspect
+
+    from textual.message_pump import MessagePump
+
+    awaited: list[str] = []
+    original = MessagePump.call_after_refresh
+
+    def call_after_refresh(self, callback, *args, **kwargs):
+        ours = getattr(callback, "__module__", "").startswith("tui_agent")  # Textual's own may be coroutines
+        if ours and inspect.iscoroutinefunction(callback):
+            awaited.append(getattr(callback, "__qualname__", repr(callback)))
+        return original(self, callback, *args, **kwargs)
+
+    monkeypatch.setattr(MessagePump, "call_after_refresh", call_after_refresh)
+    image_conversation(env)
+    app = make(env)
+    async with app.run_test(size=SIZE) as pilot:
+        carousel = app.chat_log.query_one(ImageCarousel)
+        await settle(pilot, carousel, "1 / 2")
+        await pilot.resize_terminal(90, 30)
+        await pilot.pause(0.3)
+        await pilot.resize_terminal(*SIZE)
+        await settle(pilot, carousel, "1 / 2")
+        carousel.focus()
+        await pilot.press("o")  # the image viewer, resized too
+        await pilot.pause(0.3)
+        await pilot.resize_terminal(100, 35)
+        await pilot.pause(0.3)
+        await pilot.press("escape")
+        await pilot.pause(0.1)
+    assert awaited == []

@@ -153,6 +153,32 @@ async def test_a_long_sitting_releases_the_top_and_a_new_turn_still_shows(env):
         assert ids == sorted(set(ids))
 
 
+async def test_a_conversation_begun_in_the_app_gets_its_released_top_back_on_scroll(env):
+    """Begun on the empty view, the log waited for a "settled" that never came: once its top was
+    released, scrolling up never loaded it again."""
+    turns = KEEP // 2 + 4
+    env.fake.script(*[Reply(text=f"answer {i}") for i in range(turns)])
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        for i in range(turns):
+            await send(app, pilot, f"question {i}")
+        log = app.chat_log
+        first_id = history.recent_messages(app.conversation_id, limit=1_000)[0].id
+        log.anchor()
+        await pilot.pause()
+        await log.release_far_widgets()
+        await pilot.pause()
+        assert log.has_older and first_id not in _ids(app)
+        for _ in range(10):
+            log.scroll_home(animate=False, immediate=True)
+            await pilot.pause(0.05)
+            await app.workers.wait_for_complete()
+            if first_id in _ids(app):
+                break
+        assert first_id in _ids(app)
+        assert _ids(app) == sorted(set(_ids(app)))
+
+
 def _huge_reply(lines: int) -> list[str]:
     text = "".join(f"row {i} \x1b]0;title\x07 end\n" for i in range(lines))
     return [text[i : i + 40_000] for i in range(0, len(text), 40_000)]

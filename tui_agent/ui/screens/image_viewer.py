@@ -52,7 +52,7 @@ class ImageViewerScreen(Screen[None]):
         await self._show()
 
     async def on_resize(self) -> None:
-        self.call_after_refresh(self._show)
+        self.call_after_refresh(self.call_later, self._show)  # on this screen's queue, not among its callbacks
 
     def _title(self) -> str:
         counter = f"{self.index + 1} / {len(self.paths)} · " if len(self.paths) > 1 else ""

@@ -200,7 +200,10 @@ class ImageCarousel(Vertical, can_focus=True):
 
     def on_resize(self) -> None:
         # Measured after the layout settles: during the event the new width is not final yet.
-        self.call_after_refresh(self._refit)
+        # On this widget's own queue: awaited among the screen's after-refresh callbacks, a refit
+        # waiting for a picture being shown held the screen's updates back for good (a deadlock
+        # seen once in a few hundred turns: the next reply was never drawn).
+        self.call_after_refresh(self.call_later, self._refit)
 
     async def _refit(self) -> None:
         if self.is_mounted and self._slot_size() != self._box:

@@ -124,6 +124,7 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
         self.has_newer = False
         await self.remove_children()
         if conversation_id is None:
+            self.call_after_refresh(self._settled)  # else a conversation begun here never loaded on scroll
             return
         before = until_id + 1 if until_id is not None else None
         rows = history.recent_messages(conversation_id, limit=PAGE, before_id=before)
