@@ -17,6 +17,11 @@ if sys.argv[1] == "bare":
 
     FirstPaintOnly().run()
 else:
+    from tui_agent.ui import gc_tuning
+
+    # As the console script does before the app's imports (cli._run_app): no cycle collection until
+    # the first frame. Imported here ahead of main(), the app would otherwise be measured without it.
+    gc_tuning.pause_startup()
     from tui_agent.cli import main
     from tui_agent.ui.app import AgentApp
 

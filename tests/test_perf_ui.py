@@ -463,7 +463,7 @@ async def test_the_screen_is_not_laid_out_again_at_the_size_it_has_but_a_resize_
 
 async def test_a_long_last_paragraph_is_written_less_often_so_a_long_reply_costs_linear_time(env):
     """Markdown parses and wraps the reply's last block again at each write: while that block is
-    long, writes come less often in proportion (at most two a second); short blocks, and replies
+    long, writes come less often in proportion (at least one a second); short blocks, and replies
     shown as windowed plain text, are written every frame."""
     from tui_agent.ui import turn_view
 
@@ -472,9 +472,9 @@ async def test_a_long_last_paragraph_is_written_less_often_so_a_long_reply_costs
         view = turn_view.TurnView(app, None)
         view.bubble = AssistantBubble("")
         assert view._frame_s() == turn_view.FRAME_S
-        view.bubble._parts.append("word " * 1_000 + "\n\n" + "word " * 2_000)  # the last block: 10,000
+        view.bubble._parts.append("word " * 2_000 + "\n\n" + "word " * 1_000)  # the last block: 5,000
         assert view._frame_s() == turn_view.FRAME_S
-        view.bubble._parts.append("word " * 16_000)  # the last block: 90,000 characters
+        view.bubble._parts.append("word " * 17_000)  # the last block: 90,000 characters
         assert view._frame_s() == turn_view.FRAME_S * 90_000 / turn_view.BLOCK_CHARS_PER_FRAME
         view.bubble._parts.append("word " * 1_000_000)
         assert view._frame_s() == turn_view.MAX_FRAME_S

@@ -125,9 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not arguments:
         # The plain `tui-agent`: straight to the app (argparse and the subcommands cost ~20 ms of
         # the first paint, and there is nothing to parse).
-        from tui_agent.ui.run import run_app
-
-        code = _guarded(lambda: run_app(None, None))
+        code = _guarded(lambda: _run_app(None, None))
         return 0 if code is None else code
     parser = build_parser()
     from tui_agent.commands.mcp import split_command_line
@@ -148,9 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _dispatch(command: str | None, vault: str | None, args: argparse.Namespace) -> int | None:
     """Run the command; ``None`` for an unknown one."""
     if command is None:
-        from tui_agent.ui.run import run_app
-
-        return run_app(vault, args.profile)
+        return _run_app(vault, args.profile)
     if command == "ask":
         from tui_agent.commands.ask import run_ask
 
@@ -176,6 +172,19 @@ def _dispatch(command: str | None, vault: str | None, args: argparse.Namespace) 
 
         return run_mcp(vault, args)
     return None
+
+
+def _run_app(vault: str | None, profile: str | None) -> int:
+    from tui_agent.ui import gc_tuning
+
+    # Before the app's imports: no cycle collection until the first frame is drawn (gc_tuning.pause).
+    gc_tuning.pause_startup()
+    try:
+        from tui_agent.ui.run import run_app
+
+        return run_app(vault, profile)
+    finally:
+        gc_tuning.resume(gc_tuning.STARTUP)  # the app ended before its first frame
 
 
 def _guarded(run: Callable[[], int | None]) -> int | None:

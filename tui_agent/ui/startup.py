@@ -15,6 +15,7 @@ from textual.widgets import Footer
 from textual.worker import Worker
 
 from tui_agent.core import profiles
+from tui_agent.ui import gc_tuning
 from tui_agent.ui.errors import setup_text
 from tui_agent.ui.panel_actions import PanelActionsMixin
 from tui_agent.ui.widgets.bubbles import NoticeCard
@@ -52,6 +53,9 @@ class StartupMixin(PanelActionsMixin):
 
         # First: a message sent at once waits for this import and nothing before it.
         warmup.start(hold_for_client=True)
+        # The collector stays paused through the warm-up's imports (the thread paused it first):
+        # what start-up built is frozen with them once the client is ready (_preload_finished).
+        gc_tuning.resume(gc_tuning.STARTUP)
         self._preloaded()
         waiting, self._until_painted = self._until_painted or [], None
         for callback in waiting:

@@ -21,11 +21,14 @@ THINKING = ".thinking-block"  # a ThinkingBlock (imported with the first one: wi
 
 
 FRAME_S = 1 / 30
-# Markdown parses and wraps its last block again at every write: past this many characters in
-# that block, writes come less often (in proportion), so a long paragraph costs linear time in
-# total instead of quadratic.
-BLOCK_CHARS_PER_FRAME = 20_000
-MAX_FRAME_S = 0.5
+# Markdown parses and wraps its last block again at every write (and lays it out and draws it
+# again at the next frame): past this many characters in that block, writes come less often (in
+# proportion), so that redrawing it takes a bounded share of the time (about 150,000 characters
+# redrawn a second) and a long paragraph costs linear time in total instead of quadratic. At
+# 20,000 a frame, redrawing took most of a fast 20,000-token reply (its last block one paragraph of
+# 140,000 characters): 9-16x the 2,000-token reply on a slow host; 4-7x at 5,000.
+BLOCK_CHARS_PER_FRAME = 5_000
+MAX_FRAME_S = 1.0  # reached at 150,000 characters; past LONG_CHARS the reply is plain text
 
 
 class DetachedStatus:

@@ -10,10 +10,11 @@ imports, in a thread of its own (core/tls).
 
 from __future__ import annotations
 
-import gc
 import logging
 import threading
 import time
+
+from tui_agent.ui import gc_tuning
 
 log = logging.getLogger("tui_agent.ui")
 
@@ -33,10 +34,6 @@ timings: dict[str, float] = {}
 def _import() -> None:
     started = time.perf_counter()
     timings["started_at"] = time.time()
-    # Importing builds tens of thousands of long-lived objects (pydantic models): collecting cycles
-    # among them while they are built is wasted work on the path of the first turn.
-    collecting = gc.isenabled()
-    gc.disable()
     try:
         import httpx2  # noqa: F401 - first: the TLS context is built from it, beside the rest
 
@@ -80,8 +77,7 @@ def _import() -> None:
         log.exception("preloading Markdown failed")
     finally:
         timings["import_s"] = time.perf_counter() - started
-        if collecting:
-            gc.enable()
+        gc_tuning.resume(gc_tuning.WARM_UP)
         _done.set()
     try:  # after the turn's needs: images come later than the first words of a reply
         from tui_agent.ui.images import load_textual_image
@@ -98,6 +94,10 @@ def start(*, hold_for_client: bool = False) -> None:
     with _lock:
         if _thread is None:
             _hold_for_client = hold_for_client
+            # Importing builds tens of thousands of long-lived objects (pydantic models): collecting
+            # cycles among them while they are built is wasted work on the path of the first turn.
+            # Paused here, not in the thread: the caller's own pause may end as soon as this returns.
+            gc_tuning.pause(gc_tuning.WARM_UP)
             _thread = threading.Thread(target=_import, name="openai-import", daemon=True)
             _thread.start()
 
