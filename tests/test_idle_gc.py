@@ -63,3 +63,39 @@ async def test_it_can_be_turned_off_for_measurements(env, monkeypatch):
         app.idle_gc.turn_ended()
         await pilot.pause(gc_tuning.IDLE_S + 0.4)
         assert collected == []
+
+
+async def test_pages_released_by_scrolling_are_collected_once_the_scrolling_pauses(env, monkeypatch):
+    """Scrolling far releases pages of widgets, whose reference cycles only a full collection frees:
+    left to the collector, ~200 messages' worth came due at once under the user's PageUps. Once
+    scrolling that released a page pauses, the app collects, even far from the collector's own."""
+    from test_perf_ui import _long_conversation
+
+    from tui_agent.core.store import history
+    from tui_agent.ui.widgets.chat_log import KEEP
+
+    history.remember_conversation(_long_conversation(300))
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(1.0)
+        log = app.chat_log
+        collected = _collector_near(monkeypatch, 1)  # the collector's own is far away
+        released = False
+        for _ in range(200):  # PageUp, well within the idle delay each time, until a page is released
+            log.scroll_page_up(animate=False)
+            await pilot.pause(gc_tuning.IDLE_S / 6)
+            await app.workers.wait_for_complete()
+            released = released or app.idle_gc._released
+            assert collected == []  # never while scrolling
+            if released and len(log.children) <= KEEP:
+                break
+        assert released, "scrolling up never released a page"
+        for _ in range(4):  # still scrolling (within the page): nothing yet
+            log.scroll_up(animate=False)
+            await pilot.pause(gc_tuning.IDLE_S / 2)
+        assert collected == []
+        await pilot.pause(gc_tuning.IDLE_S + 0.4)
+        assert collected == [2] and not app.idle_gc._released
+        log.scroll_up(animate=False)  # scrolling that released nothing: no collection
+        await pilot.pause(gc_tuning.IDLE_S + 0.4)
+        assert collected == [2]

@@ -225,7 +225,8 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
                         self.call_after_refresh(self._restore_view, first, offset)
                 else:
                     await self.mount_all(widgets)
-            await self._release_bottom()
+            if await self._release_bottom():
+                self._released_while_scrolling()
             return len(rows)
         finally:
             self._loading = False
@@ -268,7 +269,8 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
             elif rows:
                 self.newest_id = rows[-1].id
             await self.mount_all(self._widgets(rows))
-            await self._release_top()
+            if await self._release_top():
+                self._released_while_scrolling()
             self.call_after_refresh(self._fill_view)
             return len(rows)
         finally:
@@ -283,18 +285,26 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
         else:
             await self._release_bottom()
 
-    async def _release_top(self) -> None:
+    def _released_while_scrolling(self) -> None:
+        """The pages just released are garbage the collector frees only in a full collection: the
+        app runs it once the user stops scrolling for a moment (gc_tuning.IdleCollector)."""
+        idle_gc = getattr(self.app, "idle_gc", None)
+        if idle_gc is not None:
+            idle_gc.released()
+
+    async def _release_top(self) -> bool:
+        """Release the widgets farthest above the view; True if any were."""
         children = list(self.children)
         excess = len(children) - KEEP
         if excess <= 0:
-            return
+            return False
         # Cut where the next widget is a stored message, so the page above can be loaded again.
         for cut in range(excess, len(children) - PAGE):
             first_kept = message_id_of(children[cut])
             if first_kept is not None:
                 break
         else:
-            return
+            return False
         # Keep what the user looks at in place: the widget at the top of the view, at the same offset.
         top = next((c for c in children[cut:] if c.virtual_region.bottom > self.scroll_y), children[cut])
         offset = self.scroll_y - top.virtual_region.y
@@ -303,25 +313,28 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
         self.has_older = True
         if not self.following:
             self.call_after_refresh(self._restore_view, top, offset)
+        return True
 
     def _restore_view(self, top: Widget, offset: float) -> None:
         if top.is_attached:
             self.scroll_to(y=top.virtual_region.y + offset, animate=False, immediate=True)
 
-    async def _release_bottom(self) -> None:
+    async def _release_bottom(self) -> bool:
+        """Release the widgets farthest below the view; True if any were."""
         children = list(self.children)
         excess = len(children) - KEEP
         if excess <= 0 or self.following:
-            return
+            return False
         for cut in range(len(children) - excess, PAGE, -1):
             last_kept = message_id_of(children[cut - 1])
             if last_kept is not None and all(message_id_of(c) is not None for c in children[cut:]):
                 break
         else:
-            return  # live widgets (a reply being written) are never released
+            return False  # live widgets (a reply being written) are never released
         await self.remove_children(children[cut:])
         self.newest_id = last_kept
         self.has_newer = True
+        return True
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
@@ -329,6 +342,9 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
             self._anchor_released = True  # the end of what is mounted is not the end: do not follow it
         if self._settling:
             return
+        idle_gc = getattr(self.app, "idle_gc", None)
+        if idle_gc is not None:
+            idle_gc.input_seen()  # scrolling is input: no collection under it
         if new_value < old_value and new_value <= self.size.height and self.has_older and not self._loading:
             # Within a screen of the top: the page above loads before the user gets there. Every
             # scroll step up there lands here; one load at a time, never cancelled mid-mount.
