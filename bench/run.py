@@ -1,6 +1,6 @@
 """Run every benchmark and write bench/RESULTS.md: `python bench/run.py [--runs N] [--turns N]`.
 
-`--only session` (or rounds, instructions, context, huge, gc; comma-separated) runs just those groups of figures and
+`--only session` (or rounds, instructions, context, huge, scroll, gc; comma-separated) runs just those groups of figures and
 updates their rows in the existing RESULTS.md, e.g. `python bench/run.py --only session --turns 500`.
 
 Each figure is measured in a real 120x40 pty against a loopback server streaming as fast as it
@@ -37,7 +37,8 @@ SPEEDUPS = importlib.util.find_spec("textual_speedups") is not None
 AB_LABELS = (("", {}), (" no-speedups", NO_SPEEDUPS)) if SPEEDUPS else (("", {}),)
 # Groups of figures: the interleaved rounds (everything measured --runs times, next to the bare
 # app), then single measurements.
-GROUPS = ("rounds", "instructions", "context", "huge", "session", "gc")
+GROUPS = ("rounds", "instructions", "context", "huge", "scroll", "session", "gc")
+SCROLL_MESSAGES = 5_000
 GC_TURNS = 60  # replies with a second's pause after each, with the idle collector on and off
 
 
@@ -100,6 +101,13 @@ def main() -> None:
         print("huge reply", flush=True)
         vault = make_vault(fake.base_url)
         single["huge"] = attempt("huge reply", sc.huge_reply, vault, fake, args.huge_lines, {})
+        shutil.rmtree(vault.parent)
+    if "scroll" in only:
+        vault = make_vault(fake.base_url)
+        sc.fill(vault, SCROLL_MESSAGES)
+        for label, burst in (("scroll", 0), ("scroll bursts", 10)):
+            print(f"{label}: PageUp through {SCROLL_MESSAGES:,} messages", flush=True)
+            single[label] = attempt(label, sc.scroll_up, vault, SCROLL_MESSAGES, burst=burst)
         shutil.rmtree(vault.parent)
     if "session" in only and args.turns:
         print(f"{args.turns}-turn session", flush=True)
@@ -310,6 +318,21 @@ def single_rows(single: dict[str, object], args: argparse.Namespace, bare: float
             f"| {args.huge_lines:,}-line reply: keystroke echo after reopening | {huge['echo_after_reopen_s'] * 1000:.0f} ms"
             " | — | no lag |",
         ]
+    for label, how in (("scroll", "held down"), ("scroll bursts", "10 at a time, a second's pause after each 10")):
+        run = single.get(label)
+        if not isinstance(run, dict):
+            continue
+        lines.append(
+            f"| {SCROLL_MESSAGES:,} messages, PageUp from the end to the first message ({run['keys']} keys, {how}):"
+            " each key's answer median / p95 / max; keys answered after 100 ms"
+            f" | {run['median_s'] * 1000:.0f} / {run['p95_s'] * 1000:.0f} / {run['max_s'] * 1000:.0f} ms;"
+            f" {run['over_100ms']} | — | no visible stall |"
+        )
+        lines.append(
+            f"| {SCROLL_MESSAGES:,} messages, PageUp ({how}): full collections meanwhile (longest); RSS at the end"
+            f" / at the top | {run['collections']} ({run['collection_max_ms']:.0f} ms);"
+            f" {run['rss_start']:.0f} / {run['rss_top']:.0f} MB | — | — |"
+        )
     session = single.get("session")
     if isinstance(session, dict):
         turns = session["turns"]
@@ -338,11 +361,14 @@ ROW_MARKS = {
     "instructions": "| instructions to the first paint",
     "context": "| context build",
     "huge": "-line reply: ",
+    "scroll": "messages, PageUp",
     "session": "-turn session: ",
     "gc": "full collections during",
 }
 FAILED_PREFIX = "Measurements that timed out (not counted): "
-FAILED_SPLIT = re.compile(r"; (?=(?:send at once|stream \d+[a-z -]*|huge reply|session|gc o[nf]+|instructions): )")
+FAILED_SPLIT = re.compile(
+    r"; (?=(?:send at once|stream \d+[a-z -]*|huge reply|scroll(?: bursts)?|session|gc o[nf]+|instructions): )"
+)
 AB_HEADING = "## textual-speedups A/B"
 NOTES_HEADING = "## Notes (written by hand)"
 NO_SPEEDUPS_NOTE = (
@@ -362,6 +388,8 @@ def failed_group(entry: str) -> str:
     label = entry.split(":")[0]
     if label.startswith("gc "):
         return "gc"
+    if label.startswith("scroll"):
+        return "scroll"
     return {"huge reply": "huge", "session": "session", "instructions": "instructions"}.get(label, "rounds")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import statistics
 import sys
@@ -204,6 +205,67 @@ def gc_pauses(vault: Path, fake: FakeOpenAI, turns: int, env: dict[str, str]) ->
         else:
             between += 1
     return {"turns": turns, "during": len(during), "during_ms": during, "between": between}
+
+
+PAGE_UP = b"\x1b[5~"
+MESSAGE_NUMBER = re.compile(rb"message (\d+):")
+
+
+def scroll_up(vault: Path, messages: int, *, burst: int = 0) -> dict[str, Any]:
+    """From the end of a ``messages``-message conversation to its first message with PageUp (in the
+    message cursor, entered with Up from the empty composer), each key sent once the frame that
+    answered the one before is drawn (a key held down, as fast as the app follows). ``burst``: a
+    second's pause after every that many keys (scrolling, then reading). Per key: the time until
+    the app starts drawing its answer; and the full collections of the cycle collector meanwhile."""
+    log = vault / "gc.log"
+    log.write_text("")
+    app = PtyApp.agent(vault, {"PYTHONPATH": str(GC_PROBE), "BENCH_GC_LOG": str(log)})
+    answers: list[float] = []
+    try:
+        app.wait_for(READY)
+        app.drain(1.5)
+        app.send(b"\x1b[A")  # Up: into the messages
+        app.drain(0.3)
+        rss_start = app.rss_mb()
+        start = time.perf_counter()
+        lowest = messages
+        while lowest > 0:
+            if len(answers) > 20 * messages:
+                raise TimeoutError(f"PageUp never reached the first message (lowest seen: {lowest})")
+            drawn = len(app.buffer)
+            sent = time.perf_counter()
+            app.send(PAGE_UP)
+            while len(app.buffer) == drawn:
+                if time.perf_counter() - sent > 10 or not app._read(0.002):
+                    raise TimeoutError(f"no answer to PageUp {len(answers) + 1}")
+            answers.append(time.perf_counter() - sent)
+            while True:  # the rest of that frame: until the output rests
+                drawn = len(app.buffer)
+                app._read(0.03)
+                if len(app.buffer) == drawn:
+                    break
+            seen = [int(n) for n in MESSAGE_NUMBER.findall(bytes(app.plain[-40_000:]))]
+            lowest = min([lowest, *seen])
+            if burst and len(answers) % burst == 0:
+                app.drain(1.0)
+        total = time.perf_counter() - start
+        rss_top = app.rss_mb()
+    finally:
+        app.close()
+    collections = [float(line.split()[1]) for line in log.read_text().splitlines()]
+    answers.sort()
+    return {
+        "keys": len(answers),
+        "total_s": total,
+        "median_s": statistics.median(answers),
+        "p95_s": answers[int(len(answers) * 0.95)],
+        "max_s": answers[-1],
+        "over_100ms": sum(a > 0.1 for a in answers),
+        "collections": len(collections),
+        "collection_max_ms": max(collections, default=0.0),
+        "rss_start": rss_start,
+        "rss_top": rss_top,
+    }
 
 
 def _log_tail(vault: Path, chars: int = 6000) -> str:
