@@ -29,7 +29,9 @@ def collector_on():
     yield
     for owner in list(gc_tuning._pauses):
         gc_tuning.resume(owner)
-    if not was:
+    if was:  # a test may have switched it off itself: the next test gets it as this one did
+        gc.enable()
+    else:
         gc.disable()
 
 
