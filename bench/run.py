@@ -14,7 +14,6 @@ import argparse
 import compileall
 import importlib.util
 import platform
-import re
 import shutil
 import statistics
 import subprocess
@@ -30,6 +29,7 @@ import context_build  # noqa: E402
 import instructions  # noqa: E402
 import scenarios as sc  # noqa: E402
 from pty_app import PtyApp, make_vault  # noqa: E402
+from results_file import AB_HEADING, NOTES_HEADING, merge  # noqa: E402
 
 NO_SPEEDUPS = {"TEXTUAL_SPEEDUPS": "0"}
 # The A/B runs only where textual-speedups is installed: otherwise both sides run the same code.
@@ -55,7 +55,7 @@ def fmt(values: list[float], unit: str = "s") -> str:
 FAILED: list[str] = []
 
 
-def attempt(label: str, fn, *args, **kwargs):  # type: ignore[no-untyped-def]
+def attempt(label: str, fn, *args, **kwargs):
     """Run one measurement; a timeout is recorded as a failure instead of ending the run."""
     try:
         return fn(*args, **kwargs)
@@ -140,7 +140,7 @@ def main() -> None:
     old = args.out.read_text() if args.out.exists() else ""
     old, _, notes = old.partition(NOTES_HEADING)
     if args.only and old:
-        report = merge(old, report, args)
+        report = merge(old, report, args.only, GROUPS, command(args), FAILED)
     if notes:  # written by hand: kept whatever was measured again
         report = report.rstrip("\n") + "\n\n" + NOTES_HEADING + notes
     args.out.write_text(report)
@@ -356,85 +356,12 @@ def single_rows(single: dict[str, object], args: argparse.Namespace, bare: float
     return lines
 
 
-# Which group a figure of the main table, or a timed-out measurement (by its label), belongs to.
-ROW_MARKS = {
-    "instructions": "| instructions to the first paint",
-    "context": "| context build",
-    "huge": "-line reply: ",
-    "scroll": "messages, PageUp",
-    "session": "-turn session: ",
-    "gc": "full collections during",
-}
-FAILED_PREFIX = "Measurements that timed out (not counted): "
-FAILED_SPLIT = re.compile(
-    r"; (?=(?:send at once|stream \d+[a-z -]*|huge reply|scroll(?: bursts)?|session|gc o[nf]+|instructions): )"
-)
-AB_HEADING = "## textual-speedups A/B"
-NOTES_HEADING = "## Notes (written by hand)"
 NO_SPEEDUPS_NOTE = (
     "textual-speedups is not installed here, so nothing was compared. Measured once by hand"
     " (2026-11-24, instructions to the first paint under callgrind, textual-speedups 0.2.1):"
     " empty vault 1.404 → 1.405 G, 500 messages 1.740 → 1.730 G. It does not help the first paint,"
     " so it is not a dependency."
 )
-
-
-def row_group(row: str) -> str:
-    figure = row.split(" | ")[0]
-    return next((group for group, mark in ROW_MARKS.items() if mark in figure), "rounds")
-
-
-def failed_group(entry: str) -> str:
-    label = entry.split(":")[0]
-    if label.startswith("gc "):
-        return "gc"
-    if label.startswith("scroll"):
-        return "scroll"
-    return {"huge reply": "huge", "session": "session", "instructions": "instructions"}.get(label, "rounds")
-
-
-def merge(old: str, new: str, args: argparse.Namespace) -> str:
-    """``--only``: the existing results, with the rows of the groups just measured replaced."""
-    only: set[str] = args.only
-    new_lines = new.splitlines()
-    new_rows = [
-        ln for ln in new.partition(AB_HEADING)[0].splitlines() if ln.startswith("| ") and not ln.startswith("| figure")
-    ]
-    fresh = {g: [ln for ln in new_rows if row_group(ln) == g] for g in GROUPS}
-    old_main, _, old_ab = old.partition(AB_HEADING)
-    if "rounds" in only:  # the A/B figures are measured in the rounds
-        old_ab = new.partition(AB_HEADING)[2]
-    note = f"`{command(args)}` at {new_lines[2].split('` at ', 1)[1].split(', Python')[0]}"
-    note += f" updated the {', '.join(g for g in GROUPS if g in only)} figures."
-    head: list[str] = []
-    rows: list[str] = []
-    failed: list[str] = []
-    placed: set[str] = set()
-    for line in old_main.splitlines():
-        if line.startswith(FAILED_PREFIX):
-            entries = FAILED_SPLIT.split(line.removeprefix(FAILED_PREFIX))
-            failed += [e for e in entries if failed_group(e) not in only]
-        elif line.startswith("| ") and not line.startswith("| figure"):
-            group = row_group(line)
-            if group not in only:
-                rows.append(line)
-            elif group not in placed:
-                rows += fresh[group]
-                placed.add(group)
-        elif line.startswith("`python bench/run.py --only ") and line.endswith(
-            f" updated the {note.rsplit(' the ', 1)[1]}"
-        ):
-            continue  # an earlier partial run of the same groups
-        elif line or (head and head[-1]):
-            head.append(line)
-    rows += [ln for g in GROUPS if g in only and g not in placed for ln in fresh[g]]
-    failed += FAILED
-    table = head.index("| figure | tui-agent | ratio to bare | goal |")
-    out = [*head[:table], note, "", *head[table : table + 2], *rows]
-    if failed:
-        out += ["", FAILED_PREFIX + "; ".join(failed)]
-    out += ["", AB_HEADING + old_ab.rstrip("\n"), ""] if old_ab else [""]
-    return "\n".join(out)
 
 
 if __name__ == "__main__":

@@ -90,8 +90,8 @@ class ContextBuilder:
         conversation's request read its whole window of 400 rows on every turn to keep the ~20 that
         fit; :func:`_within_budget` never keeps the oldest of rows that exceed the budget."""
         want = min(self.max_messages, FIRST_READ)
+        read = recent_rows(conversation_id, want)
         while True:
-            read = recent_rows(conversation_id, want)
             rows = [
                 m
                 for m in read
@@ -104,7 +104,10 @@ class ContextBuilder:
             starts_a_unit = not rows or rows[0].tool_call_id is None or rows[0].role == "assistant"
             if starts_a_unit and sum(_cost(m, {}) for m in rows) > budget_tokens:
                 return rows  # (a tool result first: its assistant message is older, read on)
-            want = min(self.max_messages, want * 4)
+            # The next step reads only what it adds, above what was read (not all of it again).
+            more = min(self.max_messages, want * 4)
+            read = recent_rows(conversation_id, more - want, read[0].id) + read
+            want = more
 
     def _history(self, rows: Sequence[Message], attachments: dict[int, list[str]]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []

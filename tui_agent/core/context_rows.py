@@ -8,6 +8,7 @@ from typing import Any
 from tui_agent.core.store import branches
 
 
-def recent_rows(conversation_id: int, limit: int) -> list[Any]:
-    """The newest ``limit`` messages of the active branch, oldest first, with the columns' names."""
-    return branches.path_messages(conversation_id, limit=limit, light=True)
+def recent_rows(conversation_id: int, limit: int, before_id: int | None = None) -> list[Any]:
+    """The newest ``limit`` messages of the active branch (older than ``before_id``), oldest first,
+    with the columns' names."""
+    return branches.path_messages(conversation_id, limit=limit, before_id=before_id, light=True)

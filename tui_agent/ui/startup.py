@@ -53,7 +53,7 @@ class StartupMixin(PanelActionsMixin):
 
         # First: a message sent at once waits for this import and nothing before it.
         warmup.start(hold_for_client=True)
-        # The collector stays paused through the warm-up's imports (the thread paused it first):
+        # The collector stays paused through the warm-up's imports (warmup.start paused it first):
         # what start-up built is frozen with them once the client is ready (_preload_finished).
         gc_tuning.resume(gc_tuning.STARTUP)
         self._preloaded()

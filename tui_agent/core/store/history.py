@@ -10,6 +10,7 @@ from tui_agent.core.store import branches
 from tui_agent.core.store.models import Attachment, Conversation, Message, MessageRevision, Setting, utcnow
 
 LAST_CONVERSATION_KEY = "last_conversation"
+SQL_VARIABLES = 900  # per statement: older SQLite builds allow 999
 
 
 def new_conversation(title: str = "") -> Conversation:
@@ -117,15 +118,21 @@ def messages_after(conversation_id: int, after_id: int, limit: int) -> list[Mess
 def attachments_for(message_ids: Sequence[int]) -> dict[int, list[str]]:
     """Ordered attachment paths per message id, fetched in one query."""
     result: dict[int, list[str]] = {}
-    if not message_ids:
+    ids = list(dict.fromkeys(message_ids))
+    if not ids:
         return result
-    query = (
-        Attachment.select(Attachment.message, Attachment.path)
-        .where(Attachment.message.in_(list(message_ids)))
-        .order_by(Attachment.message, Attachment.position)
-    )
-    for attachment in query:
-        result.setdefault(attachment.message_id, []).append(attachment.path)
+    # Plain placeholders and tuples: built by peewee, the IN list and the model instances cost more
+    # than the query (a 400-message request window: ~3 ms of Python for a 0.2 ms query).
+    db = Attachment._meta.database
+    for start in range(0, len(ids), SQL_VARIABLES):
+        chunk = ids[start : start + SQL_VARIABLES]
+        rows = db.execute_sql(
+            f"SELECT message_id, path FROM attachments WHERE message_id IN ({','.join('?' * len(chunk))})"
+            " ORDER BY message_id, position",
+            chunk,
+        )
+        for message_id, path in rows:
+            result.setdefault(message_id, []).append(path)
     return result
 
 
