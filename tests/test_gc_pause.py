@@ -149,12 +149,17 @@ def test_no_collection_runs_from_the_launcher_to_the_first_frame(tmp_path: Path)
 
 
 def test_subcommands_do_not_pause_the_collector(tmp_path: Path):
+    """Only the app's start-up pauses it: a subcommand runs with the collector as it is."""
     code = (
-        "import gc, sys\n"
+        "import gc, json, sys\n"
+        "from tui_agent.ui import gc_tuning\n"
+        "paused = []\n"
+        "real = gc_tuning.pause\n"
+        "gc_tuning.pause = lambda owner: (paused.append(owner), real(owner))\n"
         "from tui_agent.cli import main\n"
         f"main(['profile', 'list', '--vault', {str(tmp_path / 'vault')!r}])\n"
-        "print(gc.isenabled())\n"
+        "print(json.dumps([paused, gc.isenabled()]))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip().splitlines()[-1] == "True"
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == [[], True]

@@ -116,7 +116,7 @@ def messages_after(conversation_id: int, after_id: int, limit: int) -> list[Mess
 
 
 def attachments_for(message_ids: Sequence[int]) -> dict[int, list[str]]:
-    """Ordered attachment paths per message id, fetched in one query."""
+    """Ordered attachment paths per message id, fetched in one query (per 900 ids)."""
     result: dict[int, list[str]] = {}
     ids = list(dict.fromkeys(message_ids))
     if not ids:
