@@ -145,3 +145,71 @@ def test_a_strip_makes_no_cache_it_does_not_use():
     made = sum(isinstance(o, FIFOCache) for o in gc.get_objects()) - before
     assert made == len(strips)  # the crop caches, nothing else (it was 7 a strip, crops included)
     assert [c.text for c in cropped[:2]] == ["line", "line"]
+
+
+def test_a_strip_cut_at_its_own_length_is_freed_by_reference_counting():
+    """Cut at its own length a strip was ``[self]`` cached in itself: a cycle the compositor made of
+    every line of every widget, each left with its segments for a full collection."""
+    import sys
+
+    from rich.segment import Segment
+    from textual.strip import Strip
+
+    textual_fixes.apply()
+    strip = Strip([Segment("abc"), Segment("def")])
+    references = sys.getrefcount(strip)
+    assert strip.divide([6]) == [strip] and strip.divide([6])[0] is strip
+    assert sys.getrefcount(strip) == references  # nothing of it holds it: no cycle
+    assert [part.text for part in strip.divide([2, 6])] == ["ab", "cdef"]  # other cuts as before
+
+
+class _Styled(Static):
+    COMPONENT_CLASSES = {"part"}
+    DEFAULT_CSS = "_Styled > .part { text-style: bold; } _Styled.other > .part { text-style: italic; }"
+
+
+async def test_a_restyle_frees_the_component_nodes_it_replaces():
+    """Each restyle of a widget with component classes made new virtual nodes and left the old ones
+    (each a cycle with its styles) for a full collection: three per reply bubble."""
+    textual_fixes.apply()
+
+    class Host(App[None]):
+        def compose(self) -> ComposeResult:
+            yield _Styled("x")
+
+    app = Host()
+    async with app.run_test() as pilot:
+        widget = app.query_one(_Styled)
+        assert widget.get_component_rich_style("part").bold
+        old = weakref.ref(widget._component_styles["part"].node)
+        was = gc.isenabled()
+        gc.disable()
+        try:
+            widget.add_class("other")
+            await pilot.pause()
+            assert old() is None  # replaced, and freed at once
+            widget._rich_style_cache.clear()
+            style = widget.get_component_rich_style("part")
+            assert style.italic and not style.bold  # the new nodes give the new styles
+        finally:
+            if was:
+                gc.enable()
+
+
+async def test_an_arrangement_hands_back_a_map_nothing_else_holds():
+    """The compositor's arranging function calls itself, a cycle that held the map and set it
+    returned (every widget in them, released ones too) until a full collection."""
+    import sys
+
+    textual_fixes.apply()
+
+    class Host(App[None]):
+        def compose(self) -> ComposeResult:
+            yield Static("x")
+
+    app = Host()
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        placed, widgets = app.screen._compositor._arrange_root(app.screen, app.screen.size)
+        assert app.query_one(Static) in placed and app.query_one(Static) in widgets
+        assert sys.getrefcount(placed) == 2 and sys.getrefcount(widgets) == 2  # the name, the call's argument

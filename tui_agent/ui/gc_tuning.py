@@ -131,3 +131,48 @@ class IdleCollector:
         self._released = False
         self.collections += 1
         log.debug("idle full collection: %d unreachable, %.0f ms", found, (time.perf_counter() - started) * 1000)
+
+
+UNLINK_ENV = "TUI_AGENT_GC_UNLINK"
+
+
+def nodes_to_unlink(widgets: list[Any]) -> list[Any]:
+    """``widgets``, their descendants and the virtual nodes that style their component classes
+    (taken before removal: Textual forgets the virtual nodes when it removes a widget)."""
+    if os.environ.get(UNLINK_ENV, "1") == "0":
+        return []
+    nodes = [node for widget in widgets for node in widget.walk_children(with_self=True)]
+    for node in list(nodes):
+        for styles in getattr(node, "_component_styles", {}).values():
+            virtual = styles.node  # a weak reference in RenderStyles
+            if virtual is not None:
+                nodes.append(virtual)
+    return nodes
+
+
+def unlink_removed(nodes: list[Any]) -> None:
+    """Break the reference cycles of nodes removed for good (``nodes_to_unlink``), so that reference
+    counting frees them (once Textual's layout caches let go of them) instead of the next full
+    collection.
+
+    A widget and its two ``Styles`` point at each other (``Styles.node``), so does each virtual
+    node Textual makes to style a component class; a widget's LRU caches are rings of linked lists.
+    Released by scrolling, ~200 messages' worth of these came due in one full collection under the
+    user's PageUps. ``Styles`` is made for ``node=None`` (a style with no node refreshes nothing).
+    Only for widgets that are never mounted again (the chat log's released pages).
+    ``TUI_AGENT_GC_UNLINK=0`` turns it off, for A/B runs.
+    """
+    for node in nodes:
+        state = vars(node)
+        for key in ("_css_styles", "_inline_styles"):
+            styles = state.get(key)
+            if styles is not None and getattr(styles, "node", None) is node:
+                styles.node = None
+        for key in ("_box_model_cache", "_query_one_cache"):
+            cache = state.get(key)
+            entries = getattr(cache, "_cache", None)
+            if isinstance(entries, dict):
+                for entry in entries.values():
+                    if isinstance(entry, list):
+                        entry.clear()  # [prev, next, key, value]: the ring's links
+                cache.clear()

@@ -23,6 +23,9 @@ def apply() -> None:
     _unpin_styles_caches()
     _layout_refresh_invalidates_box_model()
     _strip_caches_on_first_use()
+    _strip_divide_without_cycle()
+    _component_nodes_freed_on_restyle()
+    _arrangement_without_cycle()
 
 
 def _unpin_styles_caches() -> None:
@@ -137,3 +140,87 @@ def _strip_caches_on_first_use() -> None:
 
     Strip.__init__ = __init__  # type: ignore[method-assign]
     log.debug("textual work-around: a strip's caches are made on first use")
+
+
+def _strip_divide_without_cycle() -> None:
+    """``Strip.divide`` at the strip's own length returns ``[self]`` and caches it in the strip:
+    a reference cycle. The compositor cuts every line of every widget so, and each such line (with
+    its segments) then outlived its widget until a full collection: ~2,400 lines for 1,200
+    messages scrolled, most of what each full collection had to free. ``[self]`` is not cached now."""
+    from textual.strip import Strip
+
+    probe = Strip([], 0)
+    probe.divide([0])
+    cached = probe._divide_cache.get((0,))
+    if not cached or cached[0] is not probe:
+        return  # fixed upstream (or reshaped): leave it alone
+
+    original = Strip.divide
+
+    def divide(self: Strip, cuts: Any) -> Any:
+        cuts = [cut for cut in cuts if cut <= self.cell_length]
+        if cuts == [self.cell_length]:
+            return [self]
+        return original(self, cuts)
+
+    Strip.divide = divide  # type: ignore[method-assign]
+    log.debug("textual work-around: a strip cut at its own length is not cached in itself")
+
+
+def _component_nodes_freed_on_restyle() -> None:
+    """Each time a widget with component classes is styled (at mount, and when its classes
+    change), Textual makes a virtual node per class and drops the ones made before. A node and its
+    ``Styles`` point at each other, so each dropped one was left for a full collection: three per
+    reply bubble, about one full collection's worth every few hundred messages scrolled. The
+    dropped nodes' links back are now cut, and reference counting frees them at once."""
+    from textual.css.stylesheet import Stylesheet
+    from textual.dom import DOMNode
+
+    probe = DOMNode()
+    original = getattr(Stylesheet, "_process_component_classes", None)
+    if original is None or vars(probe).get("_css_styles") is None or probe._css_styles.node is not probe:
+        return  # reshaped upstream: leave it alone
+
+    def process_component_classes(self: Stylesheet, node: Any) -> None:
+        before = [styles.node for styles in node._component_styles.values()]
+        original(self, node)
+        if not before:
+            return
+        kept = {id(styles.node) for styles in node._component_styles.values()}
+        for virtual in before:
+            if virtual is not None and id(virtual) not in kept:
+                _unlink_styles(virtual)
+
+    Stylesheet._process_component_classes = process_component_classes  # type: ignore[method-assign]
+    log.debug("textual work-around: virtual nodes of component classes freed when replaced")
+
+
+def _unlink_styles(node: Any) -> None:
+    for key in ("_css_styles", "_inline_styles"):
+        styles = vars(node).get(key)
+        if styles is not None and getattr(styles, "node", None) is node:
+            styles.node = None
+
+
+def _arrangement_without_cycle() -> None:
+    """``Compositor._arrange_root`` places widgets with a nested function that calls itself: a
+    reference cycle holding the map and the set of widgets it returns. The compositor keeps them
+    until the next arrangement; by then the cycle is often old (a collection ran meanwhile), and it
+    kept every widget of that map alive, released ones too, until a full collection. The map and
+    set handed back are now copies, and the ones the cycle holds are emptied."""
+    from textual._compositor import Compositor
+
+    original = Compositor._arrange_root
+    code = getattr(original, "__code__", None)
+    if code is None or "add_widget" not in code.co_cellvars:
+        return  # no longer a nested function that calls itself: leave it alone
+
+    def arrange_root(self: Compositor, root: Any, size: Any, visible_only: bool = True) -> Any:
+        placed, widgets = original(self, root, size, visible_only)
+        copies = dict(placed), set(widgets)
+        placed.clear()
+        widgets.clear()
+        return copies
+
+    Compositor._arrange_root = arrange_root  # type: ignore[method-assign]
+    log.debug("textual work-around: an arrangement does not keep its widgets in a cycle")

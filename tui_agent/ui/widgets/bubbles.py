@@ -279,7 +279,17 @@ class ErrorCard(Static):
         self.message_id = message_id
         self.text = message
 
+    def rebuild(self) -> ErrorCard:
+        """The same card, for the chat log to show again after releasing it (log_release)."""
+        return ErrorCard(self.text, message_id=self.message_id)
+
 
 class NoticeCard(Static):
     def __init__(self, text: str, *, classes: str = "notice") -> None:
         super().__init__(visible(text), classes=classes, markup=False)
+        self.text = text
+        self._given_classes = classes
+
+    def rebuild(self) -> NoticeCard:
+        """The same card, for the chat log to show again after releasing it (log_release)."""
+        return NoticeCard(self.text, classes=self._given_classes)

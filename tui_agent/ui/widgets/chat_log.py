@@ -10,32 +10,23 @@ from typing import TYPE_CHECKING
 
 from textual.containers import VerticalScroll
 from textual.widget import Widget
-from textual.widgets import Static
 
 from tui_agent.core.store import branches, history
 from tui_agent.core.store.models import Message
 from tui_agent.core.vault import Vault
 from tui_agent.ui.reply_preview import preview
 from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard, UserBubble
+from tui_agent.ui.widgets.log_release import KEEP, PAGE, Card, PageReleaseMixin, is_marker, message_id_of
 from tui_agent.ui.widgets.message_cursor import CURSOR_BINDINGS, MessageCursorMixin
 
 if TYPE_CHECKING:
     from textual.timer import Timer
 
-PAGE = 20
 # Columns a bubble's text cannot use (app.tcss): the log's padding and scroll bar, the bubble's
 # border and padding; a user's bubble is also indented.
 BUBBLE_CHROME = 6
 USER_INDENT = 8
-KEEP = 3 * PAGE  # widgets kept mounted; beyond this, those farthest from the view are released
 PREFETCH_AFTER_S = 0.5  # after opening a conversation, the rest of its newest page loads this much later
-
-
-def message_id_of(widget: Widget) -> int | None:
-    found = getattr(widget, "message_id", None)
-    if found is None:
-        found = getattr(getattr(widget, "block", None), "message_id", None)
-    return found if isinstance(found, int) else None
 
 
 def result_status(content: str) -> str:
@@ -45,7 +36,10 @@ def result_status(content: str) -> str:
         return "error"
 
 
-class ChatLog(MessageCursorMixin, VerticalScroll):
+__all__ = ["KEEP", "PAGE", "ChatLog", "message_id_of"]
+
+
+class ChatLog(PageReleaseMixin, MessageCursorMixin, VerticalScroll):
     """Anchored to the bottom while the user has not scrolled away (``VerticalScroll.anchor``).
     Focused, it has a message cursor (see message_cursor). It shows the conversation's active
     branch (see store.branches)."""
@@ -63,6 +57,8 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
         self._loading = False
         self._settling = False  # True while a page is being laid out: scroll moves are not the user's
         self._prefetch: Timer | None = None  # loads the page above, half a second after the first paint
+        self._set_aside: dict[int, list[Card]] = {}  # released cards, under the message they follow
+        self._window_start: int | None = None  # the oldest message the model sees, if it does not see all
 
     @property
     def following(self) -> bool:
@@ -111,7 +107,7 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
             widget = self.widget_for(message, attachments.get(message.id, []), forks)
             if widget is not None:
                 widgets.append(widget)
-        return widgets
+        return self._with_set_aside(widgets)
 
     async def show_conversation(self, conversation_id: int | None, *, until_id: int | None = None) -> None:
         """Replace the log with the newest page (or the page ending at ``until_id``)."""
@@ -122,7 +118,9 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
         self.has_older = False
         self.newest_id = None
         self.has_newer = False
-        await self.remove_children()
+        self._window_start = None
+        await self._release(list(self.children))
+        self._set_aside.clear()
         if conversation_id is None:
             self.call_after_refresh(self._settled)  # else a conversation begun here never loaded on scroll
             return
@@ -225,6 +223,7 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
                         self.call_after_refresh(self._restore_view, first, offset)
                 else:
                     await self.mount_all(widgets)
+                await self.place_window_marker()
             if await self._release_bottom():
                 self._released_while_scrolling()
             return len(rows)
@@ -242,18 +241,10 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
 
     async def mark_window_start(self, first_message_id: int | None) -> None:
         """A quiet line above the oldest message the model still sees (None: it sees everything)."""
-        for marker in self.query(".window-marker"):
+        self._window_start = first_message_id
+        for marker in [child for child in self.children if is_marker(child)]:
             await marker.remove()
-        ids = [getattr(widget, "message_id", None) for widget in self.children]
-        if first_message_id is None or not any(i is not None and i < first_message_id for i in ids):
-            return  # nothing left out, or the boundary is on a page that is not loaded
-        for widget in self.children:
-            if (getattr(widget, "message_id", None) or 0) >= first_message_id:
-                await self.mount(
-                    Static("··· the model no longer sees the messages above this line ···", classes="window-marker"),
-                    before=widget,
-                )
-                return
+        await self.place_window_marker()
 
     async def load_newer(self) -> int:
         """Append the next page after the newest one mounted (after scrolling up, or a jump)."""
@@ -269,72 +260,13 @@ class ChatLog(MessageCursorMixin, VerticalScroll):
             elif rows:
                 self.newest_id = rows[-1].id
             await self.mount_all(self._widgets(rows))
+            await self.place_window_marker()
             if await self._release_top():
                 self._released_while_scrolling()
             self.call_after_refresh(self._fill_view)
             return len(rows)
         finally:
             self._loading = False
-
-    async def release_far_widgets(self) -> None:
-        """Called every second: release what is far above (or below) the view."""
-        if self._loading or len(self.children) <= KEEP:
-            return
-        if self.scroll_y >= self.max_scroll_y / 2:
-            await self._release_top()
-        else:
-            await self._release_bottom()
-
-    def _released_while_scrolling(self) -> None:
-        """The pages just released are garbage the collector frees only in a full collection: the
-        app runs it once the user stops scrolling for a moment (gc_tuning.IdleCollector)."""
-        idle_gc = getattr(self.app, "idle_gc", None)
-        if idle_gc is not None:
-            idle_gc.released()
-
-    async def _release_top(self) -> bool:
-        """Release the widgets farthest above the view; True if any were."""
-        children = list(self.children)
-        excess = len(children) - KEEP
-        if excess <= 0:
-            return False
-        # Cut where the next widget is a stored message, so the page above can be loaded again.
-        for cut in range(excess, len(children) - PAGE):
-            first_kept = message_id_of(children[cut])
-            if first_kept is not None:
-                break
-        else:
-            return False
-        # Keep what the user looks at in place: the widget at the top of the view, at the same offset.
-        top = next((c for c in children[cut:] if c.virtual_region.bottom > self.scroll_y), children[cut])
-        offset = self.scroll_y - top.virtual_region.y
-        await self.remove_children(children[:cut])
-        self.oldest_id = first_kept
-        self.has_older = True
-        if not self.following:
-            self.call_after_refresh(self._restore_view, top, offset)
-        return True
-
-    def _restore_view(self, top: Widget, offset: float) -> None:
-        if top.is_attached:
-            self.scroll_to(y=top.virtual_region.y + offset, animate=False, immediate=True)
-
-    async def _release_bottom(self) -> bool:
-        """Release the widgets farthest below the view; True if any were."""
-        children = list(self.children)
-        excess = len(children) - KEEP
-        if excess <= 0 or self.following:
-            return False
-        for cut in range(len(children) - excess, PAGE, -1):
-            last_kept = message_id_of(children[cut - 1])
-            if last_kept is not None and all(message_id_of(c) is not None for c in children[cut:]):
-                break
-        else:
-            return False  # live widgets (a reply being written) are never released
-        await self.remove_children(children[cut:])
-        self.newest_id = last_kept
-        self.has_newer = True
-        return True
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
