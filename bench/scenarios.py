@@ -236,8 +236,12 @@ def scroll_up(vault: Path, messages: int, *, burst: int = 0) -> dict[str, Any]:
             sent = time.perf_counter()
             app.send(PAGE_UP)
             while len(app.buffer) == drawn:
-                if time.perf_counter() - sent > 10 or not app._read(0.002):
-                    raise TimeoutError(f"no answer to PageUp {len(answers) + 1}")
+                if not app._read(0.002):
+                    raise TimeoutError(f"the app exited at PageUp {len(answers) + 1}:\n{_log_tail(vault)}")
+                if time.perf_counter() - sent > 10:
+                    raise TimeoutError(
+                        f"no answer to PageUp {len(answers) + 1} in 10 s (lowest message seen: {lowest})"
+                    )
             answers.append(time.perf_counter() - sent)
             while True:  # the rest of that frame: until the output rests
                 drawn = len(app.buffer)
