@@ -93,6 +93,24 @@ def path_messages(
     leaf = leaf_of(conversation_id)
     if leaf is None:
         return []
+    return _walk(leaf, limit, before_id, after_id, light=light)
+
+
+def messages_above(message_id: int, limit: int) -> list[Message]:
+    """The ``limit`` messages right before ``message_id`` on its branch, oldest first. Walked up
+    from it, not from the leaf: a page deep in a long conversation costs what a page at its end
+    does (from the leaf, paging up to the first of 5,000 messages took 26 ms a page here)."""
+    message = Message.get_or_none(Message.id == message_id)
+    if message is None:
+        return []
+    parent = effective_parent(message)
+    return _walk(parent, limit, None, None) if parent else []
+
+
+def _walk(
+    leaf: int, limit: int | None, before_id: int | None, after_id: int | None, *, light: bool = False
+) -> list[Any]:
+    """The path up from ``leaf`` (see PATH_SQL), as path_messages describes."""
     sql = PATH_SQL + "SELECT * FROM messages WHERE id IN (SELECT id FROM path)"
     walk_limit = limit if limit is not None and after_id is None else NO_LIMIT
     params: list[object] = [leaf, NO_LIMIT if before_id is None else before_id, walk_limit, after_id or 0]

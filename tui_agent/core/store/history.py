@@ -110,6 +110,12 @@ def all_messages(conversation_id: int, limit: int | None = None, before_id: int 
     return list(reversed(list(query)))
 
 
+def messages_before(message_id: int, limit: int) -> list[Message]:
+    """The ``limit`` messages right before ``message_id`` on its branch (the page above a message
+    on screen), oldest first; as cheap deep in a conversation as at its end."""
+    return branches.messages_above(message_id, limit)
+
+
 def messages_after(conversation_id: int, after_id: int, limit: int) -> list[Message]:
     """The ``limit`` messages of the active branch right after ``after_id``, oldest first."""
     return branches.path_messages(conversation_id, limit=limit, after_id=after_id)

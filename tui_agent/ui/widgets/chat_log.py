@@ -207,7 +207,11 @@ class ChatLog(PageReleaseMixin, MessageCursorMixin, VerticalScroll):
             return 0
         self._loading = True
         try:
-            rows = history.recent_messages(self.conversation_id, limit=PAGE, before_id=self.oldest_id)
+            rows = (
+                history.messages_before(self.oldest_id, PAGE)
+                if self.oldest_id is not None
+                else history.recent_messages(self.conversation_id, limit=PAGE)
+            )
             self.has_older = len(rows) == PAGE
             if not rows:
                 return 0
