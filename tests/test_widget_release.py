@@ -118,6 +118,13 @@ def test_the_unlinking_can_be_turned_off_and_styles_without_a_node_still_answer(
     assert gc_tuning.nodes_to_unlink([other]) == [] and other.styles.base.node is other
 
 
+def _open_long_conversation() -> list[int]:
+    """Ten pages, the one the app opens; their ids, oldest first."""
+    conversation = _long_conversation(10 * PAGE)
+    history.remember_conversation(conversation)
+    return [m.id for m in history.recent_messages(conversation)]
+
+
 async def test_a_card_below_does_not_keep_the_whole_conversation_mounted_and_comes_back(env):
     """A card after the last message (the endpoint set-up card, /help) is not a stored message: the
     log would not release anything below it, so scrolling up a long conversation mounted all of it.
@@ -126,9 +133,7 @@ async def test_a_card_below_does_not_keep_the_whole_conversation_mounted_and_com
 
     from tui_agent.ui.widgets.bubbles import NoticeCard
 
-    conversation = _long_conversation(10 * PAGE)
-    all_ids = [m.id for m in history.recent_messages(conversation)]
-    history.remember_conversation(conversation)
+    all_ids = _open_long_conversation()
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause(1.0)
@@ -151,9 +156,7 @@ async def test_the_window_marker_comes_back_with_its_page(env):
 
     from tui_agent.ui.widgets.log_release import is_marker
 
-    conversation = _long_conversation(10 * PAGE)
-    all_ids = [m.id for m in history.recent_messages(conversation)]
-    history.remember_conversation(conversation)
+    all_ids = _open_long_conversation()
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause(1.0)

@@ -163,11 +163,8 @@ def unlink_removed(nodes: list[Any]) -> None:
     ``TUI_AGENT_GC_UNLINK=0`` turns it off, for A/B runs.
     """
     for node in nodes:
+        unlink_styles(node)
         state = vars(node)
-        for key in ("_css_styles", "_inline_styles"):
-            styles = state.get(key)
-            if styles is not None and getattr(styles, "node", None) is node:
-                styles.node = None
         for key in ("_box_model_cache", "_query_one_cache"):
             cache = state.get(key)
             entries = getattr(cache, "_cache", None)
@@ -176,3 +173,12 @@ def unlink_removed(nodes: list[Any]) -> None:
                     if isinstance(entry, list):
                         entry.clear()  # [prev, next, key, value]: the ring's links
                 cache.clear()
+
+
+def unlink_styles(node: Any) -> None:
+    """Cut a DOM node's ``Styles`` links back to it (each ``Styles.node``): the cycle a Textual
+    node always makes with its styles. Only for a node that is gone for good."""
+    for key in ("_css_styles", "_inline_styles"):
+        styles = vars(node).get(key)
+        if styles is not None and getattr(styles, "node", None) is node:
+            styles.node = None

@@ -176,6 +176,8 @@ def _component_nodes_freed_on_restyle() -> None:
     from textual.css.stylesheet import Stylesheet
     from textual.dom import DOMNode
 
+    from tui_agent.ui.gc_tuning import unlink_styles
+
     probe = DOMNode()
     original = getattr(Stylesheet, "_process_component_classes", None)
     if original is None or vars(probe).get("_css_styles") is None or probe._css_styles.node is not probe:
@@ -189,17 +191,10 @@ def _component_nodes_freed_on_restyle() -> None:
         kept = {id(styles.node) for styles in node._component_styles.values()}
         for virtual in before:
             if virtual is not None and id(virtual) not in kept:
-                _unlink_styles(virtual)
+                unlink_styles(virtual)
 
     Stylesheet._process_component_classes = process_component_classes  # type: ignore[method-assign]
     log.debug("textual work-around: virtual nodes of component classes freed when replaced")
-
-
-def _unlink_styles(node: Any) -> None:
-    for key in ("_css_styles", "_inline_styles"):
-        styles = vars(node).get(key)
-        if styles is not None and getattr(styles, "node", None) is node:
-            styles.node = None
 
 
 def _arrangement_without_cycle() -> None:
