@@ -81,7 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
     hsub = hist.add_subparsers(dest="action", metavar="ACTION", required=True)
     hsub.add_parser("list", parents=[common], help="list conversations")
     search = hsub.add_parser("search", parents=[common], help="full-text search over messages")
-    search.add_argument("query")
+    search.add_argument("query", help='words (all must match); "a phrase", word*, -word to leave out')
+    search.add_argument(
+        "--before", type=int, metavar="ID", help="the next page: hits older than this (printed as more:)"
+    )
     revs = hsub.add_parser("revisions", parents=[common], help="list kept revisions of edited messages")
     revs.add_argument("--message", type=int, metavar="ID", help="only this message")
     restore = hsub.add_parser("restore", parents=[common], help="put a revision's content back")

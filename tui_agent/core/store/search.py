@@ -1,0 +1,203 @@
+"""Full-text search over messages: newest first, a page at a time, at a cost one page needs.
+
+Order: recency with a relevance floor. A page holds the newest ``limit`` matching messages below a
+cursor (message ids only grow, so newest = highest id), newest first; on the page, hits under the
+relevance floor (a passing mention: BM25's term part, matches against length relative to the
+page's average, under ``FLOOR``, e.g. one match in a text four times longer than the page's
+average) come after the others, newest first too. Every hit of a page is newer than every hit of
+the next page.
+
+The walk: the index is read in windows of message ids going back from the cursor, the first of
+512 ids, each next four times larger, until the page is full. A window is read in ascending rowid
+order, where FTS5 seeks each word's list to the window's start; a descending read of a phrase
+(and ``ORDER BY rank``, whose bm25 counts every match of every word once per query) walks the
+whole list, so neither is used. A word found in every message fills the page from the first
+window (512 ids); a rare word costs one seek per window. A phrase or ``NEAR`` of common words
+costs about the same whatever the window's size (FTS5 seeks its position lists from the newest
+message: up to ~0.15 s for a million messages), so after a slow window the next one is the rest of
+the history; the walk stops once it has spent ``budget_s`` and the page says how far back it
+looked (its cursor goes on from there).
+
+Paging is keyset on the message id: ``before`` is the cursor of the page before, so the next page
+neither repeats nor skips a hit and ranks nothing above it again.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+PAGE = 50
+FIRST_WINDOW = 512
+GROWTH = 4
+BUDGET_S = 0.1
+HUGE_CHARS = 100_000  # longer messages are not tokenized again to count matches (counted as one)
+K1, B = 1.2, 0.75
+FLOOR = 0.5  # the relevance of one match in a message as long as the page's average is 1.0
+# Word characters as FTS5's unicode61 tokenizer sees them (letters, digits; "_" separates).
+_WORD = re.compile(r"[^\W_]", re.UNICODE)
+_PIECE = re.compile(r'"([^"]*)"?|(\S+)')
+
+
+class QueryError(ValueError):
+    """The query has nothing to search for; the text says what to type instead."""
+
+
+class SearchCancelled(Exception):
+    """A newer search replaced this one."""
+
+
+@dataclass(frozen=True)
+class Hit:
+    message_id: int
+    conversation_id: int
+    role: str
+    snippet: str  # matched words in [brackets]; untrusted text: make it visible before showing it
+    title: str
+    created_at: str
+    score: float
+
+
+@dataclass(frozen=True)
+class Page:
+    hits: list[Hit]
+    before: int | None  # the cursor of the next page (search again with before=this); None: no more
+    searched_to: int  # the oldest message id looked at (1: the whole history was searched)
+    complete: bool  # False: the time budget ran out before the page was full (``before`` goes on)
+
+
+def fts_query(text: str) -> str:
+    """The user's words as a safe FTS5 expression: every word must match (in any order); a
+    ``"quoted part"`` must match as a phrase; ``word*`` matches words starting with it; ``-word``
+    excludes messages with it. Anything else (NEAR, AND, parentheses, lone quotes) is a word."""
+    wanted: list[str] = []
+    excluded: list[str] = []
+    for quoted, bare in _PIECE.findall(text):
+        if quoted or not bare:
+            if _WORD.search(quoted):
+                wanted.append(_string(quoted))
+            continue
+        negative = bare.startswith("-") and len(bare) > 1
+        word = bare.lstrip("-") if negative else bare
+        prefix = word.endswith("*")
+        word = word.rstrip("*")
+        if not _WORD.search(word):
+            continue
+        term = _string(word) + ("*" if prefix else "")
+        (excluded if negative else wanted).append(term)
+    if not wanted:
+        if excluded:
+            raise QueryError("a search needs a word to find, not only words to leave out (-word)")
+        raise QueryError("type a word to search for (letters or digits)")
+    expression = " AND ".join(wanted)
+    if excluded:
+        expression = f"({expression}) NOT ({' OR '.join(excluded)})"
+    return expression
+
+
+def _string(word: str) -> str:
+    return '"' + word.replace('"', '""') + '"'
+
+
+def search_page(
+    conn: sqlite3.Connection,
+    query: str,
+    *,
+    before: int | None = None,
+    limit: int = PAGE,
+    budget_s: float = BUDGET_S,
+    cancelled: Callable[[], bool] = lambda: False,
+) -> Page:
+    """The page of hits for ``query`` among messages older than ``before`` (all when None).
+
+    Raises QueryError for a query with nothing to search for, SearchCancelled when ``cancelled``
+    answers True between two reads."""
+    expression = fts_query(query)
+    started = time.monotonic()
+    top = conn.execute("SELECT max(id) FROM messages").fetchone()[0] or 0
+    high = min(top, before - 1) if before is not None else top
+    found: list[int] = []
+    size = FIRST_WINDOW
+    low = high + 1
+    while high >= 1 and len(found) < limit:
+        if cancelled():
+            raise SearchCancelled
+        low = max(1, high - size + 1)
+        window_started = time.monotonic()
+        ids = _window(conn, expression, low, high)
+        found += ids[: limit - len(found)]
+        high = low - 1
+        now = time.monotonic()
+        # A slow window is a phrase, NEAR or prefix: its cost is the seek, not the window's size
+        # (it grows with the distance from the newest message), so the next window is the rest.
+        size = high if now - window_started > budget_s / 4 else size * GROWTH
+        if now - started > budget_s:
+            break
+    if cancelled():
+        raise SearchCancelled
+    hits = _details(conn, expression, found)
+    if len(found) >= limit:
+        return Page(hits, found[-1] if found[-1] > 1 else None, found[-1], complete=True)
+    if high < 1:
+        return Page(hits, None, 1, complete=True)
+    return Page(hits, low, low, complete=False)  # out of time: the next page goes on from ``low``
+
+
+def _window(conn: sqlite3.Connection, expression: str, low: int, high: int) -> list[int]:
+    """Matching message ids in [low, high], newest first."""
+    try:
+        rows = conn.execute(
+            "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid BETWEEN ? AND ?",
+            (expression, low, high),
+        ).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "interrupt" in str(exc):
+            raise SearchCancelled from None
+        raise QueryError(f"cannot search for that: {exc}") from None
+    return sorted((r[0] for r in rows), reverse=True)
+
+
+def _details(conn: sqlite3.Connection, expression: str, ids: list[int]) -> list[Hit]:
+    """Snippet, title, date and relevance of the page's hits: newest first, those under the floor last."""
+    if not ids:
+        return []
+    # The page is a run of consecutive hits: every hit between its oldest and newest is on it.
+    try:
+        rows = conn.execute(
+            "SELECT f.rowid, m.conversation_id, m.role, snippet(messages_fts, 0, '[', ']', '…', 12),"
+            " coalesce(c.title, ''), m.created_at, length(m.content),"
+            " CASE WHEN length(m.content) > ? THEN 1 ELSE"
+            "  length(highlight(messages_fts, 0, char(1), ''))"
+            "  - length(replace(highlight(messages_fts, 0, char(1), ''), char(1), '')) END"
+            " FROM messages_fts f JOIN messages m ON m.id = f.rowid"
+            " LEFT JOIN conversations c ON c.id = m.conversation_id"
+            " WHERE messages_fts MATCH ? AND f.rowid BETWEEN ? AND ?",
+            (HUGE_CHARS, expression, ids[-1], ids[0]),
+        ).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "interrupt" in str(exc):
+            raise SearchCancelled from None
+        raise
+    average = sum(max(1, r[6] or 0) for r in rows) / max(1, len(rows))
+    hits = [
+        Hit(
+            message_id=int(r[0]),
+            conversation_id=int(r[1]),
+            role=str(r[2]),
+            snippet=str(r[3]),
+            title=str(r[4]),
+            created_at=str(r[5]),
+            score=_relevance(max(1, int(r[7] or 1)), max(1, r[6] or 0), average),
+        )
+        for r in rows
+    ]
+    hits.sort(key=lambda h: (h.score < FLOOR, -h.message_id))
+    return hits
+
+
+def _relevance(matches: int, length: int, average: float) -> float:
+    """BM25's term part: more matches count, with diminishing returns, against the length."""
+    return matches * (K1 + 1) / (matches + K1 * (1 - B + B * length / average))
