@@ -40,6 +40,8 @@ FLOOR = 0.5  # the relevance of one match in a message as long as the page's ave
 # Word characters as FTS5's unicode61 tokenizer sees them (letters, digits; "_" separates).
 _WORD = re.compile(r"[^\W_]", re.UNICODE)
 _PIECE = re.compile(r'"([^"]*)"?|(\S+)')
+_BRACKETS = re.compile(r"[()\[\]{}]+")
+_OPERATORS = frozenset({"AND", "OR", "NOT", "NEAR"})  # FTS5's, typed as syntax: not searched for
 
 
 class QueryError(ValueError):
@@ -72,7 +74,9 @@ class Page:
 def fts_query(text: str) -> str:
     """The user's words as a safe FTS5 expression: every word must match (in any order); a
     ``"quoted part"`` must match as a phrase; ``word*`` matches words starting with it; ``-word``
-    excludes messages with it. Anything else (NEAR, AND, parentheses, lone quotes) is a word."""
+    excludes messages with it. FTS5's other syntax is not: AND, OR, NOT and NEAR in capitals and
+    brackets are left out, a lone quote opens a phrase to the end, other punctuation separates
+    words as in the index ("e-mail" is the phrase "e mail")."""
     wanted: list[str] = []
     excluded: list[str] = []
     for quoted, bare in _PIECE.findall(text):
@@ -80,14 +84,15 @@ def fts_query(text: str) -> str:
             if _WORD.search(quoted):
                 wanted.append(_string(quoted))
             continue
-        negative = bare.startswith("-") and len(bare) > 1
-        word = bare.lstrip("-") if negative else bare
-        prefix = word.endswith("*")
-        word = word.rstrip("*")
-        if not _WORD.search(word):
-            continue
-        term = _string(word) + ("*" if prefix else "")
-        (excluded if negative else wanted).append(term)
+        for part in _BRACKETS.split(bare):  # "NEAR(a" and "f(x)": brackets group, they are not in words
+            if part in _OPERATORS:
+                continue
+            negative = part.startswith("-") and len(part) > 1
+            word = part.lstrip("-") if negative else part
+            prefix = word.endswith("*")
+            word = word.rstrip("*")
+            if _WORD.search(word):
+                (excluded if negative else wanted).append(_string(word) + ("*" if prefix else ""))
     if not wanted:
         if excluded:
             raise QueryError("a search needs a word to find, not only words to leave out (-word)")
