@@ -32,8 +32,9 @@ def stamp(i: int) -> str:
     return (START + i * STEP).strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
-def fill_history(db_path: Path, messages: int, per_conversation: int = 250) -> None:
-    """Append ``messages`` messages in new conversations (titled ``topic N``) to a migrated database."""
+def fill_history(db_path: Path, messages: int, per_conversation: int = 250, largest: int = 0) -> None:
+    """Append ``messages`` messages in new conversations (titled ``topic N``) to a migrated database;
+    ``largest``: the first of them holds that many messages (the rest ``per_conversation`` each)."""
     conn = sqlite3.connect(db_path, isolation_level=None)
     try:
         conn.execute("BEGIN IMMEDIATE")
@@ -41,24 +42,21 @@ def fill_history(db_path: Path, messages: int, per_conversation: int = 250) -> N
         conn.execute("DROP TRIGGER messages_fts_insert")
         first_conversation = conn.execute("SELECT coalesce(max(id), 0) FROM conversations").fetchone()[0] + 1
         first_message = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0] + 1
-        count = -(-messages // per_conversation)
+        starts = [0, *range(largest or per_conversation, messages, per_conversation)]
+        ends = [*starts[1:], messages]
         conn.executemany(
             "INSERT INTO conversations(id, title, created_at, updated_at) VALUES (?, ?, ?, ?)",
             (
-                (
-                    first_conversation + c,
-                    f"topic {first_conversation + c}",
-                    stamp(c * per_conversation),
-                    stamp(min(messages, (c + 1) * per_conversation) - 1),
-                )
-                for c in range(count)
+                (first_conversation + c, f"topic {first_conversation + c}", stamp(start), stamp(end - 1))
+                for c, (start, end) in enumerate(zip(starts, ends, strict=True))
             ),
         )
 
         def rows() -> Iterator[tuple[int, int, str, str, str]]:
-            for i in range(messages):
-                role = "user" if i % 2 == 0 else "assistant"
-                yield first_message + i, first_conversation + i // per_conversation, role, text(i), stamp(i)
+            for c, (start, end) in enumerate(zip(starts, ends, strict=True)):
+                for i in range(start, end):
+                    role = "user" if i % 2 == 0 else "assistant"
+                    yield first_message + i, first_conversation + c, role, text(i), stamp(i)
 
         conn.executemany(
             "INSERT INTO messages(id, conversation_id, role, content, created_at) VALUES (?, ?, ?, ?, ?)", rows()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from typing import Any
 
@@ -99,6 +98,8 @@ def _dispatch(session: Any, args: argparse.Namespace) -> int:
         mcp_config.set_policy(args.name, args.policy, args.tool)
         print(f"{args.name}{'.' + args.tool if args.tool else ''}: {args.policy}")
         return 0
+    import asyncio  # here: every command builds this parser, and asyncio costs ~30 ms to import
+
     return asyncio.run(_test(session, args.name))
 
 
