@@ -88,6 +88,24 @@ def test_the_last_page_says_there_is_no_more(filled):
     assert last.before is None and last.complete and last.searched_to == 1
 
 
+def test_a_page_out_of_time_says_how_far_it_looked_and_the_next_goes_on_from_there(filled):
+    """With no time at all, each page looks at one window: the pages still add up to every match."""
+    seen: list[int] = []
+    before = None
+    pages = 0
+    while True:
+        page = store_search.search_page(conn(), "quasar", before=before, budget_s=0)
+        pages += 1
+        seen += [h.message_id for h in page.hits]
+        if page.before is None:
+            break
+        assert not page.complete and page.searched_to == page.before
+        assert all(h.message_id >= page.searched_to for h in page.hits)
+        before = page.before
+    assert seen == every_match("quasar")
+    assert pages > 2 and page.complete
+
+
 def test_a_common_word_does_not_visit_every_match(filled):
     """'lorem' is in all 20,000 messages. Ranking all of them (ORDER BY rank, as before) runs the
     VM over every match; the first page visits a window of the index and the page."""

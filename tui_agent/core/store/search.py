@@ -12,11 +12,12 @@ The walk: the index is read in windows of message ids going back from the cursor
 order, where FTS5 seeks each word's list to the window's start; a descending read of a phrase
 (and ``ORDER BY rank``, whose bm25 counts every match of every word once per query) walks the
 whole list, so neither is used. A word found in every message fills the page from the first
-window (512 ids); a rare word costs one seek per window. A phrase or ``NEAR`` of common words
-costs about the same whatever the window's size (FTS5 seeks its position lists from the newest
-message: up to ~0.15 s for a million messages), so after a slow window the next one is the rest of
-the history; the walk stops once it has spent ``budget_s`` and the page says how far back it
-looked (its cursor goes on from there).
+window (512 ids); a rare word costs one seek per window. A phrase, ``NEAR`` or prefix of common
+words costs about the same whatever the window's size: FTS5 reads their lists from the newest
+message to the window (up to ~0.15 s for a million messages). So the walk times each window and
+makes the next one as large as the time left can reach (the rest of the history if it can); it
+stops when nothing more fits in the budget (0.1 s for a first page, typed as the user types; 0.5 s
+for the pages after), and the page says how far back it looked (its cursor goes on from there).
 
 Paging is keyset on the message id: ``before`` is the cursor of the page before, so the next page
 neither repeats nor skips a hit and ranks nothing above it again.
@@ -33,7 +34,9 @@ from dataclasses import dataclass
 PAGE = 50
 FIRST_WINDOW = 512
 GROWTH = 4
-BUDGET_S = 0.1
+BUDGET_S = 0.1  # a first page (as the user types)
+MORE_BUDGET_S = 0.5  # the pages after it
+SLOW_WINDOW_S = 0.005  # a window that took longer was a phrase's seek, not its matches
 HUGE_CHARS = 100_000  # longer messages are not tokenized again to count matches (counted as one)
 K1, B = 1.2, 0.75
 FLOOR = 0.5  # the relevance of one match in a message as long as the page's average is 1.0
@@ -113,14 +116,16 @@ def search_page(
     *,
     before: int | None = None,
     limit: int = PAGE,
-    budget_s: float = BUDGET_S,
+    budget_s: float | None = None,
     cancelled: Callable[[], bool] = lambda: False,
 ) -> Page:
     """The page of hits for ``query`` among messages older than ``before`` (all when None).
 
-    Raises QueryError for a query with nothing to search for, SearchCancelled when ``cancelled``
-    answers True between two reads."""
+    ``budget_s``: how long the walk may look (default: BUDGET_S for a first page, typed as the
+    user types; MORE_BUDGET_S for the pages after, asked for one by one). Raises QueryError for a
+    query with nothing to search for, SearchCancelled when ``cancelled`` answers True between reads."""
     expression = fts_query(query)
+    budget = budget_s if budget_s is not None else BUDGET_S if before is None else MORE_BUDGET_S
     started = time.monotonic()
     top = conn.execute("SELECT max(id) FROM messages").fetchone()[0] or 0
     high = min(top, before - 1) if before is not None else top
@@ -136,10 +141,8 @@ def search_page(
         found += ids[: limit - len(found)]
         high = low - 1
         now = time.monotonic()
-        # A slow window is a phrase, NEAR or prefix: its cost is the seek, not the window's size
-        # (it grows with the distance from the newest message), so the next window is the rest.
-        size = high if now - window_started > budget_s / 4 else size * GROWTH
-        if now - started > budget_s:
+        size = _next_window(size, now - window_started, budget - (now - started), top - low + 1, top - high)
+        if size <= 0:
             break
     if cancelled():
         raise SearchCancelled
@@ -149,6 +152,25 @@ def search_page(
     if high < 1:
         return Page(hits, None, 1, complete=True)
     return Page(hits, low, low, complete=False)  # out of time: the next page goes on from ``low``
+
+
+def _next_window(size: int, took: float, left: float, reached: int, next_distance: int) -> int:
+    """The next window's size; 0 when none fits in the time left.
+
+    A window's cost grows with its matches for words, and with how far from the newest message it
+    reaches for a phrase, NEAR or prefix (FTS5 reads their lists from there): ``took`` for a window
+    that reached ``reached`` rows back says how far back the time ``left`` can reach. A slow window
+    (a phrase's) makes the next one as large as fits, the rest of the history if it does; a fast one
+    grows it four times."""
+    if left <= 0:
+        return 0
+    wanted = 1 << 62 if took > SLOW_WINDOW_S else size * GROWTH
+    if took <= 0:
+        return wanted
+    fits = int(left / took * reached) - next_distance
+    if fits < min(wanted, FIRST_WINDOW):
+        return 0
+    return min(wanted, fits)
 
 
 def _window(conn: sqlite3.Connection, expression: str, low: int, high: int) -> list[int]:
