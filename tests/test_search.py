@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
+import threading
 
 import pytest
 from history_filler import QUASAR_EVERY, fill_history
@@ -202,6 +203,44 @@ def test_quotes_star_and_minus_mean_phrase_prefix_and_not(filled):
         store_search.search_page(conn(), "-lorem")
 
 
+def test_a_reply_of_100000_lines_that_each_have_the_word_answers_at_once(env):
+    """FTS5's snippet() and highlight() cost the square of a message's matches: this reply (the
+    bench's huge reply) took ~2 minutes to show as a hit. Long messages get their snippet from
+    their start, in Python. A hang guard, not a timing: the search runs in a thread."""
+    conversation = history.new_conversation("huge")
+    huge = history.add_message(
+        conversation.id, "assistant", "".join(f"row {i} of a huge reply\n" for i in range(100_000))
+    )
+    history.add_message(conversation.id, "user", "a short row")
+    path = str(Message._meta.database.database)
+    pages: list[store_search.Page] = []
+
+    def run() -> None:
+        with sqlite3.connect(path) as own:
+            pages.append(store_search.search_page(own, "row"))
+            pages.append(store_search.search_page(own, "99999"))  # past the start that is read
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(60)
+    assert not thread.is_alive(), "the search of a 100,000-line reply did not end within a minute"
+    rows, late = pages
+    assert [h.message_id for h in rows.hits][1] == huge.id
+    assert rows.hits[1].snippet.startswith("[row] 0 of a huge reply\n[row] 1 of a huge reply")
+    assert rows.hits[1].snippet.endswith("…")
+    (hit,) = late.hits
+    assert hit.message_id == huge.id and hit.snippet.endswith("… (a message of 2,588,890 characters)")
+
+
+def test_a_long_message_is_marked_around_its_first_match(env):
+    conversation = history.new_conversation("long")
+    text = "filler words here. " * 300 + "The Capybara swims. " + "more filler. " * 300
+    history.add_message(conversation.id, "user", text)
+    (hit,) = store_search.search_page(conn(), "capybara").hits
+    assert hit.snippet.startswith("…") and hit.snippet.endswith("…")
+    assert "The [Capybara] swims." in hit.snippet and len(hit.snippet) < 200
+
+
 def test_search_follows_memory_sql_updates_and_deletes(env):
     """The index follows the messages whatever writes them: memory_sql's approved UPDATE (with its
     revision), an edit, a deleted conversation; FTS5's own check agrees with the table."""
@@ -237,6 +276,14 @@ def test_cli_prints_a_page_with_dates_and_titles_and_the_next_page_command(fille
     second = cli(filled, "lorem", "--before", more.rsplit(" ", 1)[1])
     ids = [int(line.split("\t")[0]) for line in lines + second.stdout.splitlines()]
     assert ids == every_match("lorem")[: 2 * store_search.PAGE]
+    conversation = history.new_conversation("tabs\tand\nnew lines")
+    history.add_message(conversation.id, "user", "a\tzebra\non two lines \x1b[31m")
+    (line,) = cli(filled, "zebra").stdout.splitlines()
+    assert line.split("\t")[2:] == [
+        f"conversation {conversation.id}: tabs and new lines",
+        "user",
+        "a [zebra] on two lines ␛[31m",
+    ]
     bad = cli(filled, '"(')
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.strip() == "error: type a word to search for (letters or digits)"

@@ -48,11 +48,11 @@ def _search(args: argparse.Namespace) -> int:
     except QueryError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    for hit in page.hits:
-        title = visible(hit.title) or "(untitled)"
+    for hit in page.hits:  # one line a hit: tabs and newlines inside are spaces
+        title = visible(" ".join(hit.title.split())) or "(untitled)"
         print(
             f"{hit.message_id}\t{visible(hit.created_at[:16])}\tconversation {hit.conversation_id}: {title}"
-            f"\t{visible(hit.role)}\t{visible(hit.snippet)}"
+            f"\t{visible(hit.role)}\t{visible(' '.join(hit.snippet.split()))}"
         )
     if page.before is not None:
         import shlex

@@ -37,11 +37,14 @@ GROWTH = 4
 BUDGET_S = 0.1  # a first page (as the user types)
 MORE_BUDGET_S = 0.5  # the pages after it
 SLOW_WINDOW_S = 0.005  # a window that took longer was a phrase's seek, not its matches
-HUGE_CHARS = 100_000  # longer messages are not tokenized again to count matches (counted as one)
+LONG_CHARS = 4_000  # longer messages: snippet and matches from their first PREFIX_CHARS, in Python
+PREFIX_CHARS = 100_000
+SNIPPET_CHARS = 90
 K1, B = 1.2, 0.75
 FLOOR = 0.5  # the relevance of one match in a message as long as the page's average is 1.0
 # Word characters as FTS5's unicode61 tokenizer sees them (letters, digits; "_" separates).
 _WORD = re.compile(r"[^\W_]", re.UNICODE)
+_WORDS = re.compile(r"[^\W_]+", re.UNICODE)
 _PIECE = re.compile(r'"([^"]*)"?|(\S+)')
 _BRACKETS = re.compile(r"[()\[\]{}]+")
 _OPERATORS = frozenset({"AND", "OR", "NOT", "NEAR"})  # FTS5's, typed as syntax: not searched for
@@ -80,12 +83,19 @@ def fts_query(text: str) -> str:
     excludes messages with it. FTS5's other syntax is not: AND, OR, NOT and NEAR in capitals and
     brackets are left out, a lone quote opens a phrase to the end, other punctuation separates
     words as in the index ("e-mail" is the phrase "e mail")."""
+    return _parse(text)[0]
+
+
+def _parse(text: str) -> tuple[str, re.Pattern[str]]:
+    """The FTS5 expression, and a pattern for the words to mark in a long message's snippet."""
     wanted: list[str] = []
     excluded: list[str] = []
+    shown: list[str] = []
     for quoted, bare in _PIECE.findall(text):
         if quoted or not bare:
             if _WORD.search(quoted):
                 wanted.append(_string(quoted))
+                shown += [re.escape(w) for w in _WORDS.findall(quoted)]
             continue
         for part in _BRACKETS.split(bare):  # "NEAR(a" and "f(x)": brackets group, they are not in words
             if part in _OPERATORS:
@@ -96,6 +106,8 @@ def fts_query(text: str) -> str:
             word = word.rstrip("*")
             if _WORD.search(word):
                 (excluded if negative else wanted).append(_string(word) + ("*" if prefix else ""))
+                if not negative:
+                    shown += [re.escape(w) + (r"[^\W_]*" if prefix else "") for w in _WORDS.findall(word)]
     if not wanted:
         if excluded:
             raise QueryError("a search needs a word to find, not only words to leave out (-word)")
@@ -103,7 +115,8 @@ def fts_query(text: str) -> str:
     expression = " AND ".join(wanted)
     if excluded:
         expression = f"({expression}) NOT ({' OR '.join(excluded)})"
-    return expression
+    words = "|".join(sorted(set(shown), key=len, reverse=True))
+    return expression, re.compile(rf"(?<![^\W_])(?:{words})(?![^\W_])", re.IGNORECASE)
 
 
 def _string(word: str) -> str:
@@ -124,7 +137,7 @@ def search_page(
     ``budget_s``: how long the walk may look (default: BUDGET_S for a first page, typed as the
     user types; MORE_BUDGET_S for the pages after, asked for one by one). Raises QueryError for a
     query with nothing to search for, SearchCancelled when ``cancelled`` answers True between reads."""
-    expression = fts_query(query)
+    expression, pattern = _parse(query)
     budget = budget_s if budget_s is not None else BUDGET_S if before is None else MORE_BUDGET_S
     started = time.monotonic()
     top = conn.execute("SELECT max(id) FROM messages").fetchone()[0] or 0
@@ -146,7 +159,7 @@ def search_page(
             break
     if cancelled():
         raise SearchCancelled
-    hits = _details(conn, expression, found)
+    hits = _details(conn, expression, pattern, found)
     if len(found) >= limit:
         return Page(hits, found[-1] if found[-1] > 1 else None, found[-1], complete=True)
     if high < 1:
@@ -187,42 +200,56 @@ def _window(conn: sqlite3.Connection, expression: str, low: int, high: int) -> l
     return sorted((r[0] for r in rows), reverse=True)
 
 
-def _details(conn: sqlite3.Connection, expression: str, ids: list[int]) -> list[Hit]:
-    """Snippet, title, date and relevance of the page's hits: newest first, those under the floor last."""
+def _details(conn: sqlite3.Connection, expression: str, pattern: re.Pattern[str], ids: list[int]) -> list[Hit]:
+    """Snippet, title, date and relevance of the page's hits: newest first, those under the floor last.
+
+    FTS5's snippet() and highlight() cost the square of a message's matches (3,000 matches: 0.23 s,
+    100,000 lines that each have the word: minutes), so a message longer than LONG_CHARS gets its
+    snippet and its count of matches from its first PREFIX_CHARS, here."""
     if not ids:
         return []
     # The page is a run of consecutive hits: every hit between its oldest and newest is on it.
     try:
         rows = conn.execute(
-            "SELECT f.rowid, m.conversation_id, m.role, snippet(messages_fts, 0, '[', ']', '…', 12),"
-            " coalesce(c.title, ''), m.created_at, length(m.content),"
-            " CASE WHEN length(m.content) > ? THEN 1 ELSE"
+            "SELECT f.rowid, m.conversation_id, m.role, coalesce(c.title, ''), m.created_at, length(m.content),"
+            " CASE WHEN length(m.content) > :long THEN substr(m.content, 1, :prefix)"
+            "  ELSE snippet(messages_fts, 0, '[', ']', '…', 12) END,"
+            " CASE WHEN length(m.content) > :long THEN NULL ELSE"
             "  length(highlight(messages_fts, 0, char(1), ''))"
             "  - length(replace(highlight(messages_fts, 0, char(1), ''), char(1), '')) END"
             " FROM messages_fts f JOIN messages m ON m.id = f.rowid"
             " LEFT JOIN conversations c ON c.id = m.conversation_id"
-            " WHERE messages_fts MATCH ? AND f.rowid BETWEEN ? AND ?",
-            (HUGE_CHARS, expression, ids[-1], ids[0]),
+            " WHERE messages_fts MATCH :match AND f.rowid BETWEEN :low AND :high",
+            {"long": LONG_CHARS, "prefix": PREFIX_CHARS, "match": expression, "low": ids[-1], "high": ids[0]},
         ).fetchall()
     except sqlite3.OperationalError as exc:
         if "interrupt" in str(exc):
             raise SearchCancelled from None
         raise
-    average = sum(max(1, r[6] or 0) for r in rows) / max(1, len(rows))
-    hits = [
-        Hit(
-            message_id=int(r[0]),
-            conversation_id=int(r[1]),
-            role=str(r[2]),
-            snippet=str(r[3]),
-            title=str(r[4]),
-            created_at=str(r[5]),
-            score=_relevance(max(1, int(r[7] or 1)), max(1, r[6] or 0), average),
-        )
-        for r in rows
-    ]
+    hits = []
+    average = sum(max(1, r[5] or 0) for r in rows) / max(1, len(rows))
+    for message_id, conversation_id, role, title, created_at, length, text, matches in rows:
+        length = max(1, length or 0)
+        if matches is None:  # a long message: its first PREFIX_CHARS
+            snippet, matches = _long_snippet(str(text), pattern, length)
+        else:
+            snippet = str(text)
+        score = _relevance(max(1, int(matches)), length, average)
+        hits.append(Hit(int(message_id), int(conversation_id), str(role), snippet, str(title), str(created_at), score))
     hits.sort(key=lambda h: (h.score < FLOOR, -h.message_id))
     return hits
+
+
+def _long_snippet(text: str, pattern: re.Pattern[str], length: int) -> tuple[str, int]:
+    """Some words around the first match in ``text`` (the start of a message of ``length``
+    characters), the words marked as snippet() does, and how many matches ``text`` holds."""
+    found = pattern.search(text)
+    if found is None:  # the words are further in
+        return text[:SNIPPET_CHARS].rstrip() + f"… (a message of {length:,} characters)", 1
+    start = max(0, found.start() - SNIPPET_CHARS // 3)
+    end = min(len(text), found.end() + SNIPPET_CHARS)
+    shown = pattern.sub(lambda m: f"[{m.group(0)}]", text[start:end])
+    return ("…" if start else "") + shown + ("…" if end < length else ""), len(pattern.findall(text))
 
 
 def _relevance(matches: int, length: int, average: float) -> float:
