@@ -190,7 +190,7 @@ def test_any_query_text_gives_hits_or_a_clear_message(env):
         if query in FINDS_LOREM:
             assert any(h.snippet.startswith("[lorem]") for h in page.hits), query
     # FTS5's column filter is not one here: the words are searched for
-    assert store_search.search_page(conn(), "content:lorem").hits[0].snippet == "ipsum [content lorem] near"
+    assert store_search.search_page(conn(), "content:lorem").hits[0].snippet == "ipsum [content] [lorem] near"
 
 
 def test_quotes_star_and_minus_mean_phrase_prefix_and_not(filled):

@@ -86,16 +86,19 @@ def fts_query(text: str) -> str:
     return _parse(text)[0]
 
 
-def _parse(text: str) -> tuple[str, re.Pattern[str]]:
-    """The FTS5 expression, and a pattern for the words to mark in a long message's snippet."""
+def _parse(text: str) -> tuple[str, re.Pattern[str], bool]:
+    """The FTS5 expression; a pattern for the words to mark in a snippet made here; whether the
+    expression has a phrase or a prefix (whose reads cost a pass over their lists, not a seek)."""
     wanted: list[str] = []
     excluded: list[str] = []
     shown: list[str] = []
+    costly = False
     for quoted, bare in _PIECE.findall(text):
         if quoted or not bare:
             if _WORD.search(quoted):
                 wanted.append(_string(quoted))
                 shown += [re.escape(w) for w in _WORDS.findall(quoted)]
+                costly = costly or len(_WORDS.findall(quoted)) > 1
             continue
         for part in _BRACKETS.split(bare):  # "NEAR(a" and "f(x)": brackets group, they are not in words
             if part in _OPERATORS:
@@ -104,6 +107,7 @@ def _parse(text: str) -> tuple[str, re.Pattern[str]]:
             word = part.lstrip("-") if negative else part
             prefix = word.endswith("*")
             word = word.rstrip("*")
+            costly = costly or prefix or len(_WORDS.findall(word)) > 1  # "e-mail" is a phrase
             if _WORD.search(word):
                 (excluded if negative else wanted).append(_string(word) + ("*" if prefix else ""))
                 if not negative:
@@ -116,7 +120,7 @@ def _parse(text: str) -> tuple[str, re.Pattern[str]]:
     if excluded:
         expression = f"({expression}) NOT ({' OR '.join(excluded)})"
     words = "|".join(sorted(set(shown), key=len, reverse=True))
-    return expression, re.compile(rf"(?<![^\W_])(?:{words})(?![^\W_])", re.IGNORECASE)
+    return expression, re.compile(rf"(?<![^\W_])(?:{words})(?![^\W_])", re.IGNORECASE), costly
 
 
 def _string(word: str) -> str:
@@ -137,7 +141,7 @@ def search_page(
     ``budget_s``: how long the walk may look (default: BUDGET_S for a first page, typed as the
     user types; MORE_BUDGET_S for the pages after, asked for one by one). Raises QueryError for a
     query with nothing to search for, SearchCancelled when ``cancelled`` answers True between reads."""
-    expression, pattern = _parse(query)
+    expression, pattern, costly = _parse(query)
     budget = budget_s if budget_s is not None else BUDGET_S if before is None else MORE_BUDGET_S
     started = time.monotonic()
     top = conn.execute("SELECT max(id) FROM messages").fetchone()[0] or 0
@@ -159,7 +163,9 @@ def search_page(
             break
     if cancelled():
         raise SearchCancelled
-    hits = _details(conn, expression, pattern, found)
+    # A phrase's or a prefix's page is not read through the index again (another pass): its
+    # snippets are made here, from the messages.
+    hits = _details(conn, None if costly else expression, pattern, found)
     if len(found) >= limit:
         return Page(hits, found[-1] if found[-1] > 1 else None, found[-1], complete=True)
     if high < 1:
@@ -200,27 +206,37 @@ def _window(conn: sqlite3.Connection, expression: str, low: int, high: int) -> l
     return sorted((r[0] for r in rows), reverse=True)
 
 
-def _details(conn: sqlite3.Connection, expression: str, pattern: re.Pattern[str], ids: list[int]) -> list[Hit]:
+def _details(conn: sqlite3.Connection, expression: str | None, pattern: re.Pattern[str], ids: list[int]) -> list[Hit]:
     """Snippet, title, date and relevance of the page's hits: newest first, those under the floor last.
 
     FTS5's snippet() and highlight() cost the square of a message's matches (3,000 matches: 0.23 s,
-    100,000 lines that each have the word: minutes), so a message longer than LONG_CHARS gets its
-    snippet and its count of matches from its first PREFIX_CHARS, here."""
+    100,000 lines that each have the word: minutes), so a message longer than LONG_CHARS (or any,
+    when ``expression`` is None) gets its snippet and its count of matches from its first
+    PREFIX_CHARS, here."""
     if not ids:
         return []
-    # The page is a run of consecutive hits: every hit between its oldest and newest is on it.
+    columns = (
+        "SELECT m.id, m.conversation_id, m.role, coalesce(c.title, ''), m.created_at, length(m.content),"
+        " CASE WHEN length(m.content) > :long THEN substr(m.content, 1, :prefix)"
+        "  ELSE snippet(messages_fts, 0, '[', ']', '…', 12) END,"
+        " CASE WHEN length(m.content) > :long THEN NULL ELSE"
+        "  length(highlight(messages_fts, 0, char(1), ''))"
+        "  - length(replace(highlight(messages_fts, 0, char(1), ''), char(1), '')) END"
+    )
+    where = " WHERE messages_fts MATCH :match AND f.rowid BETWEEN :low AND :high"
+    sql = columns + " FROM messages_fts f JOIN messages m ON m.id = f.rowid"
+    params: dict[str, object] = {"long": LONG_CHARS, "prefix": PREFIX_CHARS, "match": expression}
+    if expression is None:
+        sql = (
+            "SELECT m.id, m.conversation_id, m.role, coalesce(c.title, ''), m.created_at, length(m.content),"
+            " substr(m.content, 1, :prefix), NULL FROM messages m"
+        )
+        where = f" WHERE m.id IN ({','.join(str(int(i)) for i in ids)})"
     try:
+        # The page is a run of consecutive hits: every hit between its oldest and newest is on it.
         rows = conn.execute(
-            "SELECT f.rowid, m.conversation_id, m.role, coalesce(c.title, ''), m.created_at, length(m.content),"
-            " CASE WHEN length(m.content) > :long THEN substr(m.content, 1, :prefix)"
-            "  ELSE snippet(messages_fts, 0, '[', ']', '…', 12) END,"
-            " CASE WHEN length(m.content) > :long THEN NULL ELSE"
-            "  length(highlight(messages_fts, 0, char(1), ''))"
-            "  - length(replace(highlight(messages_fts, 0, char(1), ''), char(1), '')) END"
-            " FROM messages_fts f JOIN messages m ON m.id = f.rowid"
-            " LEFT JOIN conversations c ON c.id = m.conversation_id"
-            " WHERE messages_fts MATCH :match AND f.rowid BETWEEN :low AND :high",
-            {"long": LONG_CHARS, "prefix": PREFIX_CHARS, "match": expression, "low": ids[-1], "high": ids[0]},
+            sql + " LEFT JOIN conversations c ON c.id = m.conversation_id" + where,
+            {**params, "low": ids[-1], "high": ids[0]},
         ).fetchall()
     except sqlite3.OperationalError as exc:
         if "interrupt" in str(exc):
@@ -230,7 +246,7 @@ def _details(conn: sqlite3.Connection, expression: str, pattern: re.Pattern[str]
     average = sum(max(1, r[5] or 0) for r in rows) / max(1, len(rows))
     for message_id, conversation_id, role, title, created_at, length, text, matches in rows:
         length = max(1, length or 0)
-        if matches is None:  # a long message: its first PREFIX_CHARS
+        if matches is None:  # a long message (or a phrase's, a prefix's): its first PREFIX_CHARS
             snippet, matches = _long_snippet(str(text), pattern, length)
         else:
             snippet = str(text)
@@ -244,10 +260,17 @@ def _long_snippet(text: str, pattern: re.Pattern[str], length: int) -> tuple[str
     """Some words around the first match in ``text`` (the start of a message of ``length``
     characters), the words marked as snippet() does, and how many matches ``text`` holds."""
     found = pattern.search(text)
-    if found is None:  # the words are further in
-        return text[:SNIPPET_CHARS].rstrip() + f"… (a message of {length:,} characters)", 1
+    if found is None:  # further in (past the start read), or spelt otherwise (diacritics)
+        more = f"… (a message of {length:,} characters)" if length > len(text) else "…" * (length > SNIPPET_CHARS)
+        return text[:SNIPPET_CHARS].rstrip() + more, 1
     start = max(0, found.start() - SNIPPET_CHARS // 3)
     end = min(len(text), found.end() + SNIPPET_CHARS)
+    if start:  # cut between words
+        space = text.find(" ", start, found.start())
+        start = space + 1 if space >= 0 else start
+    if end < len(text):
+        space = text.rfind(" ", found.end(), end)
+        end = space if space >= 0 else end
     shown = pattern.sub(lambda m: f"[{m.group(0)}]", text[start:end])
     return ("…" if start else "") + shown + ("…" if end < length else ""), len(pattern.findall(text))
 
