@@ -21,6 +21,8 @@ from tui_agent.ui.screens.dialogs import ApprovalScreen
 from tui_agent.ui.widgets.carousel import ImageCarousel
 from tui_agent.ui.widgets.tool_block import ToolResultView
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def pids(tmp_path, monkeypatch):

@@ -17,6 +17,8 @@ from tui_agent.ui.widgets.bubbles import AssistantBubble, UserBubble
 from tui_agent.ui.widgets.chat_log import KEEP, PAGE, PREFETCH_AFTER_S, ChatLog, message_id_of
 from tui_agent.ui.widgets.long_text import LongText
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def held_warmup(monkeypatch) -> threading.Event:

@@ -63,6 +63,7 @@ def stored(vault: Path) -> list[tuple[Any, ...]]:
         ("together_think_tags.sse", "Hi there!", "The user says hi."),
     ],
 )
+@pytest.mark.slow
 def test_ask_prints_the_answer_on_stdout_and_reasoning_on_stderr(replay_vault, fixture, answer, reasoning):
     replay, vault = replay_vault
     replay.script(fixture)
@@ -146,6 +147,7 @@ def test_ask_unopened_think_keeps_reasoning_out_of_the_stored_answer(replay_vaul
         (["vllm_midstream_validation_error.sse"], 1, "maximum context length is 32768 tokens"),
     ],
 )
+@pytest.mark.slow
 def test_ask_errors_are_one_line_naming_the_servers_message(replay_vault, fixtures, requests, message):
     replay, vault = replay_vault
     replay.script(*fixtures)

@@ -24,6 +24,8 @@ from serve_helpers import (
     type_message,
 )
 
+pytestmark = pytest.mark.slow
+
 ARTIFACTS = Path(__file__).parent.parent / "test-artifacts"
 
 

@@ -27,6 +27,7 @@ def cookie_of(url: str) -> dict[str, str]:
     return dict(first.cookies.items())
 
 
+@pytest.mark.slow
 def test_only_our_own_host_and_origin_pass_even_with_the_cookie(served):
     base, port = served.base, served.port
     cookies = cookie_of(served.url)
@@ -159,6 +160,7 @@ def media(env):
     return image
 
 
+@pytest.mark.slow
 def test_media_serves_vault_images_byte_for_byte_and_nothing_else(served, media):
     base = served.base
     cookies = cookie_of(served.url)

@@ -113,6 +113,7 @@ def test_first_run_defaults_follow_the_environment():
     assert values["base_url"] == "http://127.0.0.1:1/v1" and values["api_key_env"] == "OPENAI_API_KEY"
 
 
+@pytest.mark.slow
 def test_core_never_imports_textual_and_help_imports_neither_openai_nor_textual():
     code = (
         "import sys, pkgutil, importlib, tui_agent.core as core\n"

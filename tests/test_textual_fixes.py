@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import weakref
 
+import pytest
 from test_app import make
 from textual.app import App, ComposeResult
 from textual.color import Color
@@ -26,6 +27,7 @@ def _conversation(count: int) -> int:
     return conversation
 
 
+@pytest.mark.slow
 async def test_render_caches_of_removed_bubbles_are_freed(env):
     conversation = _conversation(30)
     app = make(env)
@@ -130,6 +132,7 @@ def test_strips_give_the_same_lines_with_their_caches_made_on_first_use():
     assert run("fixed") == plain
 
 
+@pytest.mark.slow
 def test_a_strip_makes_no_cache_it_does_not_use():
     """Seven caches a strip were nine tracked objects in ten of a long session: each full collection
     walked them all, in the middle of a streamed reply."""
