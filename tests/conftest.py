@@ -69,6 +69,24 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, shared_cache_home
     shutil.rmtree(tmux_dir, ignore_errors=True)
 
 
+@pytest.fixture(autouse=True)
+def notices_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every notification an app posts, kept in ``app.notices_seen`` (the messages, in order): the
+    app's own list drops one when it times out, which a test on a loaded machine can outlive.
+    (Only where Textual is loaded already: a test module that runs an app imports it.)"""
+    if "textual.app" not in sys.modules:
+        return
+    from textual.app import App
+
+    notify = App.notify
+
+    def recording(self: App, message: str, *args: object, **kwargs: object) -> None:
+        self.__dict__.setdefault("notices_seen", []).append(str(message))
+        notify(self, message, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(App, "notify", recording)
+
+
 @dataclass
 class VaultEnv:
     vault: Vault
