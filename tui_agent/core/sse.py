@@ -1,32 +1,150 @@
-"""Server-sent events as the servers send them: the ``data`` of each event, parsed leniently."""
+"""Server-sent events as the WHATWG spec reads them: the ``data`` of each event, parsed leniently.
+
+Lines end at CR, LF or CRLF only (a CR at the end of one network chunk and an LF at the start of
+the next are one line break); U+2028, U+2029, U+0085 and the other Unicode line breaks are text.
+The stream is UTF-8, decoded incrementally (a character split across chunks stays whole), with
+one leading BOM dropped. https://html.spec.whatwg.org/multipage/server-sent-events.html
+"""
 
 from __future__ import annotations
 
+import codecs
 import json
-from collections.abc import AsyncGenerator
+import re
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import aclosing
+from dataclasses import dataclass
 from typing import Any
 
 from tui_agent.core.llm_errors import LLMError
 
+_LINE_BREAK = re.compile("\r\n|\r|\n")  # the spec's three; never str.splitlines()' dozen
+
+
+@dataclass(frozen=True)
+class Event:
+    """One dispatched event: its data (``data:`` lines joined by LF), type and last event id."""
+
+    data: str
+    event: str = "message"
+    id: str = ""
+
+
+class LineSplitter:
+    """Text in chunks -> complete lines, split on CR, LF and CRLF only."""
+
+    def __init__(self) -> None:
+        self._pending = ""
+        self._after_cr = False  # the last chunk ended with CR: an LF first in the next one belongs to it
+
+    def feed(self, text: str) -> Iterator[str]:
+        if not text:
+            return
+        if self._after_cr and text.startswith("\n"):
+            text = text[1:]
+        self._after_cr = text.endswith("\r")
+        start = 0
+        for found in _LINE_BREAK.finditer(text):
+            yield self._pending + text[start : found.start()]
+            self._pending = ""
+            start = found.end()
+        self._pending += text[start:]
+
+    def close(self) -> Iterator[str]:
+        if self._pending:
+            yield self._pending
+        self._pending = ""
+
+
+class EventParser:
+    """Lines -> events, by the spec's field rules (comments, ``event``, ``data``, ``id``, ``retry``)."""
+
+    def __init__(self) -> None:
+        self._data: list[str] = []
+        self._event = ""
+        self.last_id = ""
+        self.retry_ms: int | None = None
+
+    def line(self, line: str) -> Event | None:
+        if not line:
+            return self._dispatch()
+        if line.startswith(":"):
+            return None  # a comment (": OPENROUTER PROCESSING", keep-alives)
+        name, colon, value = line.partition(":")
+        if colon and value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif name == "id":
+            if "\0" not in value:
+                self.last_id = value
+        elif name == "retry":
+            if value.isascii() and value.isdigit():
+                self.retry_ms = int(value)
+        return None  # any other field is ignored
+
+    def _dispatch(self) -> Event | None:
+        data, event = self._data, self._event
+        self._data, self._event = [], ""
+        if not data:
+            return None
+        return Event("\n".join(data), event or "message", self.last_id)
+
+    def close(self) -> Event | None:
+        """The stream ended: an event without its closing blank line is still delivered (lenient:
+        several servers end on ``data: [DONE]`` with no blank line)."""
+        return self._dispatch()
+
+
+class Decoder:
+    """Bytes in chunks -> events."""
+
+    def __init__(self) -> None:
+        self._text = codecs.getincrementaldecoder("utf-8")("replace")
+        self._lines = LineSplitter()
+        self._events = EventParser()
+        self._started = False
+
+    def feed(self, chunk: bytes) -> Iterator[Event]:
+        yield from self._feed_text(self._text.decode(chunk))
+
+    def close(self) -> Iterator[Event]:
+        yield from self._feed_text(self._text.decode(b"", final=True))
+        for line in self._lines.close():
+            event = self._events.line(line)
+            if event is not None:
+                yield event
+        event = self._events.close()
+        if event is not None:
+            yield event
+
+    def _feed_text(self, text: str) -> Iterator[Event]:
+        if not self._started and text:
+            self._started = True
+            text = text.removeprefix("\ufeff")
+        for line in self._lines.feed(text):
+            event = self._events.line(line)
+            if event is not None:
+                yield event
+
+
+async def sse_events(chunks: AsyncIterator[bytes]) -> AsyncGenerator[Event, None]:
+    decoder = Decoder()
+    async for chunk in chunks:
+        for event in decoder.feed(chunk):
+            yield event
+    for event in decoder.close():
+        yield event
+
 
 async def sse_data(response: Any) -> AsyncGenerator[str, None]:
-    """The ``data`` of each server-sent event; comments (``: OPENROUTER PROCESSING``) are skipped."""
-    lines: list[str] = []
-    async with aclosing(response.aiter_lines()) as received:  # closed with this one (see core.loop)
-        async for line in received:
-            if not line:
-                if lines:
-                    yield "\n".join(lines)
-                    lines = []
-                continue
-            if line.startswith(":"):
-                continue
-            name, _, value = line.partition(":")
-            if name.strip() == "data":
-                lines.append(value[1:] if value.startswith(" ") else value)
-    if lines:
-        yield "\n".join(lines)
+    """The ``data`` of each server-sent event of an HTTP response, read as its bytes arrive."""
+    async with aclosing(response.aiter_bytes()) as received:  # closed with this one (see core.loop)
+        async with aclosing(sse_events(received)) as events:
+            async for event in events:
+                yield event.data
 
 
 def payloads(data: str, url: str) -> list[Any]:
