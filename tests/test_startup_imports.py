@@ -87,3 +87,18 @@ def test_a_message_sent_during_the_warm_up_gets_its_first_words_before_markdown(
         "print(json.dumps([held, 'markdown_it' in sys.modules]))\n"
     )
     assert printed(code) == [True, True]
+
+
+def test_help_imports_neither_the_store_nor_asyncio():
+    """``tui-agent --help`` (and a subcommand's) only builds the parser: no peewee, asyncio, store (~0.3 s)."""
+    heavy = ["peewee", "asyncio", "sqlite3", "tui_agent.core.store", "tui_agent.core.profiles", "openai", "textual"]
+    for argv in (["--help"], ["mcp", "--help"], ["history", "export", "--help"]):
+        code = (
+            "from tui_agent.cli import main\n"
+            "try:\n"
+            f"    main({argv!r})\n"
+            "except SystemExit:\n"
+            "    pass\n"
+            f"print(json.dumps([m for m in {heavy!r} if m in sys.modules]))"
+        )
+        assert printed(code) == [], argv
