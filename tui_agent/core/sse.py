@@ -13,16 +13,14 @@ import json
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import aclosing
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from tui_agent.core.llm_errors import LLMError
 
 _LINE_BREAK = re.compile("\r\n|\r|\n")  # the spec's three; never str.splitlines()' dozen
 
 
-@dataclass(frozen=True)
-class Event:
+class Event(NamedTuple):
     """One dispatched event: its data (``data:`` lines joined by LF), type and last event id."""
 
     data: str
@@ -37,18 +35,16 @@ class LineSplitter:
         self._pending = ""
         self._after_cr = False  # the last chunk ended with CR: an LF first in the next one belongs to it
 
-    def feed(self, text: str) -> Iterator[str]:
+    def feed(self, text: str) -> list[str]:
         if not text:
-            return
-        if self._after_cr and text.startswith("\n"):
+            return []
+        if self._after_cr and text[0] == "\n":
             text = text[1:]
         self._after_cr = text.endswith("\r")
-        start = 0
-        for found in _LINE_BREAK.finditer(text):
-            yield self._pending + text[start : found.start()]
-            self._pending = ""
-            start = found.end()
-        self._pending += text[start:]
+        lines = text.split("\n") if "\r" not in text else _LINE_BREAK.split(text)
+        lines[0] = self._pending + lines[0]
+        self._pending = lines.pop()
+        return lines
 
     def close(self) -> Iterator[str]:
         if self._pending:
@@ -107,27 +103,21 @@ class Decoder:
         self._events = EventParser()
         self._started = False
 
-    def feed(self, chunk: bytes) -> Iterator[Event]:
-        yield from self._feed_text(self._text.decode(chunk))
+    def feed(self, chunk: bytes) -> list[Event]:
+        return self._feed_text(self._text.decode(chunk))
 
-    def close(self) -> Iterator[Event]:
-        yield from self._feed_text(self._text.decode(b"", final=True))
-        for line in self._lines.close():
-            event = self._events.line(line)
-            if event is not None:
-                yield event
-        event = self._events.close()
-        if event is not None:
-            yield event
+    def close(self) -> list[Event]:
+        lines = self._lines.feed(self._text.decode(b"", final=True)) + list(self._lines.close())
+        found = [event for event in map(self._events.line, lines) if event is not None]
+        last = self._events.close()
+        return [*found, last] if last is not None else found
 
-    def _feed_text(self, text: str) -> Iterator[Event]:
+    def _feed_text(self, text: str) -> list[Event]:
         if not self._started and text:
             self._started = True
             text = text.removeprefix("\ufeff")
-        for line in self._lines.feed(text):
-            event = self._events.line(line)
-            if event is not None:
-                yield event
+        line = self._events.line
+        return [event for event in map(line, self._lines.feed(text)) if event is not None]
 
 
 async def sse_events(chunks: AsyncIterator[bytes]) -> AsyncGenerator[Event, None]:
@@ -141,10 +131,13 @@ async def sse_events(chunks: AsyncIterator[bytes]) -> AsyncGenerator[Event, None
 
 async def sse_data(response: Any) -> AsyncGenerator[str, None]:
     """The ``data`` of each server-sent event of an HTTP response, read as its bytes arrive."""
+    decoder = Decoder()  # (sse_events inlined: one generator less per chunk on the streaming path)
     async with aclosing(response.aiter_bytes()) as received:  # closed with this one (see core.loop)
-        async with aclosing(sse_events(received)) as events:
-            async for event in events:
+        async for chunk in received:
+            for event in decoder.feed(chunk):
                 yield event.data
+    for event in decoder.close():
+        yield event.data
 
 
 def payloads(data: str, url: str) -> list[Any]:
