@@ -164,10 +164,6 @@ class GuardedOutput:
 _current: Lifeline | None = None
 
 
-def installed() -> bool:
-    return _current is not None
-
-
 def install(db_path: Path) -> Lifeline:
     """Before the app starts (the console script; a served session too): handlers and watchdog."""
     global _current
