@@ -168,3 +168,53 @@ def test_cancel_streaming_touches_only_streaming_rows(tmp_path: Path):
     conn = sqlite3.connect(db)
     assert [r[0] for r in conn.execute("SELECT status FROM messages ORDER BY id")] == ["complete", "cancelled", "error"]
     conn.close()
+
+
+def _watched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[lifeline.Lifeline, dict[str, threading.Event]]:
+    """A lifeline whose app, input thread and forced exit are recorded (the deadline made short)."""
+    monkeypatch.setattr(lifeline, "DEADLINE_S", 0.05)
+    seen = {name: threading.Event() for name in ("exit_app", "stop_input", "forced")}
+    line = lifeline.Lifeline(tmp_path / "db", None)
+    line.exit_app = seen["exit_app"].set
+    line.stop_input = seen["stop_input"].set
+    monkeypatch.setattr(line, "_force_exit", seen["forced"].set)
+    return line, seen
+
+
+def test_a_lost_terminal_stops_the_input_thread_asks_the_app_to_exit_then_forces_it(tmp_path, monkeypatch):
+    line, seen = _watched(tmp_path, monkeypatch)
+    line._thread.start()
+    line.lost("terminal gone (OSError: EIO)")
+    assert seen["forced"].wait(10)
+    assert seen["exit_app"].is_set() and seen["stop_input"].is_set()  # reads see only EOF now: no spinning
+
+
+def test_sigterm_asks_the_app_to_exit_but_leaves_a_live_terminal_s_input_alone(tmp_path, monkeypatch):
+    """The input thread's stop flag makes Textual skip restoring the terminal (mouse mode off...)."""
+    line, seen = _watched(tmp_path, monkeypatch)
+    line._thread.start()
+    line._on_signal(signal.SIGTERM, None)
+    assert seen["forced"].wait(10)
+    assert seen["exit_app"].is_set() and not seen["stop_input"].is_set()
+    assert line.reason == "SIGTERM"
+
+
+def test_the_watchdog_notices_a_hung_up_tty_by_itself(tmp_path, monkeypatch):
+    leader, follower = pty.openpty()
+    monkeypatch.setattr(lifeline, "POLL_S", 0.01)
+    line, seen = _watched(tmp_path, monkeypatch)
+    line.tty_fd = follower
+    polls: list[bool] = []
+    real = lifeline._tty_alive
+    monkeypatch.setattr(lifeline, "_tty_alive", lambda fd: polls.append(real(fd)) or polls[-1])
+    try:
+        line._thread.start()
+        deadline = time.monotonic() + 10
+        while len(polls) < 5 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert polls[:5] == [True] * 5 and not seen["exit_app"].is_set()  # a live terminal: nothing happens
+        os.close(leader)
+        assert seen["forced"].wait(10)
+        assert seen["stop_input"].is_set() and line.reason == "terminal hung up"
+    finally:
+        os.close(follower)
