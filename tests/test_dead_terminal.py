@@ -52,6 +52,7 @@ class Moment:
     wait_text: str = READY  # on screen before the ending
     keys: list[str] = field(default_factory=list)  # sent after wait_text, before the ending
     delay_s: float = 0.0  # start-up moments: end this long after launch instead of waiting for text
+    alt_screen: bool = False  # start-up: end as soon as Textual has taken the terminal (before its first frame)
     reply_cancelled: bool = False  # a reply was streaming: it must be stored as cancelled
 
 
@@ -117,6 +118,13 @@ def _run(moment: Moment, index: int, folder: Path, vault: Vault, fake: FakeOpenA
         pid = int(pid_file.read_text())
         if moment.delay_s:
             time.sleep(moment.delay_s)  # a moment during start-up: no text to wait for yet
+        elif moment.alt_screen:
+
+            def taken() -> bool:
+                shown = _tmux(socket_name, "display-message", "-p", "-t", "app", "#{alternate_on}", check=False)
+                return shown.strip() == "1"
+
+            _wait(taken, 60, "the app to take the terminal")
         else:
 
             def shows(text: str) -> bool:
@@ -183,6 +191,10 @@ def _moments() -> list[Moment]:
             (1.3, "kill-server"),
             (1.8, "kill-session"),
         )
+    ]
+    moments += [
+        Moment(f"start-up, terminal just taken, {ending}", ending, alt_screen=True)
+        for ending in ("kill-server", "kill-session", "sigterm")
     ]
     for ending in ("kill-server", "kill-session", "sigterm", "kill-server", "kill-session"):
         moments.append(
