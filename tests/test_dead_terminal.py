@@ -40,6 +40,9 @@ pytestmark = [
 GONE_WITHIN_S = 2.0  # the promise
 SLACK_S = 3.0  # what this loaded test machine may add to it
 READY = "Message (Enter sends"
+# Alternate screen and mouse reporting (any motion, SGR) off again, as before the app (tmux 3.3 has
+# no format for bracketed paste, and a dead pane always reports its cursor hidden).
+TERMINAL_MODES = "#{alternate_on} #{mouse_any_flag} #{mouse_sgr_flag}"
 
 
 @dataclass
@@ -54,12 +57,14 @@ class Moment:
     delay_s: float = 0.0  # start-up moments: end this long after launch instead of waiting for text
     alt_screen: bool = False  # start-up: end as soon as Textual has taken the terminal (before its first frame)
     reply_cancelled: bool = False  # a reply was streaming: it must be stored as cancelled
+    terminal_after: str = ""  # the terminal still there: its modes once the app is gone (tmux formats)
 
 
 @dataclass
 class Outcome:
     name: str
     gone_after_s: float | None = None
+    terminal_after: str = ""
     children_left: list[int] = field(default_factory=list)
     rows: list[tuple[Any, ...]] = field(default_factory=list)
     error: str = ""
@@ -114,6 +119,8 @@ def _run(moment: Moment, index: int, folder: Path, vault: Vault, fake: FakeOpenA
     pid = 0
     try:
         _tmux(socket_name, "new-session", "-d", "-s", "app", "-x", "120", "-y", "40", command)
+        if moment.terminal_after:
+            _tmux(socket_name, "set-option", "-t", "app", "remain-on-exit", "on")
         _wait(lambda: pid_file.exists() and pid_file.read_text().strip() != "", 20, "the app's pid")
         pid = int(pid_file.read_text())
         if moment.delay_s:
@@ -147,6 +154,9 @@ def _run(moment: Moment, index: int, folder: Path, vault: Vault, fake: FakeOpenA
             time.sleep(0.02)
         if not alive(pid):
             outcome.gone_after_s = time.monotonic() - started
+            if moment.terminal_after:
+                shown = _tmux(socket_name, "display-message", "-p", "-t", "app", moment.terminal_after, check=False)
+                outcome.terminal_after = shown.strip()
         outcome.children_left = wait_gone(started_pids(folder / "mcp.pids"), timeout_s=5)
     except Exception as exc:
         outcome.error = f"{type(exc).__name__}: {exc}"
@@ -211,6 +221,16 @@ def _moments() -> list[Moment]:
         Moment("approval, kill-server", "kill-server", [approval], prompt="edit it", wait_text="Allow memory_sql"),
         Moment("MCP call, kill-session", "kill-session", [hanging_mcp], mcp=True, prompt="sleep", wait_text="slow"),
         Moment(
+            "MCP call, Ctrl+Q, sigterm (terminal stays)",
+            "sigterm",
+            [hanging_mcp],
+            mcp=True,
+            prompt="sleep",
+            wait_text="slow",
+            keys=["C-q"],
+            terminal_after=TERMINAL_MODES,
+        ),
+        Moment(
             "MCP call, Esc, Ctrl+Q, kill-server",
             "kill-server",
             [hanging_mcp],
@@ -253,7 +273,8 @@ def test_the_app_ends_within_seconds_when_its_terminal_goes_away(tmp_path, monke
         for fake in fakes:
             fake.stop()
     report = "\n".join(
-        f"{o.name}: gone after {o.gone_after_s} s {o.error} {o.rows} MCP left: {o.children_left}" for o in outcomes
+        f"{o.name}: gone after {o.gone_after_s} s {o.error} {o.rows} MCP left: {o.children_left} {o.terminal_after}"
+        for o in outcomes
     )
     assert all(o.error == "" for o in outcomes), report
     assert all(o.gone_after_s is not None for o in outcomes), report
@@ -263,6 +284,8 @@ def test_the_app_ends_within_seconds_when_its_terminal_goes_away(tmp_path, monke
     )
     for moment, outcome in zip(moments, outcomes, strict=True):
         assert all(row[2] != "streaming" for row in outcome.rows), report
+        if moment.terminal_after:
+            assert outcome.terminal_after == "0 0 0", report
         if moment.reply_cancelled:
             assert outcome.rows[-1][0] == "assistant" and outcome.rows[-1][2] == "cancelled", report
             assert outcome.rows[-1][1].startswith("Partial words"), report

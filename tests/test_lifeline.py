@@ -218,3 +218,34 @@ def test_the_watchdog_notices_a_hung_up_tty_by_itself(tmp_path, monkeypatch):
         assert seen["stop_input"].is_set() and line.reason == "terminal hung up"
     finally:
         os.close(follower)
+
+
+async def test_a_forced_end_with_the_terminal_still_there_gives_it_back_as_it_was(monkeypatch, tmp_path):
+    """SIGTERM and a stuck app: the forced end undoes the application mode itself (mouse
+    reporting, alternate screen, raw mode), as Textual would have."""
+    import termios
+    import tty
+
+    class App:
+        driver_class = LinuxDriver
+
+    line = lifeline.Lifeline(tmp_path / "db", None)
+    app = App()
+    monkeypatch.setattr(signal, "signal", lambda *args: None)
+    lifeline.guard_driver(app, line)
+    driver = app.driver_class(app)  # type: ignore[arg-type]
+    leader, follower = pty.openpty()
+    try:
+        terminal = os.fdopen(os.dup(follower), "w")
+        driver._file = lifeline.GuardedOutput(terminal, line)
+        driver.fileno = follower
+        driver.attrs_before = termios.tcgetattr(follower)
+        tty.setraw(follower)  # what application mode does
+        assert termios.tcgetattr(follower) != driver.attrs_before
+        line.restore_terminal()  # type: ignore[misc]
+        assert os.read(leader, 4096).decode() == lifeline.RESTORE
+        assert termios.tcgetattr(follower) == driver.attrs_before
+        terminal.close()
+    finally:
+        os.close(leader)
+        os.close(follower)

@@ -36,6 +36,8 @@ log = logging.getLogger("tui_agent.ui")
 
 DEADLINE_S = 1.2  # from the terminal going away (or SIGTERM) to the forced end (the promise: 2 s)
 POLL_S = 0.25  # how often the watchdog looks at the tty when nothing woke it
+# Mouse reporting, bracketed paste, Kitty keyboard protocol and focus events off; main screen; cursor.
+RESTORE = "\x1b[?1000l\x1b[?1003l\x1b[?1015l\x1b[?1006l\x1b[?2004l\x1b[<u\x1b[?1004l\x1b[?1049l\x1b[?25h"
 LOST = (errno.EIO, errno.EPIPE, errno.ENXIO, errno.EBADF, errno.ENOTTY)
 
 
@@ -46,6 +48,7 @@ class Lifeline:
         self.reason = ""
         self.exit_app: Callable[[], None] | None = None  # set once the app's loop runs (attach)
         self.stop_input: Callable[[], None] | None = None  # set by the driver
+        self.restore_terminal: Callable[[], None] | None = None  # set by the driver
         self.terminal_lost = False
         self._woken = threading.Event()
         self._signalled = False
@@ -92,6 +95,9 @@ class Lifeline:
         with contextlib.suppress(Exception):
             cancel_streaming(self.db_path)
         end_children()
+        if not self.terminal_lost and self.restore_terminal is not None:
+            with contextlib.suppress(Exception):
+                self.restore_terminal()  # SIGTERM with the terminal still there: leave it usable
         with contextlib.suppress(Exception):
             logging.shutdown()
         os._exit(143 if self.reason == "SIGTERM" else 129)
@@ -194,5 +200,15 @@ def guard_driver(app: Any, lifeline: Lifeline) -> None:
             super().__init__(*args, **kwargs)
             self._file = GuardedOutput(self._file, lifeline)  # type: ignore[assignment]
             lifeline.stop_input = self.exit_event.set  # the input thread's own stop flag
+            lifeline.restore_terminal = self.restore_now
+
+        def restore_now(self) -> None:
+            """What stopping the application mode undoes, written straight to the terminal (the
+            app is stuck: its writer thread may never get to it)."""
+            os.write(self._file.fileno(), RESTORE.encode())  # type: ignore[union-attr]
+            if self.attrs_before is not None:
+                import termios
+
+                termios.tcsetattr(self.fileno, termios.TCSANOW, self.attrs_before)
 
     app.driver_class = GuardedLinuxDriver
