@@ -173,3 +173,24 @@ def test_ask_transient_midstream_error_keeps_the_partial_and_asks_once_more(repl
         ("assistant", "The first half of ", "error"),
         ("assistant", "All done.", "complete"),
     ]
+
+
+def test_ask_keeps_unicode_line_separators_in_the_answer_and_in_tool_arguments(replay_vault):
+    """Raw U+2028/U+2029/U+0085 inside a chunk's JSON: the turn completes and stores them as sent."""
+    replay, vault = replay_vault
+    replay.script("unicode_line_breaks_text.sse")
+    result = ask(vault, "--raw", "question")
+    assert result.returncode == 0, result.stderr
+    answer = "First line\u2028second line\u2029new paragraph\u0085next line."
+    assert result.stdout == answer + "\n"
+    assert "not JSON" not in result.stderr
+    assert [(r[1], r[2], r[3]) for r in stored(vault)][1] == (answer, "Copied\u2028from the web.", "complete")
+
+    replay.script("unicode_line_breaks_args.sse")
+    result = ask(vault, "weather?")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "All done.\n"
+    calls = json.loads(stored(vault)[3][4])
+    assert [(c["name"], json.loads(c["arguments"])) for c in calls] == [
+        ("get_weather", {"location": "Paris\u2028\u0085Île-de-France\u2029FR"})
+    ]

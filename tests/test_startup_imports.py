@@ -92,3 +92,36 @@ def test_a_message_sent_during_the_warm_up_gets_its_first_words_before_markdown(
         "print(json.dumps([held, 'markdown_it' in sys.modules]))\n"
     )
     assert printed(code) == [True, True]
+
+
+def test_help_imports_neither_the_store_nor_asyncio():
+    """``tui-agent --help`` (and a subcommand's) only builds the parser: no peewee, asyncio, store (~0.3 s)."""
+    heavy = ["peewee", "asyncio", "sqlite3", "tui_agent.core.store", "tui_agent.core.profiles", "openai", "textual"]
+    for argv in (["--help"], ["mcp", "--help"], ["history", "export", "--help"]):
+        code = (
+            "from tui_agent.cli import main\n"
+            "try:\n"
+            f"    main({argv!r})\n"
+            "except SystemExit:\n"
+            "    pass\n"
+            f"print(json.dumps([m for m in {heavy!r} if m in sys.modules]))"
+        )
+        assert printed(code) == [], argv
+
+
+def test_after_the_warm_up_anyio_imports_nothing_on_its_first_connection():
+    """The warm-up reaches anyio's lazily imported socket layer and asyncio backend through public
+    API: the first request's connection (as httpcore2 opens it) imports no anyio module."""
+    code = (
+        "from tui_agent.ui import warmup\n"
+        "assert warmup.wait(60)\n"
+        "import asyncio, socket, anyio\n"
+        "before = set(sys.modules)\n"
+        "server = socket.create_server(('127.0.0.1', 0))\n"
+        "async def connect():\n"
+        "    stream = await anyio.connect_tcp('127.0.0.1', server.getsockname()[1])\n"
+        "    await stream.aclose()\n"
+        "asyncio.run(connect())\n"
+        "print(json.dumps(sorted(m for m in set(sys.modules) - before if m.startswith('anyio'))))"
+    )
+    assert printed(code) == []

@@ -231,16 +231,18 @@ class _OpenAIBackend(_Backend):
         self.model = model
 
     async def generate(self, prompt: str, output: Path) -> None:
-        import httpx
+        import httpx2
+
+        from tui_agent.core import tls
 
         body = {"model": self.model, "prompt": prompt, "n": 1, "response_format": "b64_json"}
         headers = {"Authorization": f"Bearer {self.api_key}"}
         try:
-            async with httpx.AsyncClient(timeout=self.timeout_s) as client:
+            async with httpx2.AsyncClient(timeout=self.timeout_s, verify=tls.context()) as client:
                 response = await client.post(self.endpoint, json=body, headers=headers)
-        except httpx.TimeoutException:
+        except httpx2.TimeoutException:
             raise GenerationError(f"images API timed out after {self.timeout_s:g}s") from None
-        except httpx.HTTPError as exc:
+        except httpx2.HTTPError as exc:
             raise GenerationError(f"images API unreachable at {self.endpoint}: {exc.__class__.__name__}") from None
         if response.status_code != 200:
             detail = _error_detail(response)
