@@ -98,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", parents=[common], help="serve the app in a browser")
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--port", type=_port, default=8000, help="TCP port, 1-65535 (0: any free port, printed)")
     serve.add_argument("--token", default=None, help="access token (default: $TUI_AGENT_TOKEN or random)")
     serve.add_argument("--profile", metavar="NAME", help="profile to use")
     serve.add_argument(
@@ -108,7 +108,39 @@ def build_parser() -> argparse.ArgumentParser:
     from tui_agent.commands.mcp import add_parser as add_mcp_parser
 
     add_mcp_parser(sub, common)
+    _globals_win(parser, top=True)
     return parser
+
+
+GLOBAL_OPTIONS = ("profile", "vault")
+
+
+def _globals_win(parser: argparse.ArgumentParser, top: bool = False) -> None:
+    """``--profile`` and ``--vault`` work wherever argparse accepts them: before the subcommand or
+    after it. A subcommand's own copy of the option must not put its default (None) over the value
+    given before the subcommand (argparse applies a subparser's defaults last), so below the top
+    level they default to nothing at all."""
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in set(action.choices.values()):
+                _globals_win(child)
+        elif not top and action.dest in GLOBAL_OPTIONS:
+            action.default = argparse.SUPPRESS
+
+
+def _port(raw: str) -> int:
+    """A TCP port: never a number the socket layer would quietly wrap or replace."""
+    import argparse
+
+    try:
+        port = int(raw.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a port number (0-65535), got {raw!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number (0-65535), got {port}")
+    return port
 
 
 def _pipe_closed() -> int:
