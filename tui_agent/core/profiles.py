@@ -112,12 +112,9 @@ def _argv_template(raw: str) -> str:
         raise ValueError(f'must be a JSON list like ["flux2", "{{prompt}}", "{{output}}"] ({exc.msg})') from None
     if not isinstance(argv, list) or not argv or not all(isinstance(a, str) and a for a in argv):
         raise ValueError("must be a non-empty JSON list of non-empty strings")
-    joined = " ".join(argv)
-    if "{prompt}" not in joined or "{output}" not in joined:
-        raise ValueError("must contain both {prompt} and {output}")
-    from tui_agent.core.tools.command_guard import shell_reason
+    from tui_agent.core.tools.command_guard import template_reason
 
-    if (reason := shell_reason(argv)) is not None:
+    if (reason := template_reason(argv)) is not None:
         raise ValueError(reason)
     return json.dumps(argv)
 
@@ -137,7 +134,10 @@ FIELDS: list[FieldSpec] = [
     FieldSpec("image_backend", _choice("command", "openai"), "command (flux2-style CLI) or openai (images API)"),
     FieldSpec("image_model", _text(True), "image model name (logged; sent to the images API)"),
     FieldSpec(
-        "image_command", _argv_template, 'argv template run without a shell, e.g. ["flux2", "{prompt}", "{output}"]'
+        "image_command",
+        _argv_template,
+        'argv template run without a shell, e.g. ["flux2", "{prompt}", "{output}"]; the prompt as a whole '
+        "{prompt} argument, in a file ({prompt_file}) or on stdin (neither); never through a shell or interpreter",
     ),
     FieldSpec("image_base_url", _url(False), "images API endpoint (empty: same as base_url)"),
     FieldSpec("images_per_request", _number(int, 1, 4), "default image count (1-4)"),
