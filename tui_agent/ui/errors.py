@@ -20,6 +20,7 @@ HINTS = {
     "bad_request": "The message above is the server's own; check the profile's model and fields (Ctrl+B).",
     "bad_stream": "The partial reply is kept; send again, or try another model or server.",
     "retry": "Ctrl+R sends a turn again after it failed or was cancelled.",
+    "untrusted": "Quit and run the command above (or restart tui-agent and choose Trust), then send again.",
 }
 
 TITLES = {
@@ -38,6 +39,7 @@ TITLES = {
     "bad_request": "The server refused the request",
     "bad_stream": "The server sent something unexpected",
     "retry": "Nothing to retry",
+    "untrusted": "This vault is not trusted yet",
 }
 
 

@@ -126,6 +126,11 @@ class GenerateImageTool(Tool):
     def _backend(self, ctx: ToolContext) -> _Backend:
         profile = ctx.profile
         if profile.image_backend == "command":
+            from tui_agent.core import trust
+
+            withheld = trust.withheld("the image command is not run")
+            if withheld is not None:
+                raise GenerationError(withheld)
             argv = json.loads(profile.image_command)
             reason = template_reason(argv)  # checked when set, and again here: the row may predate the rule
             if reason is not None:
