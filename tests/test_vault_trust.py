@@ -226,3 +226,68 @@ def test_the_key_check_and_the_tools_ask_the_process_state(tmp_path, monkeypatch
     finally:
         trust.set_current(tmp_path / "jj_vault", trusted=True)
     assert resolve_api_key(profile) == SECRET
+
+
+def ask_at_a_terminal(clone: Clone, answer: str, *args: str) -> tuple[int, str, str]:
+    """``tui-agent ask`` with stdin and stderr on a pty (a terminal); ``answer`` typed at its question."""
+    import pty
+    import select
+    import time
+
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tui_agent", "ask", *args],
+        cwd=clone.repo,
+        env=clone.env,
+        stdin=follower,
+        stderr=follower,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    os.close(follower)
+    seen = b""
+    answered = False
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([leader], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the process closed the terminal: it ended
+                break
+            if not chunk:
+                break
+            seen += chunk
+        if not answered and b"Trust it? [y/N] " in seen:
+            os.write(leader, answer.encode() + b"\n")
+            answered = True
+        if process.poll() is not None and not ready:
+            break
+    os.close(leader)
+    stdout = process.stdout.read() if process.stdout else ""
+    return process.wait(timeout=30), stdout, seen.decode(errors="replace").replace("\r\n", "\n")
+
+
+@pytest.mark.slow
+def test_ask_at_a_terminal_asks_and_no_keeps_everything_off(clone):
+    code, stdout, terminal = ask_at_a_terminal(clone, "n", "hi")
+    assert f"The vault {clone.vault} came with the current folder." in terminal
+    assert "not trusted: no MCP server, no image command, no API key this time" in terminal
+    assert "MCP servers are not started: the vault" in terminal
+    assert "error: the API key in $CLONED_KEY is not read or sent" in terminal
+    assert code == 1 and stdout == ""
+    clone.nothing_ran()
+    assert clone.fake.requests == []
+    assert not (clone.config / "tui-agent" / "trusted-vaults.json").exists()
+
+
+@pytest.mark.slow
+def test_ask_at_a_terminal_yes_trusts_for_good(clone):
+    clone.fake.script(Reply(text="hello"))
+    code, stdout, terminal = ask_at_a_terminal(clone, "y", "hi")
+    assert code == 0, terminal
+    assert stdout == "hello\n"
+    assert f"trusted {clone.vault}" in terminal
+    assert clone.mcp_marker.exists() and len(clone.keys_sent()) == 1
+    assert json.loads((clone.config / "tui-agent" / "trusted-vaults.json").read_text())["trusted"] == [str(clone.vault)]
+    assert clone.cli("ask", "again").returncode == 0  # no terminal now, and no question: trusted

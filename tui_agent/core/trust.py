@@ -18,7 +18,6 @@ import contextlib
 import json
 import logging
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -123,6 +122,8 @@ def _locked() -> Iterator[None]:
 
 def _write(paths: list[str]) -> None:
     """Atomically: a private temporary file beside it, then renamed over it (mode 0600)."""
+    import tempfile
+
     target = trust_file()
     text = json.dumps({"version": 1, "trusted": paths}, indent=2) + "\n"
     try:
