@@ -110,6 +110,18 @@ def test_an_agent_db_that_is_a_fifo_does_not_hang(tmp_path):
     )
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["agent.db-wal", "logs/agent.log"])
+def test_a_fifo_beside_the_database_or_as_the_log_does_not_hang(tmp_path, name):
+    vault = tmp_path / "v"
+    (vault / "logs").mkdir(parents=True)
+    os.mkfifo(vault / name)
+    holds = "the log" if name.endswith(".log") else "the database"
+    assert_one_line_each(
+        str(vault), tmp_path, tmp_path, f"{vault}/{name} is not a plain file (a FIFO), so it cannot hold {holds}"
+    )
+
+
 def _read_only_wrapper(vault: Path) -> Callable[[list[str]], list[str]] | None:
     """Run the CLI with ``vault`` read-only: a read-only bind mount in a private mount namespace
     as root (root writes through file modes), plain file modes otherwise."""

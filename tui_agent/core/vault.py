@@ -120,14 +120,14 @@ class Vault:
                     f"{shown(folder)} is a file, not a folder, so it cannot be {what}: move it aside "
                     "or choose another vault with --vault"
                 )
-        for suffix in DB_SUFFIXES:
-            path = Path(f"{self.db_path}{suffix}")
+        files = [(Path(f"{self.db_path}{suffix}"), "the database") for suffix in DB_SUFFIXES]
+        for path, holds in [*files, (self.log_file, "the log")]:
             mode = _mode(path)
-            if mode is not None and stat.S_ISDIR(mode) and not suffix:
+            if mode is not None and stat.S_ISDIR(mode) and path == self.db_path:
                 raise VaultError(f"{shown(path)} is a folder, not a database: move it aside and run again")
             if mode is not None and not stat.S_ISREG(mode):
                 raise VaultError(
-                    f"{shown(path)} is not a plain file ({_kind(mode)}), so it cannot hold the database: "
+                    f"{shown(path)} is not a plain file ({_kind(mode)}), so it cannot hold {holds}: "
                     "move it aside and run again"
                 )
 
