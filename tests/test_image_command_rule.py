@@ -76,6 +76,39 @@ def test_every_attack_form_is_refused_when_the_profile_is_set(env, attack_list):
         assert env.reload_profile().image_command == before, label
 
 
+@pytest.mark.slow
+def test_every_attack_form_is_refused_by_tui_agent_profile_set(attack_list, tmp_path):
+    import subprocess
+    import sys
+
+    _, forms = attack_list
+    vault = str(tmp_path / "cli-vault")
+    for label, template, _ in forms:
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "tui_agent",
+                "--vault",
+                vault,
+                "profile",
+                "set",
+                "image_command",
+                json.dumps(template),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 2, label
+        assert result.stderr.startswith("error: image_command: must run the image program directly, not a shell")
+        assert result.stderr.count("\n") == 1 and "the prompt would run as code" in result.stderr, label
+    shown = subprocess.run(
+        [sys.executable, "-m", "tui_agent", "--vault", vault, "profile", "show"], capture_output=True, text=True
+    )
+    assert 'image_command: ["flux2", "{prompt}", "{output}"]' in shown.stdout
+
+
 async def test_every_attack_form_stored_anyway_never_runs(env, attack_list, tmp_path):
     marker, forms = attack_list
     for label, template, prompt in forms:

@@ -173,6 +173,24 @@ def test_a_cloned_vault_runs_nothing_and_sends_no_key_until_trusted(clone):
 
 
 @pytest.mark.slow
+def test_trust_by_path_from_anywhere_also_by_the_project_folder(clone, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "tui_agent", *args], cwd=elsewhere, env=clone.env, capture_output=True, text=True
+        )
+
+    result = run("vault", "trust", str(clone.repo))  # the project folder: its jj_vault is meant
+    assert result.stdout.startswith(f"trusted {clone.vault}:")
+    assert run("vault", "status", str(clone.vault)).stdout.startswith(f"{clone.vault}: in your trust list")
+    assert clone.cli("vault", "status").stdout.startswith(f"{clone.vault}: trusted (it came with the current folder)")
+    assert run("vault", "untrust", str(clone.vault)).stdout == f"{clone.vault} is no longer trusted\n"
+    assert run("vault", "status").stdout.endswith(": trusted (your own vault)\n")
+
+
+@pytest.mark.slow
 def test_the_same_vault_named_with_vault_is_trusted_and_other_folders_are_not(clone, tmp_path):
     clone.fake.script(Reply(text="hello"))
     result = clone.cli("--vault", "jj_vault", "ask", "hi")  # named: the user chose it

@@ -16,6 +16,9 @@ def run_vault(vault_arg: str | None, args: argparse.Namespace) -> int:
 
     if args.path:
         root, found_here = Path(args.path).expanduser().resolve(), False
+        inner = root / "jj_vault"
+        if inner.is_dir() and not (root / "agent.db").exists():  # the project folder was named
+            root = inner.resolve()
     else:
         root, found_here = resolve_vault(vault_arg)
     name = visible(shown(root))
