@@ -226,14 +226,14 @@ def _trust_gate(command: str | None, vault: str | None, args: argparse.Namespace
     if command not in ("ask", "serve") and not (command == "mcp" and getattr(args, "action", None) == "test"):
         return None
     from tui_agent.core import trust
-    from tui_agent.core.vault import resolve_vault, shown
+    from tui_agent.core.vault import resolve_vault
 
     root, found_here = resolve_vault(vault)
     if not found_here or trust.is_trusted(root):
         return None
     from tui_agent.core.textsafe import visible
 
-    name = visible(shown(root))
+    name = visible(str(root))  # in full: the command in the message must work when copied
     if command == "ask" and args.text != ["-"] and sys.stdin.isatty() and sys.stderr.isatty():
         return _ask_to_trust(root, name)
     print(

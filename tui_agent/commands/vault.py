@@ -12,7 +12,7 @@ def run_vault(vault_arg: str | None, args: argparse.Namespace) -> int:
     """Nothing here opens the vault: trusting one writes only to your own config folder."""
     from tui_agent.core import trust
     from tui_agent.core.textsafe import visible
-    from tui_agent.core.vault import VAULT_ENV, resolve_vault, shown
+    from tui_agent.core.vault import VAULT_ENV, resolve_vault
 
     if args.path:
         root, found_here = Path(args.path).expanduser().resolve(), False
@@ -21,7 +21,7 @@ def run_vault(vault_arg: str | None, args: argparse.Namespace) -> int:
             root = inner.resolve()
     else:
         root, found_here = resolve_vault(vault_arg)
-    name = visible(shown(root))
+    name = visible(str(root))
     try:
         if args.action == "trust":
             if not root.is_dir():

@@ -152,10 +152,15 @@ def untrusted_vault() -> Path | None:
     return _Current.untrusted
 
 
-def how_to_trust(vault_root: Path | str) -> str:
-    from tui_agent.core.vault import shown
+def _name(vault_root: Path | str) -> str:
+    """The path in full (the command to copy must work), control characters made visible."""
+    from tui_agent.core.textsafe import visible
 
-    return f"trust it with `tui-agent vault trust {shown(vault_root)}` (or name it with --vault)"
+    return visible(str(vault_root))
+
+
+def how_to_trust(vault_root: Path | str) -> str:
+    return f"trust it with `tui-agent vault trust {_name(vault_root)}` (or name it with --vault)"
 
 
 def withheld(what: str) -> str | None:
@@ -163,9 +168,7 @@ def withheld(what: str) -> str | None:
     root = _Current.untrusted
     if root is None:
         return None
-    from tui_agent.core.vault import shown
-
-    return f"{what}: the vault {shown(root)} came with the current folder and is not trusted; {how_to_trust(root)}"
+    return f"{what}: the vault {_name(root)} came with the current folder and is not trusted; {how_to_trust(root)}"
 
 
 def what_it_would_do(profile: Profile) -> list[str]:

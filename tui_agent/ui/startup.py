@@ -55,23 +55,23 @@ class StartupMixin(PanelActionsMixin):
         root = trust.untrusted_vault()
         if root is None:
             return
-        from tui_agent.core.vault import shown
         from tui_agent.ui.screens.trust import TrustScreen
 
         would = trust.what_it_would_do(self.profile)
-        self.push_screen(TrustScreen(shown(root), would), callback=self._trust_answered)
+        self.push_screen(TrustScreen(str(root), would), callback=self._trust_answered)
 
     def _trust_answered(self, trusted: bool | None) -> None:
         from tui_agent.core import trust
-        from tui_agent.core.vault import shown
+        from tui_agent.core.textsafe import visible
 
         root = trust.untrusted_vault()
         if root is None:
             return
+        name = visible(str(root))
         if not trusted:
             self.notify(
                 f"Not trusted: no MCP server, no image command, no API key this run. Later: tui-agent vault trust "
-                f"{shown(root)}",
+                f"{name}",
                 title="Vault",
                 timeout=10,
                 markup=False,
@@ -80,10 +80,10 @@ class StartupMixin(PanelActionsMixin):
         try:
             trust.trust(root)
         except trust.TrustStoreError as exc:
-            self.notify(str(exc), title="Vault not trusted", severity="error", markup=False)
+            self.notify(visible(str(exc)), title="Vault not trusted", severity="error", markup=False)
             return
         trust.set_current(root, trusted=True)
-        self.notify(f"Trusted {shown(root)}", title="Vault", markup=False)
+        self.notify(f"Trusted {name}", title="Vault", markup=False)
         if self.status_line.state == "error":  # the key it held back: the next turn reads it
             self.status_line.ready(self.profile.chat_model)
         if self._preload_done.is_set():  # else the preload starts them when it is done
