@@ -69,9 +69,36 @@ async def test_not_now_runs_nothing_and_sends_no_key(clone, monkeypatch):  # noq
             "This vault is not trusted yet" in card and "CLONED_KEY is not read or sent" in card for card in cards
         )
         assert app.mcp.states() == {}
+        clone.nothing_ran()
+        # Changed their mind: the command palette's "Trust this vault" asks again, and the message goes.
+        await app.run_action("trust_vault")
+        await wait_until(pilot, lambda: isinstance(app.screen, TrustScreen) and app.screen.armed)
+        await pilot.press("t")
+        await wait_until(pilot, lambda: app.mcp.states().get("cloned", ("",))[0] == "ready")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(clone.fake.chat_requests) == 1 and not app.turns)
+        assert clone.keys_sent() == [f"authorization: Bearer {SECRET}"]
+        assert clone.fake.chat_requests[0]["messages"][-1]["content"] == "hi"
+
+
+@pytest.mark.slow
+async def test_not_now_is_for_this_run_only(clone, monkeypatch):  # noqa: F811
+    app = start_in(clone, monkeypatch)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, TrustScreen) and app.screen.armed)
+        await pilot.press("n")
+        await wait_until(pilot, lambda: not isinstance(app.screen, TrustScreen))
+        await wait_until(pilot, lambda: app._preload_done.is_set())
+        await wait_until(pilot, lambda: app.mcp._starting is None or app.mcp._starting.done())
     clone.nothing_ran()
     assert clone.fake.requests == []
     assert not (clone.config / "tui-agent" / "trusted-vaults.json").exists()
+    again = start_in(clone, monkeypatch)  # the next start asks again
+    async with again.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: isinstance(again.screen, TrustScreen) and again.screen.armed)
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not isinstance(again.screen, TrustScreen))
+    clone.nothing_ran()
 
 
 @pytest.mark.slow

@@ -20,7 +20,8 @@ HINTS = {
     "bad_request": "The message above is the server's own; check the profile's model and fields (Ctrl+B).",
     "bad_stream": "The partial reply is kept; send again, or try another model or server.",
     "retry": "Ctrl+R sends a turn again after it failed or was cancelled.",
-    "untrusted": "Quit and run the command above (or restart tui-agent and choose Trust), then send again.",
+    "untrusted": "Trust it from the command palette (Ctrl+P: Trust this vault) or with the command above, "
+    "then send again.",
 }
 
 TITLES = {

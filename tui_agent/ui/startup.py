@@ -60,6 +60,15 @@ class StartupMixin(PanelActionsMixin):
         would = trust.what_it_would_do(self.profile)
         self.push_screen(TrustScreen(str(root), would), callback=self._trust_answered)
 
+    def action_trust_vault(self) -> None:
+        """The command palette's "Trust this vault": the start-up question again (after "Not now")."""
+        from tui_agent.core import trust
+
+        if trust.untrusted_vault() is None:
+            self.notify("This vault is trusted: you named it, it is your own, or you trusted it.", title="Vault")
+        else:
+            self.ask_about_trust()
+
     def _trust_answered(self, trusted: bool | None) -> None:
         from tui_agent.core import trust
         from tui_agent.core.textsafe import visible
