@@ -84,7 +84,7 @@ def test_vault_resolution_order(tmp_path, monkeypatch):
         ("image_backend", "dalle", "image_backend: must be one of command, openai"),
         ("images_per_request", "9", "images_per_request: must be between 1 and 4"),
         ("temperature", "hot", "temperature: must be a number"),
-        ("image_command", '["flux2", "{prompt}"]', "image_command: must contain both {prompt} and {output}"),
+        ("image_command", '["flux2", "{prompt}"]', "image_command: must contain {output} (where the image goes)"),
         ("image_command", "flux2 {prompt} {output}", "image_command: must be a JSON list"),
         ("api_key_env", "sk-abc123", "api_key_env: holds the name of the variable"),
         ("sql_update_approval", "never", "sql_update_approval: must be one of ask, auto"),
