@@ -104,7 +104,7 @@ async def test_copy_message_and_code_block_send_osc52(env):
         await pilot.pause()
         assert copied(written)[-1] == "ls -l\n"
         assert app.focused is app.chat_log and app.chat_log.cursor is not None
-        notices = [n.message for n in app._notifications]
+        notices = app.notices_seen
         assert any(m.startswith("Copied ") and "OSC 52" in m for m in notices)
 
 

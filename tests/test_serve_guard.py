@@ -8,7 +8,7 @@ import os
 import time
 
 import aiohttp
-import httpx
+import httpx2
 import pytest
 from fake_openai import png_bytes
 from serve_helpers import TOKEN, app_processes, children_of, start_serve
@@ -22,11 +22,12 @@ def served(env, tmp_path):
 
 
 def cookie_of(url: str) -> dict[str, str]:
-    first = httpx.get(url)
+    first = httpx2.get(url)
     assert first.status_code == 303
     return dict(first.cookies.items())
 
 
+@pytest.mark.slow
 def test_only_our_own_host_and_origin_pass_even_with_the_cookie(served):
     base, port = served.base, served.port
     cookies = cookie_of(served.url)
@@ -43,7 +44,7 @@ def test_only_our_own_host_and_origin_pass_even_with_the_cookie(served):
     ]
     for headers in refused:
         for path in ("/", "/static/js/textual.js", "/media/x.png", "/download/k"):
-            response = httpx.get(base + path, headers=headers, cookies=cookies)
+            response = httpx2.get(base + path, headers=headers, cookies=cookies)
             assert response.status_code == 403, (headers, path)
             assert TOKEN not in response.text
     for headers in (
@@ -52,15 +53,15 @@ def test_only_our_own_host_and_origin_pass_even_with_the_cookie(served):
         {"Host": f"localhost:{port}", "Origin": f"http://localhost:{port}"},
         {"Sec-Fetch-Site": "none"},  # typed into the address bar
     ):
-        page = httpx.get(base + "/", headers=headers, cookies=cookies)
+        page = httpx2.get(base + "/", headers=headers, cookies=cookies)
         assert page.status_code == 200, headers
         host = headers.get("Host", f"127.0.0.1:{port}")
         assert f'data-session-websocket-url="ws://{host}/ws"' in page.text
     # A link with the token may come from anywhere the user clicked it, but not from a rebinding name.
-    clicked = httpx.get(served.url, headers={"Sec-Fetch-Site": "cross-site"})
+    clicked = httpx2.get(served.url, headers={"Sec-Fetch-Site": "cross-site"})
     assert clicked.status_code == 200 and '<meta http-equiv="refresh" content="0;url=/">' in clicked.text
     assert TOKEN not in clicked.text and set(dict(clicked.cookies.items())) == set(cookies)
-    assert httpx.get(served.url, headers={"Host": f"attacker.example:{port}"}).status_code == 403
+    assert httpx2.get(served.url, headers={"Host": f"attacker.example:{port}"}).status_code == 403
 
 
 def test_the_websocket_upgrade_is_refused_from_another_origin_and_starts_nothing(served):
@@ -91,10 +92,10 @@ def test_cookie_names_are_unique_per_server_and_not_interchangeable(env, tmp_pat
     try:
         a, b = cookie_of(first.url), cookie_of(other.url)
         assert set(a).isdisjoint(b)
-        assert httpx.get(first.base + "/", cookies=a).status_code == 200
+        assert httpx2.get(first.base + "/", cookies=a).status_code == 200
         # The browser sends both cookies to both ports; each server takes only its own.
-        assert httpx.get(other.base + "/", cookies=a).status_code == 403
-        assert httpx.get(other.base + "/", cookies={**a, **b}).status_code == 200
+        assert httpx2.get(other.base + "/", cookies=a).status_code == 403
+        assert httpx2.get(other.base + "/", cookies={**a, **b}).status_code == 200
     finally:
         first.stop()
         other.stop()
@@ -159,19 +160,20 @@ def media(env):
     return image
 
 
+@pytest.mark.slow
 def test_media_serves_vault_images_byte_for_byte_and_nothing_else(served, media):
     base = served.base
     cookies = cookie_of(served.url)
-    ok = httpx.get(f"{base}/media/food/pizza.png", cookies=cookies)
+    ok = httpx2.get(f"{base}/media/food/pizza.png", cookies=cookies)
     assert ok.status_code == 200 and ok.content == media
     assert ok.headers["content-type"] == "image/png"
     assert ok.headers["x-content-type-options"] == "nosniff"
     assert "sandbox" in ok.headers["content-security-policy"]
-    jpeg = httpx.get(f"{base}/media/food/photo.JPG", cookies=cookies)
+    jpeg = httpx2.get(f"{base}/media/food/photo.JPG", cookies=cookies)
     assert jpeg.status_code == 200 and jpeg.headers["content-type"] == "image/jpeg"  # from the bytes
-    inside = httpx.get(f"{base}/media/food/inside.png", cookies=cookies)  # a link that stays in media/
+    inside = httpx2.get(f"{base}/media/food/inside.png", cookies=cookies)  # a link that stays in media/
     assert inside.status_code == 200 and inside.content == media
-    download = httpx.get(f"{base}/media/food/pizza.png?download=1", cookies=cookies)
+    download = httpx2.get(f"{base}/media/food/pizza.png?download=1", cookies=cookies)
     assert download.headers["content-disposition"] == 'attachment; filename="pizza.png"'
 
     for path, status in [
@@ -192,24 +194,24 @@ def test_media_serves_vault_images_byte_for_byte_and_nothing_else(served, media)
         (".hidden.png", 400),
         ("food/pizza.png%00.png", 400),
     ]:
-        response = httpx.get(f"{base}/media/{path}", cookies=cookies)
+        response = httpx2.get(f"{base}/media/{path}", cookies=cookies)
         assert response.status_code == status, (path, response.status_code, response.text)
         assert response.content != media and b"alert" not in response.content
     # Dot segments are folded away by the URL rules before routing: outside /media/ nothing is served.
     for raw in ("/media/../secret.png", "/media/food/../../secret.png", "/static/../agent.db"):
-        response = httpx.get(base + raw, cookies=cookies)
+        response = httpx2.get(base + raw, cookies=cookies)
         assert response.status_code in (403, 404) and response.content != media
-    assert httpx.get(f"{base}/media/", cookies=cookies).status_code == 404
-    assert httpx.get(f"{base}/static/", cookies=cookies).status_code in (403, 404)  # no directory listing
+    assert httpx2.get(f"{base}/media/", cookies=cookies).status_code == 404
+    assert httpx2.get(f"{base}/static/", cookies=cookies).status_code in (403, 404)  # no directory listing
     # Without the token, or from another origin, not even a real image.
-    assert httpx.get(f"{base}/media/food/pizza.png").status_code == 403
+    assert httpx2.get(f"{base}/media/food/pizza.png").status_code == 403
     other = {"Origin": f"http://127.0.0.1:{served.port + 1}"}
-    assert httpx.get(f"{base}/media/food/pizza.png", cookies=cookies, headers=other).status_code == 403
-    assert httpx.get(f"{base}/gallery/1").status_code == 403
-    assert httpx.get(f"{base}/gallery/1", cookies=cookies, headers=other).status_code == 403
-    assert httpx.get(f"{base}/gallery/1", cookies=cookies).status_code == 404  # no images in it
+    assert httpx2.get(f"{base}/media/food/pizza.png", cookies=cookies, headers=other).status_code == 403
+    assert httpx2.get(f"{base}/gallery/1").status_code == 403
+    assert httpx2.get(f"{base}/gallery/1", cookies=cookies, headers=other).status_code == 403
+    assert httpx2.get(f"{base}/gallery/1", cookies=cookies).status_code == 404  # no images in it
     img_from_other_port = {"Sec-Fetch-Site": "same-site", "Sec-Fetch-Dest": "image"}
-    assert httpx.get(f"{base}/media/food/pizza.png", cookies=cookies, headers=img_from_other_port).status_code == 403
+    assert httpx2.get(f"{base}/media/food/pizza.png", cookies=cookies, headers=img_from_other_port).status_code == 403
 
 
 def test_host_headers_name_this_machine_or_are_refused():

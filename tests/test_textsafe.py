@@ -41,6 +41,7 @@ def test_visible_maps_every_control_but_newline_and_tab():
     assert all(ord(c) >= 0x20 or c in "\n\t" for c in visible("".join(map(chr, range(0x100)))))
 
 
+@pytest.mark.slow
 def test_ask_escapes_stdout_and_stderr_unless_raw(env):
     env.fake.script(
         Reply(text=HOSTILE),
@@ -152,6 +153,7 @@ def quit_app(tmux: Tmux) -> None:
     raise AssertionError("the app did not quit on Ctrl+Q")
 
 
+@pytest.mark.slow
 def test_escapes_in_a_reply_do_nothing_in_tmux(env, tmp_path):
     tmux_available()
     env.fake.script(Reply(text=f"first line stays\n\n{HOSTILE}"))

@@ -6,9 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from tui_agent.core import profiles
-from tui_agent.core.mcp import config as mcp_config
-from tui_agent.core.session import open_session
+# The store, profiles and asyncio are imported by the functions that run a command: `tui-agent
+# --help` builds this parser and must not pay for them (~0.3 s).
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -60,6 +59,10 @@ def split_command_line(argv: list[str]) -> tuple[list[str], list[str] | None]:
 
 
 def run_mcp(vault_arg: str | None, args: argparse.Namespace) -> int:
+    from tui_agent.core import profiles
+    from tui_agent.core.mcp import config as mcp_config
+    from tui_agent.core.session import open_session
+
     session = open_session(vault_arg)
     try:
         return _dispatch(session, args)
@@ -71,6 +74,11 @@ def run_mcp(vault_arg: str | None, args: argparse.Namespace) -> int:
 
 
 def _dispatch(session: Any, args: argparse.Namespace) -> int:
+    import asyncio
+
+    from tui_agent.core import profiles
+    from tui_agent.core.mcp import config as mcp_config
+
     profile_name = getattr(args, "profile", None)
     if args.action == "list":
         profile = profiles.get_profile(profile_name) if profile_name else profiles.active_profile()
@@ -98,12 +106,12 @@ def _dispatch(session: Any, args: argparse.Namespace) -> int:
         mcp_config.set_policy(args.name, args.policy, args.tool)
         print(f"{args.name}{'.' + args.tool if args.tool else ''}: {args.policy}")
         return 0
-    import asyncio  # here: every command builds this parser, and asyncio costs ~30 ms to import
-
     return asyncio.run(_test(session, args.name))
 
 
 def _add(args: argparse.Namespace) -> int:
+    from tui_agent.core.mcp import config as mcp_config
+
     command_line = list(args.command_line)
     if command_line[:1] == ["--"]:
         command_line = command_line[1:]
@@ -132,6 +140,8 @@ def _add(args: argparse.Namespace) -> int:
 
 
 async def _test(session: Any, name: str) -> int:
+    from tui_agent.core import profiles
+    from tui_agent.core.mcp import config as mcp_config
     from tui_agent.core.mcp.manager import McpManager
     from tui_agent.core.tools.registry import ToolRegistry
 

@@ -27,7 +27,8 @@ def _dispatch(args: argparse.Namespace) -> int:
             print(f"{mark} {profile.name}\t{profile.base_url}\t{profile.chat_model}")
         return 0
     if args.action == "show":
-        profile = profiles.get_profile(args.name) if args.name else profiles.active_profile()
+        name = args.name or getattr(args, "profile", None)  # `tui-agent --profile NAME profile show`
+        profile = profiles.get_profile(name) if name else profiles.active_profile()
         print(f"name: {profile.name}")
         for name in profiles.FIELD_NAMES:
             print(f"{name}: {profiles.field_as_text(profile, name)}")

@@ -149,6 +149,7 @@ class AgentApp(StartupMixin):
         # Not stored again: next start finds the same one (a write transaction saved on the first paint).
         await self.open_conversation(last.id if last else None, remember=False)
         self.composer.focus()
+        self.ask_about_trust()  # a ./jj_vault not trusted yet: the dialog comes over the chat
         self.mcp.install_signal_handlers()
         log.info("chat screen ready (pid %d)", os.getpid())
         # The openai import (~0.5-1 s) starts right after the first frame, so a message sent at once

@@ -39,6 +39,7 @@ ACTIONS = [
     ("Export conversation as Markdown", "export_markdown", "Into the vault's exports/ with its images"),
     ("Export conversation as JSON", "export_json", "Every stored field; tui-agent history import reads it"),
     ("Help", "help", "Slash commands and key bindings (F1)"),
+    ("Trust this vault", "trust_vault", "A ./jj_vault: let it run its MCP servers, image command and API key"),
 ]
 
 
