@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tui_agent.core import export
 from tui_agent.core.store import history
+from tui_agent.core.textsafe import visible
 from tui_agent.core.vault import Vault
 
 
@@ -18,10 +19,10 @@ def run_transfer(vault: Vault, args: argparse.Namespace) -> int:
             return _export(vault, args)
         return _import(vault, args.file)
     except export.ExportError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(visible(f"error: {exc}"), file=sys.stderr)
         return 1
     except OSError as exc:
-        print(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
+        print(visible(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")), file=sys.stderr)
         return 1
 
 
@@ -50,11 +51,17 @@ def _export(vault: Vault, args: argparse.Namespace) -> int:
 
 
 def _import(vault: Vault, file: str) -> int:
-    raw = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
+    raw = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
     try:
-        data = json.loads(raw)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise export.ExportError(f"{file} is not UTF-8 text (byte {exc.start}); nothing was imported") from None
+    try:
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise export.ExportError(f"{file} is not JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise export.ExportError(f"{file} is nested too deeply to be an export; nothing was imported") from None
     conversation_id = export.import_json(vault, data)
     print(f"imported as conversation {conversation_id}")
     return 0

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from tui_agent.core import image_cache
-from tui_agent.core.context_rows import recent_rows
+from tui_agent.core.context_rows import recent_rows, stored_calls
 from tui_agent.core.profiles import accepts_images
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Message, Profile
@@ -128,7 +128,7 @@ class ContextBuilder:
                 )
             elif message.role == "assistant":
                 entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
-                calls = json.loads(message.tool_calls) if message.tool_calls else []
+                calls = stored_calls(message)
                 if calls:
                     entry["tool_calls"] = [
                         {

@@ -12,17 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tui_agent.core import export_schema
+from tui_agent.core.export_schema import ExportError
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Attachment, Conversation, Message, MessageRevision
 from tui_agent.core.vault import Vault
 
-FORMAT = "tui-agent-conversation"
-FORMAT_VERSION = 1
+FORMAT = export_schema.FORMAT
+FORMAT_VERSION = export_schema.FORMAT_VERSION
 ROLE_TITLES = {"user": "User", "assistant": "Assistant", "error": "Error", "system": "System"}
-
-
-class ExportError(Exception):
-    """An export or import failed; ``str(err)`` says why in one line."""
 
 
 @dataclass(frozen=True)
@@ -162,47 +160,31 @@ def _fields(row: Any, drop: tuple[str, ...] = ()) -> dict[str, Any]:
 def import_json(vault: Vault, data: Any) -> int:
     """Store an exported conversation as a new conversation; return its id. Ids are renumbered.
 
-    Attachment paths must be image paths under this vault's ``media/`` (the same rules as
-    ``show_image``): an export cannot make the app read, show or send any other file."""
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise ExportError(f'not a tui-agent conversation export (expected "format": "{FORMAT}")')
-    if int(data.get("version", 0)) > FORMAT_VERSION:
-        raise ExportError(f"export version {data.get('version')} is newer than this tui-agent reads ({FORMAT_VERSION})")
-    messages = data.get("messages")
-    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
-        raise ExportError('"messages" must be a list of objects')
-    source = data.get("conversation")
-    title = str(source.get("title") or "imported") if isinstance(source, dict) else "imported"
-    message_fields = set(Message._meta.fields) - {"id", "conversation"}
+    The whole file is checked first (:func:`export_schema.check`): a wrong field is one line that
+    names it, and nothing is written. Attachment paths must be image paths under this vault's
+    ``media/`` (the same rules as ``show_image``): an export cannot make the app read, show or
+    send any other file."""
+    checked = export_schema.check(data)
+    for message in checked["messages"]:
+        for attachment in message["attachments"]:
+            attachment["path"] = _checked_path(vault, attachment)
     db = Message._meta.database
     with db.atomic():
-        conversation = Conversation.create(title=title)
+        conversation = Conversation.create(title=checked["title"] or "imported")
         new_ids: dict[Any, int] = {}
         previous: int | None = None  # exports without parent links become one straight branch
-        for entry in messages:
-            if not isinstance(entry.get("role"), str):
-                raise ExportError('every message needs a "role"')
-            values = {k: v for k, v in entry.items() if k in message_fields}
-            if any(isinstance(v, (dict, list)) for v in values.values()):
-                raise ExportError(f"message {entry.get('id')}: field values must be text or numbers")
+        for entry in checked["messages"]:
+            values = dict(entry["values"])
             # Branches keep their shape; an export without parent links becomes one straight branch.
-            parent = entry.get("parent_id")  # None: the message before; 0: a branch's first message
-            values["parent_id"] = (new_ids.get(parent) if parent else parent) if "parent_id" in entry else previous
+            parent = values.get("parent_id")  # None: the message before; 0: a branch's first message
+            values["parent_id"] = (new_ids.get(parent) if parent else parent) if entry["has_parent"] else previous
             message = Message.create(conversation=conversation.id, **values)
-            new_ids[entry.get("id")] = previous = message.id
-            for position, attachment in enumerate(entry.get("attachments") or []):
-                path = _checked_path(vault, attachment)
-                Attachment.create(
-                    message=message.id,
-                    position=int(attachment.get("position", position)),
-                    path=path,
-                    mime=str(attachment.get("mime") or "image/png"),
-                )
-            for revision in entry.get("revisions") or []:
-                MessageRevision.create(
-                    message=message.id, content=str(revision.get("content", "")), reason=str(revision.get("reason", ""))
-                )
-        conversation.leaf_id = new_ids.get((source or {}).get("leaf_id")) if isinstance(source, dict) else None
+            new_ids[entry["id"]] = previous = message.id
+            for attachment in entry["attachments"]:
+                Attachment.create(message=message.id, **attachment)
+            for revision in entry["revisions"]:
+                MessageRevision.create(message=message.id, **revision)
+        conversation.leaf_id = new_ids.get(checked["leaf_id"]) if checked["leaf_id"] is not None else None
         conversation.save()
     return int(conversation.id)
 
@@ -210,7 +192,7 @@ def import_json(vault: Vault, data: Any) -> int:
 def _checked_path(vault: Vault, attachment: Any) -> str:
     from tui_agent.core.tools.vault_paths import SHOW_RE, PathRejected, media_path
 
-    raw = attachment.get("path") if isinstance(attachment, dict) else None
+    raw = attachment["path"]
     try:
         media_path(vault, str(raw), SHOW_RE)
     except PathRejected:
