@@ -18,7 +18,7 @@ def run_transfer(vault: Vault, args: argparse.Namespace) -> int:
         if args.action == "export":
             return _export(vault, args)
         return _import(vault, args.file)
-    except export.ExportError as exc:
+    except (export.ExportError, export.TargetExists) as exc:
         print(visible(f"error: {exc}"), file=sys.stderr)
         return 1
     except OSError as exc:
@@ -32,21 +32,19 @@ def _export(vault: Vault, args: argparse.Namespace) -> int:
     except LookupError as exc:
         raise export.ExportError(f"{exc} (tui-agent history list shows them)") from None
     if args.format == "json":
-        text = json.dumps(export.to_json(conversation.id), ensure_ascii=False, indent=2) + "\n"
         if args.out == "-":
-            sys.stdout.write(text)
+            sys.stdout.write(json.dumps(export.to_json(conversation.id), ensure_ascii=False, indent=2) + "\n")
             return 0
         out = Path(args.out or export.default_name(conversation, "json"))
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text, encoding="utf-8")
-        print(f"wrote {out}")
+        export.write_json(conversation.id, out, force=args.force)
+        print(visible(f"wrote {out}"))
         return 0
     if args.out == "-":
         raise export.ExportError("Markdown export copies images beside the file: give --out a file path")
     out = Path(args.out or export.default_name(conversation, "md"))
-    result = export.to_markdown(vault, conversation.id, out, reasoning=args.reasoning)
+    result = export.to_markdown(vault, conversation.id, out, reasoning=args.reasoning, force=args.force)
     images = f" and {result.images} image(s) in {out.stem}_files/" if result.images else ""
-    print(f"wrote {out}{images}")
+    print(visible(f"wrote {out}{images}"))
     return 0
 
 

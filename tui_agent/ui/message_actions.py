@@ -4,13 +4,13 @@ cursor, else the newest one that fits the action."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual import on
 from textual.widget import Widget
 
+from tui_agent.core.textsafe import visible
 from tui_agent.ui.conversations import ConversationsApp
 from tui_agent.ui.widgets.alternatives import AlternativesBar
 from tui_agent.ui.widgets.bubbles import AssistantBubble, UserBubble
@@ -212,19 +212,27 @@ class MessageActionsMixin(ConversationsApp):
             return
         conversation = history.get_conversation(self.conversation_id)
         folder = self.vault.root / "exports"
-        out = folder / export.default_name(conversation, fmt)
-        if fmt == "json":
-            folder.mkdir(parents=True, exist_ok=True)
-            out.write_text(json.dumps(export.to_json(conversation.id), ensure_ascii=False, indent=2) + "\n")
-            images = 0
-        else:
-            images = export.to_markdown(self.vault, conversation.id, out).images
+        name = export.default_name(conversation, fmt)
+        for attempt in range(2, 1000):  # never over an earlier export, never through a symlink
+            out = folder / name
+            try:
+                if fmt == "json":
+                    export.write_json(conversation.id, out)
+                    images = 0
+                else:
+                    images = export.to_markdown(self.vault, conversation.id, out).images
+                break
+            except export.TargetExists:
+                name = f"{Path(name).stem.rsplit('~', 1)[0]}~{attempt}.{fmt}"
+            except (OSError, export.ExportError) as exc:
+                self.notify(visible(f"Could not export: {exc}"), severity="error")
+                return
         if served_in_browser():
             self.deliver_text(out, save_filename=out.name)
             self.notify(f"Downloading {out.name}")
             return
         extra = f" and {images} image(s) in {out.stem}_files/" if images else ""
-        self.notify(f"Exported to {_shown(out)}{extra}")
+        self.notify(visible(f"Exported to {_shown(out)}{extra}"), markup=False)
 
 
 def _shown(path: Path) -> str:
