@@ -100,7 +100,7 @@ async def _turn(
     loop = AgentLoop(session.vault, profile, registry, approve=approve)
     status = "error"
     wrote_text = False
-    thinking = ReasoningPrinter(sys.stderr, show_reasoning)
+    thinking = ReasoningPrinter(sys.stderr, show_reasoning, _Out.safe)
     try:
         async for event in loop.run_turn(conversation_id, text):
             if isinstance(event, (ev.ReasoningDelta, ev.TextToReasoning)):

@@ -10,6 +10,7 @@ from typing import Any
 from tui_agent.core import profiles
 from tui_agent.core.mcp import config as mcp_config
 from tui_agent.core.session import open_session
+from tui_agent.core.textsafe import revealed, visible
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -65,7 +66,7 @@ def run_mcp(vault_arg: str | None, args: argparse.Namespace) -> int:
     try:
         return _dispatch(session, args)
     except (mcp_config.McpConfigError, profiles.ProfileError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(visible(f"error: {exc}"), file=sys.stderr)
         return 2
     finally:
         session.close()
@@ -81,7 +82,7 @@ def _dispatch(session: Any, args: argparse.Namespace) -> int:
         for server in servers:
             tools = "".join(f" {tool}={policy}" for tool, policy in sorted(server.tool_policies.items()))
             state = "on " if server.enabled else "off"
-            print(f"{state} {server.name}\t{server.transport}\t{server.policy}{tools}\t{server.describe()}")
+            print(visible(f"{state} {server.name}\t{server.transport}\t{server.policy}{tools}\t{server.describe()}"))
         return 0
     if args.action == "add":
         return _add(args)
@@ -142,13 +143,17 @@ async def _test(session: Any, name: str) -> int:
     try:
         ok = await connection.start()
         if not ok:
-            print(f"error: MCP server {name} {connection.state}: {connection.error}", file=sys.stderr)
-            print(f"its stderr is in {connection.log_path}", file=sys.stderr)
+            print(visible(f"error: MCP server {name} {connection.state}: {connection.error}"), file=sys.stderr)
+            print(visible(f"its stderr is in {connection.log_path}"), file=sys.stderr)
             return 1
-        print(f"MCP server {name}: ready, {len(connection.tools)} tool(s)")
+        # Names and descriptions are the server's text: shown, never acted on by the terminal.
+        print(visible(f"MCP server {name}: ready, {len(connection.tools)} tool(s)"))
+        for note in connection.notes:
+            print(visible(f"note: {note}"))
         for tool in connection.tools:
             description = (tool.description or "").strip().splitlines()
-            print(f"  {tool.name} ({config.policy_for(tool.name)}): {description[0] if description else ''}")
+            line = f"  {tool.name} ({config.policy_for(tool.name)}): {description[0] if description else ''}"
+            print(revealed(line))
         return 0
     finally:
         await manager.aclose()

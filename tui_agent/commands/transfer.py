@@ -33,7 +33,7 @@ def _export(vault: Vault, args: argparse.Namespace) -> int:
         raise export.ExportError(f"{exc} (tui-agent history list shows them)") from None
     if args.format == "json":
         if args.out == "-":
-            sys.stdout.write(json.dumps(export.to_json(conversation.id), ensure_ascii=False, indent=2) + "\n")
+            sys.stdout.write(export.json_text(conversation.id))
             return 0
         out = Path(args.out or export.default_name(conversation, "json"))
         export.write_json(conversation.id, out, force=args.force)

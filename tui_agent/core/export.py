@@ -76,9 +76,19 @@ def to_markdown(
     return ExportResult(out, len(images.copied))
 
 
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def json_text(conversation_id: int) -> str:
+    """The JSON export as text. JSON escapes C0 controls itself; C1 controls and bidi overrides are
+    escaped too (``\\u009b``), so printed to a terminal it does nothing, and it reads back the same."""
+    text = json.dumps(to_json(conversation_id), ensure_ascii=False, indent=2) + "\n"
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def write_json(conversation_id: int, out: Path, *, force: bool = False) -> None:
     """Write the JSON export to ``out`` (never through a symlink, never over a file unless ``force``)."""
-    text = json.dumps(to_json(conversation_id), ensure_ascii=False, indent=2) + "\n"
+    text = json_text(conversation_id)
     out.parent.mkdir(parents=True, exist_ok=True)
     safe_write.write_new(out, text.encode("utf-8"), force=force)
 

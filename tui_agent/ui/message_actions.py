@@ -104,10 +104,11 @@ class MessageActionsMixin(ConversationsApp):
     # ---------------------------------------------------------------- copy
     def copy_to_clipboard(self, text: str) -> None:
         """Every copy (ours and Textual's text selection) goes every way available, and says which."""
+        from tui_agent.core.textsafe import clipboard_text
         from tui_agent.ui.clipboard import copy_text
         from tui_agent.ui.images import served_in_browser
 
-        self._clipboard = text
+        self._clipboard = clipboard_text(text)
         driver = self._driver
         report = copy_text(text, driver.write if driver is not None else None)
         message = report.message()
@@ -136,7 +137,9 @@ class MessageActionsMixin(ConversationsApp):
         widget = self._target()
         if widget is None or not getattr(widget, "text", ""):
             return
-        self.composer.load_text(str(widget.text))  # type: ignore[attr-defined]
+        from tui_agent.core.textsafe import clipboard_text
+
+        self.composer.load_text(clipboard_text(str(widget.text)))  # type: ignore[attr-defined]
         self.composer.move_cursor(self.composer.document.end)
         self.composer.focus()
 

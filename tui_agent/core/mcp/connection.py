@@ -73,6 +73,7 @@ class ServerConnection:
         self.tools: list[Any] = []  # mcp_types.Tool
         self.generation = 0  # bumped whenever the tool list changes
         self.garbage_lines = 0
+        self.notes: list[str] = []  # what was left out of what the server offered (caps), for the user
         self.last_garbage = ""
         self.on_change: Callable[[ServerConnection], None] = lambda connection: None
         self._client: Any = None
