@@ -68,7 +68,7 @@ class McpServerList(Vertical):
             return f"{server.name} · off"
         state, error = states.get(server.name, ("stopped", ""))
         text = f"{server.name} · {STATE_TEXT.get(state, state) if state != 'stopped' else 'on'}"
-        return f"{text}: {error}" if error and state in ("failed", "dead") else text
+        return f"{text}: {error}" if error and state in ("failed", "dead", "ready") else text
 
     def refresh_states(self) -> None:
         states = self._states()
