@@ -9,6 +9,7 @@ characters made visible.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from helpers import done, make_loop
 
 from tui_agent.core.mcp import config as mcp_config
 from tui_agent.core.mcp.bounded import LineBound
+from tui_agent.core.mcp.connection import McpCallError
 from tui_agent.core.mcp.manager import McpManager
 from tui_agent.core.mcp.tool import approval_question
 from tui_agent.core.mcp.tool_caps import MAX_SERVER_BYTES, MAX_TOOLS
@@ -78,6 +80,50 @@ async def test_a_50_mb_result_is_not_read_and_the_server_stays_usable(env):
         assert "over the 28,000,000-byte limit" in (env.vault.logs / "agent.log").read_text()
     finally:
         await manager.aclose()
+
+
+@pytest.mark.slow
+async def test_an_http_body_is_read_only_up_to_the_limit(env, tmp_path, monkeypatch):
+    """Streamable HTTP with plain JSON answers (no SSE): the body stops at the bound."""
+    import os
+
+    from mcp_helpers import free_port
+
+    from tui_agent.core.mcp import bounded
+
+    monkeypatch.setattr(bounded, "MAX_MESSAGE_BYTES", 2_000_000)
+    port = free_port()
+    log = tmp_path / "http.log"
+    server = subprocess.Popen(
+        [sys.executable, str(HOSTILE_SERVER), "--http", str(port), "--json"],
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "FIXTURE_MCP_PIDS": ""},
+    )
+    try:
+        mcp_config.add_server(
+            mcp_config.ServerConfig(name="web", transport="http", url=f"http://127.0.0.1:{port}/mcp", policy="auto")
+        )
+        registry = default_registry()
+        manager = McpManager(env.vault, registry)
+        deadline = time.monotonic() + 60
+        while True:
+            await manager.start(env.profile)
+            if manager.states()["web"][0] == "ready" or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.3)  # the server is still starting
+        try:
+            assert manager.states()["web"][0] == "ready", manager.states()
+            connection = manager.connections["web"]
+            with pytest.raises(McpCallError, match="over the 2,000,000-byte limit"):
+                await connection.call("bulk", {"size": 5_000_000}, 60)
+            result = await connection.call("echo", {"text": "after"}, 60)
+            assert result.content[0].text == "echo: after"
+        finally:
+            await manager.aclose()
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
 
 
 @pytest.mark.slow

@@ -1,6 +1,6 @@
 """A hostile MCP server for the tests, on the official SDK's server side (mcp.server.mcpserver).
 
-Usage: ``python hostile_server.py [--stderr-exit] [--many N] [--schema-bytes N] [--http PORT]``.
+Usage: ``python hostile_server.py [--stderr-exit] [--many N] [--schema-bytes N] [--http PORT [--json]]``.
 Its tool names, descriptions and answers carry terminal escapes and bidi controls (HOSTILE);
 ``bulk(size)`` answers ``size`` bytes of text; ``--many N`` adds N more tools; ``--schema-bytes N``
 gives one tool a schema of about N bytes; ``--stderr-exit`` writes HOSTILE to stderr and exits.
@@ -56,7 +56,8 @@ def main() -> None:
             "properties": {"text": {"type": "string", "description": "z" * size}},
         }
     if "--http" in args:
-        server.run("streamable-http", host="127.0.0.1", port=int(args[args.index("--http") + 1]))
+        port = int(args[args.index("--http") + 1])
+        server.run("streamable-http", host="127.0.0.1", port=port, json_response="--json" in args)
     else:
         server.run("stdio")
 

@@ -28,8 +28,8 @@ _ID_TAIL = re.compile(rb'"id"\s*:\s*(-?\d+|"[^"\\]{0,100}")\s*\}\s*$')
 TOO_LARGE = -32098  # a JSON-RPC server error code of our own (-32000..-32099; -32001 is the SDK's timeout)
 
 
-def too_large_text(size: int, limit: int) -> str:
-    shown = f"more than {size:,}" if size > limit else f"{size:,}"
+def too_large_text(size: int, limit: int, *, exact: bool = False) -> str:
+    shown = f"{size:,}" if exact else f"more than {size:,}"
     return f"the answer was {shown} bytes, over the {limit:,}-byte limit for one message: it was not read"
 
 
@@ -81,9 +81,10 @@ class LineBound:
 
 @asynccontextmanager
 async def bounded_stdio_client(
-    server: Any, errlog: TextIO = sys.stderr, limit: int = MAX_MESSAGE_BYTES
+    server: Any, errlog: TextIO = sys.stderr, limit: int | None = None
 ) -> AsyncGenerator[Any, None]:
     """The SDK's ``stdio_client`` with a bounded line reader (see the module's text)."""
+    bound = MAX_MESSAGE_BYTES if limit is None else limit
     import anyio
     import anyio.lowlevel
     import mcp_types as types
@@ -107,7 +108,7 @@ async def bounded_stdio_client(
         if isinstance(item, bytes):
             return sdk._parse_line(item.decode(server.encoding, server.encoding_error_handler))
         request_id, size = item
-        text = too_large_text(size, limit)
+        text = too_large_text(size, bound, exact=True)
         log.warning("MCP server %s: %s", server.command, text)
         if request_id is None:
             return ValueError(f"a line of {text}")
@@ -116,7 +117,7 @@ async def bounded_stdio_client(
 
     async def stdout_reader() -> None:
         assert process.stdout, "Opened process is missing stdout"
-        lines = LineBound(limit)
+        lines = LineBound(bound)
         try:
             async with read_stream_writer:
                 try:
@@ -178,10 +179,12 @@ async def _chunks(stream: Any) -> AsyncIterator[bytes]:
             return
 
 
-def bounded_transport(limit: int = MAX_MESSAGE_BYTES) -> Any:
+def bounded_transport(limit: int | None = None) -> Any:
     """An httpx2 transport whose response bodies stop at ``limit`` bytes (a StreamError the SDK
     turns into an error for the request)."""
     import httpx2
+
+    bound = MAX_MESSAGE_BYTES if limit is None else limit
 
     class BodyTooLarge(httpx2.StreamError):
         pass
@@ -194,9 +197,9 @@ def bounded_transport(limit: int = MAX_MESSAGE_BYTES) -> Any:
             seen = 0
             async for chunk in self.inner:
                 seen += len(chunk)
-                if seen > limit:
-                    log.warning("MCP server over HTTP: %s", too_large_text(seen, limit))
-                    raise BodyTooLarge(too_large_text(seen, limit))
+                if seen > bound:
+                    log.warning("MCP server over HTTP: %s", too_large_text(seen, bound))
+                    raise BodyTooLarge(too_large_text(seen, bound))
                 yield chunk
 
         async def aclose(self) -> None:
