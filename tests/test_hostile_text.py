@@ -185,3 +185,31 @@ def test_the_app_draws_hostile_text_only_as_text(env, tmp_path):
         quit_app(tmux)
     finally:
         tmux.kill()
+
+
+async def test_every_widget_of_the_hostile_conversation_renders_text_only(env):
+    """The same vault on a Pilot screen, every collapsible open (thinking, tool blocks), the
+    sidebar shown: no widget renders a control character or a bidi override."""
+    from test_textsafe import screen_text
+    from textual.widgets import Collapsible
+
+    from tui_agent.ui.app import AgentApp
+
+    hostile_vault(env)
+    app = AgentApp(env.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
+    async with app.run_test(size=(140, 60)) as pilot:
+        await pilot.press("ctrl+b")
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if app.query("Collapsible"):
+                break
+        for block in app.query(Collapsible):
+            block.collapsed = False
+        await pilot.pause(0.3)
+        screen = screen_text(app)
+        assert "thought T␛]0;PWNED-TITLE␇" in screen and "<U+202E>evil" in screen
+        bad = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+        assert not bad.search(screen), screen
+        for widget in app.screen.query("*"):
+            rendered = str(widget.render()) if hasattr(widget, "render") else ""
+            assert not bad.search(rendered), (widget, rendered)
