@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from fake_openai import Reply
+from fake_openai import Reply, png_bytes
 
 GOOD_MESSAGE = {"id": 1, "role": "user", "content": "hello", "attachments": [], "revisions": []}
 
@@ -193,3 +193,37 @@ def test_a_stored_bad_row_does_not_break_the_next_turn(env, tool_calls):
     assert all("tool_calls" not in m and m["role"] != "tool" for m in request)
     log = (env.vault.logs / "agent.log").read_text()
     assert f"message {bad.id}:" in log
+
+
+async def test_a_stored_attachment_outside_media_is_never_sent(env, tmp_path):
+    """A row written by an older import may name any file: the request carries a note, not the file."""
+    from helpers import make_loop
+
+    from tui_agent.core import profiles
+    from tui_agent.core.store import history
+    from tui_agent.core.store.models import Attachment
+
+    profiles.set_field(env.profile, "chat_accepts_images", "yes")  # pixels go with every request
+    env.reload_profile()
+    secret = env.vault.root / "secret.png"
+    secret.write_bytes(b"\x89PNG\r\n\x1a\nSECRET-BYTES")
+    outside = tmp_path / "outside.png"
+    outside.write_bytes(b"\x89PNG\r\n\x1a\nOUTSIDE-BYTES")
+    conversation = history.new_conversation("old import")
+    message = history.add_message(conversation.id, "user", "look")
+    for position, path in enumerate(["secret.png", "media/../secret.png", str(outside)]):
+        Attachment.create(message=message.id, position=position, path=path, mime="image/png")
+    history.add_message(conversation.id, "assistant", "seen")
+    good = env.vault.media / "fine.png"
+    good.write_bytes(png_bytes())
+    history.add_message(conversation.id, "user", "this one is fine", attachments=["media/fine.png"])
+    history.add_message(conversation.id, "assistant", "ok")
+    env.fake.script(Reply(text="fine"))
+    loop = make_loop(env, None)
+    try:
+        [e async for e in loop.run_turn(conversation.id, "and now?")]
+    finally:
+        await loop.aclose()
+    body = json.dumps(env.fake.chat_requests[-1])
+    assert body.count('"type": "image_url"') == 1 and "[image not available: secret.png]" in body  # only fine.png
+    assert "U0VDUkVU" not in body and "T1VUU0lERS" not in body  # no base64 of either file
