@@ -64,6 +64,9 @@ async def test_a_50_mb_result_is_not_read_and_the_server_stays_usable(env):
             Reply(tool_calls=[("echo", json.dumps({"text": "still here"}))]),
             Reply(text="done"),
         )
+        import resource
+
+        peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KB
         started = time.monotonic()
         loop = make_loop(env, registry)
         try:
@@ -72,6 +75,8 @@ async def test_a_50_mb_result_is_not_read_and_the_server_stays_usable(env):
             await loop.aclose()
         assert done(events).status == "complete"
         assert time.monotonic() - started < 60
+        # The bound is kept, then dropped: not the 50 MB line (576 MB peak before the reader was bounded).
+        assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before < 150_000
         results = [m for m in env.fake.chat_requests[-1]["messages"] if m["role"] == "tool"]
         first, second = (json.loads(m["content"]) for m in results)
         assert first["status"] == "error"
