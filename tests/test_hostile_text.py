@@ -210,6 +210,15 @@ async def test_every_widget_of_the_hostile_conversation_renders_text_only(env):
         assert "thought T␛]0;PWNED-TITLE␇" in screen and "<U+202E>evil" in screen
         bad = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
         assert not bad.search(screen), screen
+        field = app.query_one("#field-system_prompt")
+        field.scroll_visible(animate=False)  # the profile's fields in the sidebar: a TextArea draws raw
+        field.focus()
+        await pilot.pause(0.3)
+        screen = screen_text(app)
+        assert "prompt T␛]0;PWNED-TITLE␇" in screen and not bad.search(screen), screen
+        app.composer.focus()  # leaving the field unchanged does not save the visible form over the value
+        await pilot.pause(0.2)
+        assert profiles.active_profile().system_prompt == f"prompt {HOSTILE}"
         for widget in app.screen.query("*"):
             rendered = str(widget.render()) if hasattr(widget, "render") else ""
             assert not bad.search(rendered), (widget, rendered)
