@@ -160,7 +160,9 @@ class MessageActionsMixin(ConversationsApp):
             self.notify("Choose one of your messages to edit (Up to move the cursor).", severity="warning")
             return
         self.editing = widget.message_id
-        self.composer.load_text(widget.text)
+        from tui_agent.core.textsafe import clipboard_text
+
+        self.composer.load_text(clipboard_text(widget.text))  # an imported message's controls stay out
         self.composer.move_cursor(self.composer.document.end)
         self.composer.focus()
         self.status_line.show("editing a sent message · Enter resends it as a new branch · Esc stops editing")
