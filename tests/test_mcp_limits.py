@@ -187,3 +187,20 @@ async def test_the_approval_dialog_shows_every_argument_and_reveals_hidden_chara
         assert body.max_scroll_y > 0  # scrollable, and the last argument is reached by scrolling
         screen = screen_text(app)
         assert '"z<U+200B>key": "last value"' in screen
+
+
+@pytest.mark.slow
+def test_ask_shows_the_approved_arguments_with_hidden_characters_revealed(env):
+    mcp_config.add_server(
+        mcp_config.ServerConfig(
+            name="srv", transport="stdio", command=sys.executable, args=[str(HOSTILE_SERVER)], policy="ask"
+        )
+    )
+    env.fake.script(
+        Reply(tool_calls=[("echo", json.dumps({"text": "pay\u200b to\u202eeht\u202c"}, ensure_ascii=False))]),
+        Reply(text="done"),
+    )
+    argv = [sys.executable, "-m", "tui_agent", "--vault", str(env.vault.root), "ask", "--yes", "--raw", "--new", "go"]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=90)
+    assert result.returncode == 0, result.stderr
+    assert '"text": "pay<U+200B> to<U+202E>eht<U+202C>"' in result.stderr
