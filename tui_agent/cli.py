@@ -99,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", metavar="PATH", help="output file (default: ./conversation-ID-title.md|json; - for stdout)"
     )
     export.add_argument("--reasoning", action="store_true", help="include the model's reasoning (Markdown)")
+    export.add_argument("--force", action="store_true", help="replace an existing file (never through a symlink)")
     imp = hsub.add_parser("import", parents=[common], help="read a JSON export back as a new conversation")
     imp.add_argument("file", help="a file written by history export --format json (- for stdin)")
 

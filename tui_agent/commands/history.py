@@ -27,7 +27,7 @@ def run_history(vault_arg: str | None, args: argparse.Namespace) -> int:
             preview = visible(" ".join(revision.content.split())[:80])
             print(
                 f"{revision.id}\tmessage {revision.message_id}\t{revision.created_at[:19]}"
-                f"\t{revision.reason}\t{preview}"
+                f"\t{visible(revision.reason)}\t{preview}"
             )
         return 0
     try:

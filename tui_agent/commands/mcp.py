@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import Any
 
+from tui_agent.core.textsafe import revealed, visible
+
 # The store, profiles and asyncio are imported by the functions that run a command: `tui-agent
 # --help` builds this parser and must not pay for them (~0.3 s).
 
@@ -67,7 +69,7 @@ def run_mcp(vault_arg: str | None, args: argparse.Namespace) -> int:
     try:
         return _dispatch(session, args)
     except (mcp_config.McpConfigError, profiles.ProfileError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(visible(f"error: {exc}"), file=sys.stderr)
         return 2
     finally:
         session.close()
@@ -88,7 +90,7 @@ def _dispatch(session: Any, args: argparse.Namespace) -> int:
         for server in servers:
             tools = "".join(f" {tool}={policy}" for tool, policy in sorted(server.tool_policies.items()))
             state = "on " if server.enabled else "off"
-            print(f"{state} {server.name}\t{server.transport}\t{server.policy}{tools}\t{server.describe()}")
+            print(visible(f"{state} {server.name}\t{server.transport}\t{server.policy}{tools}\t{server.describe()}"))
         return 0
     if args.action == "add":
         return _add(args)
@@ -153,13 +155,17 @@ async def _test(session: Any, name: str) -> int:
     try:
         ok = await connection.start()
         if not ok:
-            print(f"error: MCP server {name} {connection.state}: {connection.error}", file=sys.stderr)
-            print(f"its stderr is in {connection.log_path}", file=sys.stderr)
+            print(visible(f"error: MCP server {name} {connection.state}: {connection.error}"), file=sys.stderr)
+            print(visible(f"its stderr is in {connection.log_path}"), file=sys.stderr)
             return 1
-        print(f"MCP server {name}: ready, {len(connection.tools)} tool(s)")
+        # Names and descriptions are the server's text: shown, never acted on by the terminal.
+        print(visible(f"MCP server {name}: ready, {len(connection.tools)} tool(s)"))
+        for note in connection.notes:
+            print(visible(f"note: {note}"))
         for tool in connection.tools:
             description = (tool.description or "").strip().splitlines()
-            print(f"  {tool.name} ({config.policy_for(tool.name)}): {description[0] if description else ''}")
+            line = f"  {tool.name} ({config.policy_for(tool.name)}): {description[0] if description else ''}"
+            print(revealed(line))
         return 0
     finally:
         await manager.aclose()

@@ -111,7 +111,10 @@ class McpManager:
         self.sync()
 
     def states(self) -> dict[str, tuple[str, str]]:
-        return {name: (c.state, c.error) for name, c in self.connections.items()}
+        return {
+            name: (c.state, c.error if c.state != "ready" else "; ".join(c.notes))
+            for name, c in self.connections.items()
+        }
 
     # -------------------------------------------------------------- registry
     def sync(self) -> None:
