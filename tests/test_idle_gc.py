@@ -35,11 +35,14 @@ def clock(monkeypatch) -> Clock:
     return clock
 
 
-async def checked(app, pilot, timeout: float = 20.0) -> None:
-    """Until the idle collector's pending check has run (it ran once no timer is pending)."""
+async def checked(app, pilot, clock: Clock, timeout: float = 20.0) -> None:
+    """The user does nothing from now on: until the idle collector's pending check has run (it ran
+    once no timer is pending). The clock moves on while we wait, so a check put off by input the
+    app handled late (a scroll event after the clock moved) still finds the user idle."""
     deadline = time.monotonic() + timeout
     while app.idle_gc._timer is not None:
         assert time.monotonic() < deadline, "the idle check never ran"
+        clock.advance(gc_tuning.IDLE_S)
         await pilot.pause(0.05)
 
 
@@ -66,7 +69,7 @@ async def test_a_full_collection_runs_after_a_reply_once_the_app_is_idle(env, mo
         await send(app, pilot, "hello")
         assert collected == []  # not while the reply streamed
         clock.advance(gc_tuning.IDLE_S + 0.1)
-        await checked(app, pilot)
+        await checked(app, pilot, clock)
         assert collected == [2] and app.idle_gc.collections == 1
 
 
@@ -82,12 +85,12 @@ async def test_typing_puts_it_off_and_a_collector_far_from_its_own_skips_it(env,
             await pilot.pause(gc_tuning.IDLE_S / 2)  # real time passes too: the timer comes due
         assert collected == []
         clock.advance(gc_tuning.IDLE_S + 0.1)
-        await checked(app, pilot)
+        await checked(app, pilot, clock)
         assert collected == [2]  # after the typing paused
         monkeypatch.setattr(gc, "get_count", lambda: (0, 0, 1))  # the collector's own is far away
         app.idle_gc.turn_ended()
         clock.advance(gc_tuning.IDLE_S + 0.1)
-        await checked(app, pilot)
+        await checked(app, pilot, clock)
         assert collected == [2]
 
 
@@ -136,10 +139,10 @@ async def test_pages_released_by_scrolling_are_collected_once_the_scrolling_paus
             await pilot.pause(gc_tuning.IDLE_S / 2)
         assert collected == []
         clock.advance(gc_tuning.IDLE_S + 0.1)
-        await checked(app, pilot)
+        await checked(app, pilot, clock)
         assert collected == [2] and not app.idle_gc._released
         log.scroll_up(animate=False)  # scrolling that released nothing: no collection
         clock.advance(gc_tuning.IDLE_S + 0.1)
         await pilot.pause(gc_tuning.IDLE_S + 0.1)
-        await checked(app, pilot)
+        await checked(app, pilot, clock)
         assert collected == [2]
