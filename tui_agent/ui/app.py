@@ -197,8 +197,9 @@ class AgentApp(StartupMixin):
         attachments, self.pending_attachments = self.pending_attachments, []
         self._show_pending()
         edit_of, self.editing = self.editing, None
-        if self.chat_log.has_newer:  # scrolled up far (or jumped to a search hit): back to the end
-            await self.chat_log.show_conversation(self.conversation_id)
+        # Scrolled up far (or jumped to a search hit, or moved the message cursor): back to the end,
+        # following the message and its reply.
+        await self.chat_log.go_to_end()
         bubble = None
         if not text.startswith("/") and edit_of is None:
             # The user's bubble shows at once; the turn adopts it once the message is stored.

@@ -59,6 +59,7 @@ class TurnView:
         # task never ran and the CancelledError from that ends the turn with an empty bubble.
         self._writing = asyncio.Lock()
         self.window_tokens: tuple[int, int] | None = None  # (estimated, budget) of the last request
+        self.cursor_to_reply = False  # regenerated with the message cursor on the reply
 
     @property
     def attached(self) -> bool:
@@ -77,8 +78,10 @@ class TurnView:
             self.conversation_id = event.conversation_id
             await self.app.conversation_started(event.conversation_id)
         elif isinstance(event, ev.BranchChanged):
-            # Regenerate or edit: the page now ends where the new reply or message will go.
+            # Regenerate or edit: the page now ends where the new reply or message will go. A cursor
+            # on the reply being regenerated moves to the new reply once it is stored.
             if self.attached:
+                self.cursor_to_reply = self.log.cursor is not None and self.log.has_focus
                 await self.log.show_conversation(event.conversation_id)
         elif isinstance(event, ev.TurnStarted):
             self.conversation_id = event.conversation_id
@@ -139,6 +142,8 @@ class TurnView:
                     await self.bubble.finish(event.status)
                     self.bubble.message_id = event.message_id
                     await self._show_alternatives(self.bubble)
+                    if self.cursor_to_reply and self.log.has_focus and self.log.cursor is None:
+                        self.log.move_cursor_to(self.bubble, scroll=False)  # the view follows its end
             self.bubble = None
         elif isinstance(event, ev.ToolStarted):
             from tui_agent.ui.widgets.tool_block import ToolProgress  # with the first tool call

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual.containers import VerticalScroll
 from textual.widget import Widget
@@ -68,6 +68,39 @@ class ChatLog(PageReleaseMixin, MessageCursorMixin, VerticalScroll):
     def on_mount(self) -> None:
         self.anchor()
         self.set_interval(1.0, self.release_far_widgets)
+
+    def scroll_end(self, *args: Any, **kwargs: Any) -> None:
+        """Textual's scroll to the end anchors the view again; while newer pages are released below
+        the end of what is mounted is not the end: the anchor stays released (else the next layout
+        moves the view to the bottom without a scroll event, and nothing asks for the next page),
+        and the page below loads once the view is there."""
+        super().scroll_end(*args, **kwargs)
+        if self.has_newer:
+            self._anchor_released = True
+            self.call_after_refresh(self._fill_view)
+
+    def follow(self) -> None:
+        """Back to the end and following it again (a message was sent): where the user had moved
+        the view (the message cursor, a page up) no longer holds it."""
+        self.anchor()
+
+    async def go_to_end(self) -> None:
+        """End: the conversation's newest message at the bottom, followed (after a jump or a long
+        scroll up, the newest page is loaded first)."""
+        if self.has_newer and self.conversation_id is not None:
+            await self.show_conversation(self.conversation_id)
+        self.follow()
+
+    async def action_scroll_end(self) -> None:  # type: ignore[override]  # Textual awaits async actions
+        await self.go_to_end()
+
+    async def action_page_down(self) -> None:  # type: ignore[override]
+        """A page down; the last one reaches the end and follows it again (a page down at the end
+        must not let go of it)."""
+        if not self.has_newer and self.scroll_y + self.scrollable_content_region.height >= self.max_scroll_y:
+            await self.go_to_end()
+        else:
+            self.scroll_page_down()
 
     def widget_for(self, message: Message, images: list[str], forks: set[int] | None = None) -> Widget | None:
         paths = [self.vault.root / p for p in images]
@@ -142,6 +175,31 @@ class ChatLog(PageReleaseMixin, MessageCursorMixin, VerticalScroll):
         await self.mount_all(self._widgets(rows))
         self.anchor()
         self.call_after_refresh(self._settled)
+
+    async def show_message(self, message_id: int, *, offset: float | None = None, cursor: bool = False) -> None:
+        """The page holding ``message_id`` (another alternative or branch was chosen there): the
+        message at ``offset`` lines from the top of the view (where the one it replaces was), else
+        just in view; with the message cursor on it if ``cursor``."""
+        if self.conversation_id is None:
+            return
+        after = self._rows_after(message_id, PAGE // 2)  # the page: half above it, half below
+        await self.show_conversation(self.conversation_id, until_id=after[-1].id if after else message_id)
+        await self.load_newer()  # short messages: the page below too, so that the view can be placed
+        widget = next((w for w in self.selectable() if message_id_of(w) == message_id), None)
+        if widget is None:
+            return
+        if cursor:
+            self.focus()
+            self.move_cursor_to(widget, scroll=False)
+        self.call_after_refresh(self._place, widget, offset)
+
+    def _place(self, widget: Widget, offset: float | None) -> None:
+        if not widget.is_attached:
+            return
+        if offset is None:
+            self.scroll_to_widget(widget, animate=False, immediate=True)
+        else:
+            self.scroll_to(y=widget.virtual_region.y - offset, animate=False, immediate=True)
 
     def _rows_filling_the_view(self, rows: list[Message]) -> int:
         """How many of the newest ``rows`` surely fill the view.
