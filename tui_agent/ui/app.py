@@ -27,6 +27,7 @@ from tui_agent.ui.errors import friendly
 from tui_agent.ui.gc_tuning import IdleCollector
 from tui_agent.ui.mcp_control import McpControl
 from tui_agent.ui.paths import styles_dir
+from tui_agent.ui.queued import SendQueue
 from tui_agent.ui.startup import StartupMixin
 from tui_agent.ui.widgets.bubbles import ErrorCard, UserBubble
 from tui_agent.ui.widgets.chat_log import ChatLog
@@ -93,6 +94,7 @@ class AgentApp(StartupMixin):
         self.always_approve = False
         self.pending_attachments: list[str] = []
         self.mcp = McpControl(self)
+        self.send_queue = SendQueue(self)
 
     # ----------------------------------------------------------------- layout
     def compose(self) -> ComposeResult:
@@ -178,7 +180,13 @@ class AgentApp(StartupMixin):
             )
             return
         if self.conversation_id in self.turns:
-            self.notify("A reply is still running here: wait, or press Esc to cancel it.", severity="warning")
+            if self.editing is not None:
+                self.notify("A reply is still running here: wait, or press Esc to cancel it.", severity="warning")
+                return
+            # Sent when the reply ends, as its own message (shown above the composer meanwhile).
+            self.composer.remember(text)
+            self.composer.clear()
+            await self.send_queue.add(self.conversation_id, text)
             return
         if text in ("/help", "/new"):
             self.composer.clear()

@@ -60,6 +60,7 @@ class TurnView:
         self._writing = asyncio.Lock()
         self.window_tokens: tuple[int, int] | None = None  # (estimated, budget) of the last request
         self.cursor_to_reply = False  # regenerated with the message cursor on the reply
+        self.done_status: str | None = None  # the turn's end (ev.Done), None while it runs or if cancelled
 
     @property
     def attached(self) -> bool:
@@ -169,6 +170,7 @@ class TurnView:
         elif isinstance(event, ev.Notice):
             await self.log.mount(NoticeCard(event.text))
         elif isinstance(event, ev.Done):
+            self.done_status = event.status
             status.done(event.status, self.started)
 
     async def _show_alternatives(self, bubble: AssistantBubble) -> None:
