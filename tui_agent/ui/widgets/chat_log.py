@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 BUBBLE_CHROME = 6
 USER_INDENT = 8
 PREFETCH_AFTER_S = 0.5  # after opening a conversation, the rest of its newest page loads this much later
+WINDOW_AFTER_S = 0.3  # and where the model's window starts is found this much later (not on the first paint)
 
 
 def result_status(content: str) -> str:
@@ -236,11 +237,24 @@ class ChatLog(PageReleaseMixin, MessageCursorMixin, VerticalScroll):
     def _settled(self) -> None:
         self._settling = False
         self._fill_view()
+        if self._window_start is None and self.conversation_id is not None:
+            # Older messages the next request would leave out are marked before any request is made.
+            self.set_timer(WINDOW_AFTER_S, self._find_window_start)
         if self.has_older and self.following:
             # One page above the view, loaded once the first paint is out: scrolling up finds it there.
             # One planned load at a time (opened twice in a row, both openings get here).
             self._cancel_prefetch()
             self._prefetch = self.set_timer(PREFETCH_AFTER_S, self._prefetch_older)
+
+    async def _find_window_start(self) -> None:
+        from tui_agent.ui.context_window import window_start
+
+        shown = self.conversation_id
+        if shown is None or self._window_start is not None:
+            return
+        first = window_start(self.vault, shown)
+        if first is not None and shown == self.conversation_id and self._window_start is None:
+            await self.mark_window_start(first)
 
     def _cancel_prefetch(self) -> None:
         if self._prefetch is not None:
