@@ -261,7 +261,9 @@ class AgentApp(StartupMixin):
             return True
         from tui_agent.ui.screens.dialogs import ApprovalScreen
 
+        self.status_line.awaiting_approval(tool)  # not "running": nothing runs until the user answers
         choice = await self.push_screen_wait(ApprovalScreen(tool, question))
+        self.status_line.tool_running(tool)
         if choice == "always":
             self.always_approve = True
         return choice in ("yes", "always")

@@ -162,6 +162,9 @@ class TurnView:
                 await done_progress.remove()
             else:
                 await self._mount(widget)
+            changed = event.result.data.get("ids") if event.result.data.get("kind") == "update" else None
+            if changed and self.attached:
+                await self.log.refresh_messages({int(i) for i in changed})  # memory_sql edited them
         elif isinstance(event, ev.ErrorEvent):
             await self.close_bubble("error")
             retryable = event.kind not in ("usage", "attachment", "retry")  # nothing was sent to retry

@@ -202,6 +202,17 @@ class ChatLog(PageReleaseMixin, MessageCursorMixin, VerticalScroll):
         else:
             self.scroll_to(y=widget.virtual_region.y - offset, animate=False, immediate=True)
 
+    async def refresh_messages(self, ids: set[int]) -> None:
+        """Messages changed in the store (a memory_sql UPDATE): those on screen are built again."""
+        for old in [child for child in self.children if message_id_of(child) in ids]:
+            message = Message.get_or_none(Message.id == message_id_of(old))
+            new = self._widgets([message]) if message is not None else []
+            if new:
+                await self.mount_all(new, before=old)
+            if self.cursor is old:
+                self.move_cursor_to(new[0] if new else None, scroll=False)
+            await self._release([old])
+
     def _rows_filling_the_view(self, rows: list[Message]) -> int:
         """How many of the newest ``rows`` surely fill the view.
 
