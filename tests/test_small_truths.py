@@ -53,3 +53,17 @@ async def test_the_first_run_card_names_the_profiles_model(env):
         await until(pilot, lambda: bool(app.chat_log.query(".setup-card")))
         card = str(app.chat_log.query_one(".setup-card").render())
         assert "ollama pull qwen3" in card and "llama3.2" not in card
+
+
+async def test_an_image_shown_with_slash_show_is_not_said_to_have_been_shown_to_a_text_only_model(env):
+    from fake_openai import png_bytes
+    from helpers import done, run_turn
+
+    (env.vault.media / "x").mkdir(parents=True, exist_ok=True)
+    (env.vault.media / "x/a.png").write_bytes(png_bytes((1, 2, 3)))
+    events = await run_turn(env, "/show media/x/a.png")
+    await run_turn(env, "what was it?", done(events).conversation_id)
+    assert [r["model"] for r in env.fake.chat_requests] == ["chat-model", "chat-model"]  # never any pixels
+    sent = json.dumps([r["messages"] for r in env.fake.chat_requests])
+    assert "shown to you" not in sent and "image_url" not in sent
+    assert "[image: media/x/a.png (image data not sent with this request)]" in sent
