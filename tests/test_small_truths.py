@@ -67,3 +67,20 @@ async def test_an_image_shown_with_slash_show_is_not_said_to_have_been_shown_to_
     sent = json.dumps([r["messages"] for r in env.fake.chat_requests])
     assert "shown to you" not in sent and "image_url" not in sent
     assert "[image: media/x/a.png (image data not sent with this request)]" in sent
+
+
+async def test_a_new_conversation_shows_its_title_in_the_header_and_the_sidebar(env):
+    from textual.widgets import Label, ListView
+
+    env.fake.script(Reply(text="hi"))
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("ctrl+b")
+        await until(pilot, lambda: bool(app.query(ListView)))
+        app.composer.load_text("plan a trip to Lisbon")
+        await pilot.press("enter")
+        await until(pilot, lambda: not app.turns)
+        await pilot.pause()
+        assert app.sub_title == "plan a trip to Lisbon"
+        labels = [str(label.render()) for label in app.query_one("#conversation-list", ListView).query(Label)]
+        assert labels == ["plan a trip to Lisbon"]

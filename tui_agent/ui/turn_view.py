@@ -86,6 +86,7 @@ class TurnView:
                 await self.log.show_conversation(event.conversation_id)
         elif isinstance(event, ev.TurnStarted):
             self.conversation_id = event.conversation_id
+            await self._show_title()  # a new conversation is titled by its first message, stored just now
             if self.user_bubble is not None and self.user_bubble.is_attached:
                 self.user_bubble.message_id = event.user_message_id  # shown at Enter: nothing to read
                 return
@@ -175,6 +176,15 @@ class TurnView:
         elif isinstance(event, ev.Done):
             self.done_status = event.status
             status.done(event.status, self.started)
+
+    async def _show_title(self) -> None:
+        app = self.app
+        if app.conversation_id != self.conversation_id:
+            return
+        title = app._title()
+        if title != app.sub_title:
+            app.sub_title = title
+            await app._reload_conversation_list()
 
     async def _show_alternatives(self, bubble: AssistantBubble) -> None:
         from tui_agent.core.store import branches
