@@ -48,6 +48,12 @@ class StartupMixin(PanelActionsMixin):
         @property
         def status_line(self) -> StatusLine: ...
 
+    def on_resize(self) -> None:
+        """A resize may come with another cell size (a tmux client attached): images follow it."""
+        from tui_agent.ui.cell_follow import follow_cell
+
+        self.run_worker(follow_cell(self), group="cell", exit_on_error=False)
+
     def _after_first_paint(self) -> None:
         from tui_agent.ui import warmup
 
