@@ -101,3 +101,27 @@ async def test_end_and_page_down_from_the_composer_reach_the_end(env):
             await pilot.press("pagedown")
         await until(pilot, lambda: log.scroll_y >= log.max_scroll_y)
         assert log.following
+
+
+async def test_scrolling_up_during_a_reply_stops_following_it(env):
+    import threading
+
+    hold = threading.Event()
+    long = "\n\n".join(f"paragraph {i} of the reply" for i in range(60))
+    env.fake.script(Reply(text=long, chunk_size=200, hold=hold))
+    long_chat()
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        log = app.chat_log
+        app.composer.load_text("hi")
+        await pilot.press("enter")
+        await until(pilot, lambda: "paragraph 5" in log.query(AssistantBubble).last().text)
+        await pilot.press("pageup")
+        await until(pilot, lambda: log.scroll_y < log.max_scroll_y)
+        hold.set()
+        await until(pilot, lambda: not app.turns)
+        await pilot.pause()
+        assert not log.following and log.scroll_y < log.max_scroll_y
+        await pilot.press("end")  # and End brings it back
+        await until(pilot, lambda: log.following and log.scroll_y >= log.max_scroll_y)
