@@ -102,6 +102,8 @@ class ChatLog(PageReleaseMixin, MessageCursorMixin, VerticalScroll):
             await self.go_to_end()
         else:
             self.scroll_page_down()
+            if self.has_newer:
+                self.call_after_refresh(self._fill_view)  # at the end of what is mounted: the page below
 
     def widget_for(self, message: Message, images: list[str], forks: set[int] | None = None) -> Widget | None:
         paths = [self.vault.root / p for p in images]
