@@ -86,6 +86,27 @@ def test_the_cell_size_follows_the_client_that_attaches(env, tmp_path):
         os.close(slave)
 
 
+def test_forced_sixel_in_a_detached_session_goes_through_tmux_passthrough(env, tmp_path):
+    socket = f"chatui-pass-{uuid.uuid4().hex[:8]}"
+    tmux = ["tmux", "-L", socket, "-f", "/dev/null"]
+    command = (
+        f"cd {tmp_path} && TUI_AGENT_VAULT={env.vault.root} TUI_AGENT_IMAGES=sixel TERM=xterm-256color "
+        f"{sys.executable} -m tui_agent"
+    )
+    environment = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
+    # The option first (a session holds the server), then the app's session, detached.
+    subprocess.run([*tmux, "new-session", "-d", "-s", "hold", "sleep 60"], check=True, env=environment)
+    try:
+        subprocess.run([*tmux, "set", "-g", "allow-passthrough", "on"], check=True, env=environment)
+        subprocess.run(
+            [*tmux, "new-session", "-d", "-s", "s", "-x", "100", "-y", "30", command], check=True, env=environment
+        )
+        line = wait_for(lambda: re.search(r"image protocol: .*", log_text(env.vault.log_file)))
+        assert line and "sixel" in line.group(0) and "through tmux passthrough" in line.group(0), line
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True)
+
+
 def log_text(path) -> str:
     try:
         return path.read_text(errors="replace")

@@ -230,6 +230,9 @@ def probe(first_run: bool = False) -> Probe:
     if choice == "kitty" and result.protocol == "kitty-direct":
         result.reason = f"{IMAGE_ENV}=kitty; {result.reason}"  # forced kitty still needs direct placement
     elif choice != "auto":
-        result = Probe(choice, f"{IMAGE_ENV}={choice}", result.colors, result.cell, result.tmux and choice == "sixel")
+        # Forced Sixel inside tmux goes through its passthrough even when the outer terminal is not
+        # known yet (a session started detached): unwrapped, tmux drops it.
+        wrap = (result.tmux or passthrough) and choice == "sixel"
+        result = Probe(choice, f"{IMAGE_ENV}={choice}", result.colors, result.cell, wrap)
     log.debug("terminal replies after %.2f s: %r", time.monotonic() - started, replies)
     return result
