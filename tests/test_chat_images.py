@@ -19,7 +19,11 @@ def notes(messages) -> list[str]:
     for m in messages:
         content = m["content"]
         parts = content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
-        found += [p["text"] for p in parts if p.get("type") == "text" and "(shown to you earlier)" in p["text"]]
+        found += [
+            p["text"]
+            for p in parts
+            if p.get("type") == "text" and "(image data not sent with this request)" in p["text"]
+        ]
     return found
 
 
@@ -53,4 +57,4 @@ async def test_an_attached_image_goes_to_the_vision_model_when_chat_is_text_only
     first, second = env.fake.chat_requests
     assert first["model"] == "vision-model" and sum(image_parts(m) for m in first["messages"]) == 1
     assert second["model"] == "chat-model" and sum(image_parts(m) for m in second["messages"]) == 0
-    assert "[image: media/uploads/a.png (shown to you earlier)]" in second["messages"][1]["content"]
+    assert "[image: media/uploads/a.png (image data not sent with this request)]" in second["messages"][1]["content"]

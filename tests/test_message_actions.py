@@ -130,8 +130,9 @@ async def test_regenerate_keeps_alternatives_and_left_right_switch(env):
         bar = bubble.query_one(AlternativesBar)
         assert bar.label() == "2 / 2"
         assert env.fake.chat_requests[1]["messages"] == env.fake.chat_requests[0]["messages"]
-        # Left: the first answer is back on screen and is what the next request sees.
-        await pilot.press("up", "left")
+        # Left (the cursor stayed on the new reply): the first answer is back on screen and is
+        # what the next request sees.
+        await pilot.press("left")
         await pilot.pause()
         (bubble,) = list(app.chat_log.query(AssistantBubble))
         assert bubble.text == "first answer" and bubble.query_one(AlternativesBar).label() == "1 / 2"

@@ -81,8 +81,10 @@ def tool_conversation(env, images: int = 0) -> int:
 
 def test_empty_first_run(env, snap_compare):
     """You should see an empty chat with the welcome line and a setup card saying what to set
-    (OPENAI_API_KEY, ollama serve, or the sidebar), and the composer focused."""
+    (OPENAI_API_KEY, ollama serve and a pull of the profile's qwen3, or the sidebar), and the
+    composer focused."""
     profiles.set_field(env.profile, "base_url", "http://127.0.0.1:9/v1")
+    profiles.set_field(env.profile, "chat_model", "qwen3")
 
     async def run_before(pilot):
         for _ in range(100):

@@ -215,7 +215,8 @@ def _inside_media(vault: Vault, path: Path) -> bool:
 
 
 def _image_note(relative: str) -> dict[str, Any]:
-    return {"type": "text", "text": f"[image: {relative} (shown to you earlier)]"}
+    # Only what is true in every request: it may never have been sent (/show to a text-only model).
+    return {"type": "text", "text": f"[image: {relative} (image data not sent with this request)]"}
 
 
 def _pixels_from(rows: Sequence[Message], profile: Profile, model: str) -> float:

@@ -27,6 +27,7 @@ from tui_agent.ui.errors import friendly
 from tui_agent.ui.gc_tuning import IdleCollector
 from tui_agent.ui.mcp_control import McpControl
 from tui_agent.ui.paths import styles_dir
+from tui_agent.ui.queued import SendQueue
 from tui_agent.ui.startup import StartupMixin
 from tui_agent.ui.widgets.bubbles import ErrorCard, UserBubble
 from tui_agent.ui.widgets.chat_log import ChatLog
@@ -94,6 +95,7 @@ class AgentApp(StartupMixin):
         self.always_approve = False
         self.pending_attachments: list[str] = []
         self.mcp = McpControl(self)
+        self.send_queue = SendQueue(self)
 
     # ----------------------------------------------------------------- layout
     def compose(self) -> ComposeResult:
@@ -180,7 +182,13 @@ class AgentApp(StartupMixin):
             )
             return
         if self.conversation_id in self.turns:
-            self.notify("A reply is still running here: wait, or press Esc to cancel it.", severity="warning")
+            if self.editing is not None:
+                self.notify("A reply is still running here: wait, or press Esc to cancel it.", severity="warning")
+                return
+            # Sent when the reply ends, as its own message (shown above the composer meanwhile).
+            self.composer.remember(text)
+            self.composer.clear()
+            await self.send_queue.add(self.conversation_id, text)
             return
         if text in ("/help", "/new"):
             self.composer.clear()
@@ -199,8 +207,9 @@ class AgentApp(StartupMixin):
         attachments, self.pending_attachments = self.pending_attachments, []
         self._show_pending()
         edit_of, self.editing = self.editing, None
-        if self.chat_log.has_newer:  # scrolled up far (or jumped to a search hit): back to the end
-            await self.chat_log.show_conversation(self.conversation_id)
+        # Scrolled up far (or jumped to a search hit, or moved the message cursor): back to the end,
+        # following the message and its reply.
+        await self.chat_log.go_to_end()
         bubble = None
         if not text.startswith("/") and edit_of is None:
             # The user's bubble shows at once; the turn adopts it once the message is stored.
@@ -254,7 +263,9 @@ class AgentApp(StartupMixin):
             return True
         from tui_agent.ui.screens.dialogs import ApprovalScreen
 
+        self.status_line.awaiting_approval(tool)  # not "running": nothing runs until the user answers
         choice = await self.push_screen_wait(ApprovalScreen(tool, question))
+        self.status_line.tool_running(tool)
         if choice == "always":
             self.always_approve = True
         return choice in ("yes", "always")

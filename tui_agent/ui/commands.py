@@ -19,7 +19,7 @@ ACTIONS = [
     (
         "Open image full size",
         "open_image",
-        "The focused or newest image: system viewer, or a new tab in a browser (F3)",
+        "The focused or newest image, full size in the app; in a browser, a new tab (F3)",
     ),
     ("Download image", "download_image", "The focused or newest image, as a file (F4)"),
     ("Browse images in a browser tab", "open_gallery", "This conversation's images, full size (tui-agent serve)"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tui_agent.core.textsafe import visible
+
 HINTS = {
     "connection": "Start the server (Ollama: `ollama serve`), set OPENAI_API_KEY / OPENAI_BASE_URL and restart, "
     "or edit base_url in the sidebar (Ctrl+B).",
@@ -54,11 +56,12 @@ def friendly(kind: str, message: str) -> str:
     return f"✗ {title}\n{message}\n{hint}"
 
 
-def setup_text(base_url: str) -> str:
+def setup_text(base_url: str, chat_model: str) -> str:
+    """The first-run card; the model to pull is the one the profile asks for (``chat_model``)."""
     return (
         f"No model answers at {base_url}.\n"
         "To start chatting, do one of these:\n"
         "  • export OPENAI_API_KEY=... (and OPENAI_BASE_URL for another provider), then restart tui-agent\n"
-        "  • start Ollama: ollama serve, then ollama pull llama3.2\n"
+        f"  • start Ollama: ollama serve, then ollama pull {visible(chat_model)}\n"
         "  • open the sidebar (Ctrl+B) and edit base_url, api_key_env and chat_model"
     )

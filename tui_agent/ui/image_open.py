@@ -87,12 +87,9 @@ def save_copy(app: App[Any], path: Path, folder: Path | None = None) -> Path | N
     folder = folder or downloads_dir()
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        target = folder / path.name
-        n = 1
-        while target.exists():
-            target = folder / f"{path.stem}-{n}{path.suffix}"
-            n += 1
-        shutil.copyfile(path, target)
+        target, out = _new_file(folder, path)
+        with out, path.open("rb") as source:
+            shutil.copyfileobj(source, out)
         if target.stat().st_size != path.stat().st_size:
             raise OSError(f"the copy has {target.stat().st_size} bytes, the image {path.stat().st_size}")
     except OSError as exc:
@@ -100,3 +97,15 @@ def save_copy(app: App[Any], path: Path, folder: Path | None = None) -> Path | N
         return None
     app.notify(f"Saved a copy: {target}")
     return target
+
+
+def _new_file(folder: Path, path: Path) -> tuple[Path, Any]:
+    """A file created for this copy only (``name.png``, else ``name-1.png``...): created exclusively,
+    so that nothing already there (an earlier copy, another program's file) is ever overwritten."""
+    n = 0
+    while True:
+        target = folder / (path.name if n == 0 else f"{path.stem}-{n}{path.suffix}")
+        try:
+            return target, target.open("xb")
+        except FileExistsError:
+            n += 1

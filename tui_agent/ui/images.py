@@ -130,6 +130,25 @@ def cell_size() -> tuple[int, int]:
     return current().cell
 
 
+def refresh_cell() -> tuple[int, int] | None:
+    """Ask the terminal's cell size again (after a resize: a tmux client attached, the font
+    changed); returns the new size if it changed. Only where a terminal was probed."""
+    if _probe is None or _probe.reason in ("no terminal probe", "not a terminal") or _probe.reason.startswith("served"):
+        return None
+    from tui_agent.ui.terminal_probe import cell_now
+
+    cell = cell_now()
+    if cell is None or cell == _probe.cell:
+        return None
+    _probe.cell = cell
+    with _textual_image_lock:
+        if _textual_image_loaded:
+            from textual_image import _terminal
+
+            _terminal.get_cell_size._result = _terminal.CellSize(*cell)  # type: ignore[attr-defined]
+    return cell
+
+
 def fit(
     image_size: tuple[int, int], max_cols: int, max_rows: int, cell: tuple[int, int] | None = None
 ) -> tuple[int, int]:

@@ -14,6 +14,7 @@ from tui_agent.core.textsafe import visible
 from tui_agent.ui.conversations import ConversationsApp
 from tui_agent.ui.widgets.alternatives import AlternativesBar
 from tui_agent.ui.widgets.bubbles import AssistantBubble, UserBubble
+from tui_agent.ui.widgets.composer import Composer
 from tui_agent.ui.widgets.message_cursor import CursorAction, CursorLeft
 
 if TYPE_CHECKING:
@@ -63,6 +64,15 @@ class MessageActionsMixin(ConversationsApp):
     @on(CursorLeft)
     def _cursor_left(self) -> None:
         self.composer.focus()
+
+    @on(Composer.ScrollLog)
+    async def _scroll_log(self, event: Composer.ScrollLog) -> None:
+        if event.where == "end":
+            await self.chat_log.go_to_end()
+        elif event.where == "page_up":
+            self.chat_log.scroll_page_up()
+        else:
+            await self.chat_log.action_page_down()
 
     def action_select_messages(self) -> None:
         self.chat_log.enter_cursor()
@@ -191,14 +201,13 @@ class MessageActionsMixin(ConversationsApp):
         if self.conversation_id in self.turns:
             self.notify("Wait for the running reply (or Esc) before switching branches.", severity="warning")
             return
+        log = self.chat_log
+        # The message being replaced: the chosen one takes its place on screen (and the cursor).
+        shown = next((w for w in log.selectable() if event.message_id in _alternative_ids(w)), None)
+        offset = shown.virtual_region.y - log.scroll_y if shown is not None else None
+        cursor = log.cursor is not None or log.has_focus
         branches.choose(event.message_id)
-        await self.chat_log.show_conversation(self.conversation_id)
-        for widget in self.chat_log.selectable():
-            if getattr(widget, "message_id", None) == event.message_id:
-                if self.chat_log.has_focus:
-                    self.chat_log.move_cursor_to(widget)
-                else:
-                    self.chat_log.scroll_to_widget(widget, animate=False)
+        await log.show_message(event.message_id, offset=offset, cursor=cursor)
 
     # -------------------------------------------------------------- export
     def action_export_markdown(self) -> None:
@@ -238,6 +247,10 @@ class MessageActionsMixin(ConversationsApp):
             return
         extra = f" and {images} image(s) in {out.stem}_files/" if images else ""
         self.notify(visible(f"Exported to {_shown(out)}{extra}"), markup=False)
+
+
+def _alternative_ids(widget: Widget) -> list[int]:
+    return [i for bar in widget.query(AlternativesBar) for i in bar.ids]
 
 
 def _shown(path: Path) -> str:

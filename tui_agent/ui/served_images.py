@@ -49,18 +49,22 @@ def open_served_image(app: App[Any], vault: Vault, path: Path) -> None:
 
 
 def download_image(app: App[Any], path: Path) -> None:
-    """The browser downloads the file (in a terminal: a copy in the downloads folder)."""
+    """The browser downloads the file; in a terminal, a copy in the downloads folder, as the
+    full-size view's ``s`` makes it (Textual's ``deliver_binary`` writes a terminal's copy in text
+    mode: an empty file, over an earlier copy of the same name)."""
     if not path.is_file():
         app.notify(f"{path.name} is no longer in the vault", severity="error")
         return
-    mime = {".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp"}
-    app.deliver_binary(path, open_method="download", mime_type=mime.get(path.suffix.lower(), "image/png"))
     from tui_agent.ui.images import served_in_browser
 
-    if served_in_browser():
-        app.notify(f"Downloading {path.name}")
-    else:
-        app.notify(f"Saved a copy of {path.name} to your downloads folder")
+    if not served_in_browser():
+        from tui_agent.ui.image_open import save_copy
+
+        save_copy(app, path)  # says where it went, or why it did not
+        return
+    mime = {".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp"}
+    app.deliver_binary(path, open_method="download", mime_type=mime.get(path.suffix.lower(), "image/png"))
+    app.notify(f"Downloading {path.name}")
 
 
 def open_gallery(app: App[Any], vault: Vault, conversation_id: int | None, path: Path) -> None:

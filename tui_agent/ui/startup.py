@@ -98,6 +98,12 @@ class StartupMixin(PanelActionsMixin):
         if self._preload_done.is_set():  # else the preload starts them when it is done
             self.mcp.start_in_background()
 
+    def on_resize(self) -> None:
+        """A resize may come with another cell size (a tmux client attached): images follow it."""
+        from tui_agent.ui.cell_follow import follow_cell
+
+        self.run_worker(follow_cell(self), group="cell", exit_on_error=False)
+
     def _after_first_paint(self) -> None:
         from tui_agent.ui import warmup
 
@@ -218,12 +224,12 @@ class StartupMixin(PanelActionsMixin):
             httpx2.get(profile.base_url.rstrip("/") + "/models", timeout=3.0)
         except httpx2.HTTPError:
             log.info("no endpoint answers at %s", profile.base_url)
-            self.call_from_thread(self._show_setup_card, profile.base_url)
+            self.call_from_thread(self._show_setup_card, profile.base_url, profile.chat_model)
             return
         self.call_from_thread(self._endpoint_answered)
 
-    def _show_setup_card(self, base_url: str) -> None:
-        self.chat_log.mount(NoticeCard(setup_text(base_url), classes="setup-card"))
+    def _show_setup_card(self, base_url: str, chat_model: str) -> None:
+        self.chat_log.mount(NoticeCard(setup_text(base_url, chat_model), classes="setup-card"))
         if self.status_line.state == "connecting":
             self.status_line.offline(base_url)
 

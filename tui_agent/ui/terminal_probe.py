@@ -12,6 +12,10 @@ terminal answers it, so its reply ends the wait (a timeout only matters for a si
 
 Inside tmux the queries go through DCS passthrough when ``allow-passthrough`` is on; when it is
 off the images are half-cells. ``TUI_AGENT_IMAGES`` skips the protocol guess entirely.
+
+The cell size inside tmux is the attached client's (``#{client_cell_width}``): the pane's own
+pixel size is tmux's default (16x32) in a session started detached, and images drawn by it came
+out twice too large. ``cell_now`` is asked again at every resize (an attach resizes the window).
 """
 
 from __future__ import annotations
@@ -87,6 +91,32 @@ def tmux_client_terminal() -> str:
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return ""
+
+
+def tmux_client_cell() -> tuple[int, int] | None:
+    """The cell size in pixels of the tmux client showing this pane (None: none attached)."""
+    tmux = shutil.which("tmux")
+    if tmux is None:
+        return None
+    try:
+        out = subprocess.run(
+            [tmux, "display-message", "-p", "#{client_cell_width} #{client_cell_height}"],
+            capture_output=True,
+            text=True,
+            timeout=2,
+        ).stdout.split()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if len(out) == 2 and all(part.isdigit() and int(part) > 0 for part in out):
+        return int(out[0]), int(out[1])
+    return None
+
+
+def cell_now() -> tuple[int, int] | None:
+    """The terminal's cell size in pixels now: tmux's client's inside tmux, else the tty's."""
+    if os.environ.get("TMUX") and (cell := tmux_client_cell()) is not None:
+        return cell
+    return _tty_cell()
 
 
 def parse(replies: str, *, in_tmux: bool = False, passthrough: bool = False, outer: str = "") -> Probe:
@@ -182,7 +212,7 @@ def probe(first_run: bool = False) -> Probe:
     queries = "\x1b[>0q\x1b[?1;1;0S"
     if not in_tmux:
         queries += KITTY_QUERY
-    cell = _tty_cell()
+    cell = cell_now()
     if cell is None:
         queries += "\x1b[16t"
     queries += "\x1b[c"
@@ -200,6 +230,9 @@ def probe(first_run: bool = False) -> Probe:
     if choice == "kitty" and result.protocol == "kitty-direct":
         result.reason = f"{IMAGE_ENV}=kitty; {result.reason}"  # forced kitty still needs direct placement
     elif choice != "auto":
-        result = Probe(choice, f"{IMAGE_ENV}={choice}", result.colors, result.cell, result.tmux and choice == "sixel")
+        # Forced Sixel inside tmux goes through its passthrough even when the outer terminal is not
+        # known yet (a session started detached): unwrapped, tmux drops it.
+        wrap = (result.tmux or passthrough) and choice == "sixel"
+        result = Probe(choice, f"{IMAGE_ENV}={choice}", result.colors, result.cell, wrap)
     log.debug("terminal replies after %.2f s: %r", time.monotonic() - started, replies)
     return result

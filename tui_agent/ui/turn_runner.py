@@ -94,3 +94,5 @@ async def run_turn(
         if not view.attached and view.conversation_id == app.conversation_id:
             await app.chat_log.show_conversation(app.conversation_id)
         app.idle_gc.turn_ended()
+        # What was sent during the reply: the next one goes now (or all back to the composer).
+        await app.send_queue.turn_ended({conversation_id, view.conversation_id}, view.done_status)

@@ -59,6 +59,8 @@ class TurnView:
         # task never ran and the CancelledError from that ends the turn with an empty bubble.
         self._writing = asyncio.Lock()
         self.window_tokens: tuple[int, int] | None = None  # (estimated, budget) of the last request
+        self.cursor_to_reply = False  # regenerated with the message cursor on the reply
+        self.done_status: str | None = None  # the turn's end (ev.Done), None while it runs or if cancelled
 
     @property
     def attached(self) -> bool:
@@ -77,11 +79,14 @@ class TurnView:
             self.conversation_id = event.conversation_id
             await self.app.conversation_started(event.conversation_id)
         elif isinstance(event, ev.BranchChanged):
-            # Regenerate or edit: the page now ends where the new reply or message will go.
+            # Regenerate or edit: the page now ends where the new reply or message will go. A cursor
+            # on the reply being regenerated moves to the new reply once it is stored.
             if self.attached:
+                self.cursor_to_reply = self.log.cursor is not None and self.log.has_focus
                 await self.log.show_conversation(event.conversation_id)
         elif isinstance(event, ev.TurnStarted):
             self.conversation_id = event.conversation_id
+            await self._show_title()  # a new conversation is titled by its first message, stored just now
             if self.user_bubble is not None and self.user_bubble.is_attached:
                 self.user_bubble.message_id = event.user_message_id  # shown at Enter: nothing to read
                 return
@@ -139,6 +144,8 @@ class TurnView:
                     await self.bubble.finish(event.status)
                     self.bubble.message_id = event.message_id
                     await self._show_alternatives(self.bubble)
+                    if self.cursor_to_reply and self.log.has_focus and self.log.cursor is None:
+                        self.log.move_cursor_to(self.bubble, scroll=False)  # the view follows its end
             self.bubble = None
         elif isinstance(event, ev.ToolStarted):
             from tui_agent.ui.widgets.tool_block import ToolProgress  # with the first tool call
@@ -156,6 +163,9 @@ class TurnView:
                 await done_progress.remove()
             else:
                 await self._mount(widget)
+            changed = event.result.data.get("ids") if event.result.data.get("kind") == "update" else None
+            if changed and self.attached:
+                await self.log.refresh_messages({int(i) for i in changed})  # memory_sql edited them
         elif isinstance(event, ev.ErrorEvent):
             await self.close_bubble("error")
             retryable = event.kind not in ("usage", "attachment", "retry")  # nothing was sent to retry
@@ -164,7 +174,17 @@ class TurnView:
         elif isinstance(event, ev.Notice):
             await self.log.mount(NoticeCard(event.text))
         elif isinstance(event, ev.Done):
+            self.done_status = event.status
             status.done(event.status, self.started)
+
+    async def _show_title(self) -> None:
+        app = self.app
+        if app.conversation_id != self.conversation_id:
+            return
+        title = app._title()
+        if title != app.sub_title:
+            app.sub_title = title
+            await app._reload_conversation_list()
 
     async def _show_alternatives(self, bubble: AssistantBubble) -> None:
         from tui_agent.core.store import branches

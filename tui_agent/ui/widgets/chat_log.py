@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual.containers import VerticalScroll
 from textual.widget import Widget
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 BUBBLE_CHROME = 6
 USER_INDENT = 8
 PREFETCH_AFTER_S = 0.5  # after opening a conversation, the rest of its newest page loads this much later
+WINDOW_AFTER_S = 0.3  # and where the model's window starts is found this much later (not on the first paint)
 
 
 def result_status(content: str) -> str:
@@ -68,6 +69,41 @@ class ChatLog(PageReleaseMixin, MessageCursorMixin, VerticalScroll):
     def on_mount(self) -> None:
         self.anchor()
         self.set_interval(1.0, self.release_far_widgets)
+
+    def scroll_end(self, *args: Any, **kwargs: Any) -> None:
+        """Textual's scroll to the end anchors the view again; while newer pages are released below
+        the end of what is mounted is not the end: the anchor stays released (else the next layout
+        moves the view to the bottom without a scroll event, and nothing asks for the next page),
+        and the page below loads once the view is there."""
+        super().scroll_end(*args, **kwargs)
+        if self.has_newer:
+            self._anchor_released = True
+            self.call_after_refresh(self._fill_view)
+
+    def follow(self) -> None:
+        """Back to the end and following it again (a message was sent): where the user had moved
+        the view (the message cursor, a page up) no longer holds it."""
+        self.anchor()
+
+    async def go_to_end(self) -> None:
+        """End: the conversation's newest message at the bottom, followed (after a jump or a long
+        scroll up, the newest page is loaded first)."""
+        if self.has_newer and self.conversation_id is not None:
+            await self.show_conversation(self.conversation_id)
+        self.follow()
+
+    async def action_scroll_end(self) -> None:  # type: ignore[override]  # Textual awaits async actions
+        await self.go_to_end()
+
+    async def action_page_down(self) -> None:  # type: ignore[override]
+        """A page down; the last one reaches the end and follows it again (a page down at the end
+        must not let go of it)."""
+        if not self.has_newer and self.scroll_y + self.scrollable_content_region.height >= self.max_scroll_y:
+            await self.go_to_end()
+        else:
+            self.scroll_page_down()
+            if self.has_newer:
+                self.call_after_refresh(self._fill_view)  # at the end of what is mounted: the page below
 
     def widget_for(self, message: Message, images: list[str], forks: set[int] | None = None) -> Widget | None:
         paths = [self.vault.root / p for p in images]
@@ -143,6 +179,42 @@ class ChatLog(PageReleaseMixin, MessageCursorMixin, VerticalScroll):
         self.anchor()
         self.call_after_refresh(self._settled)
 
+    async def show_message(self, message_id: int, *, offset: float | None = None, cursor: bool = False) -> None:
+        """The page holding ``message_id`` (another alternative or branch was chosen there): the
+        message at ``offset`` lines from the top of the view (where the one it replaces was), else
+        just in view; with the message cursor on it if ``cursor``."""
+        if self.conversation_id is None:
+            return
+        after = self._rows_after(message_id, PAGE // 2)  # the page: half above it, half below
+        await self.show_conversation(self.conversation_id, until_id=after[-1].id if after else message_id)
+        await self.load_newer()  # short messages: the page below too, so that the view can be placed
+        widget = next((w for w in self.selectable() if message_id_of(w) == message_id), None)
+        if widget is None:
+            return
+        if cursor:
+            self.focus()
+            self.move_cursor_to(widget, scroll=False)
+        self.call_after_refresh(self._place, widget, offset)
+
+    def _place(self, widget: Widget, offset: float | None) -> None:
+        if not widget.is_attached:
+            return
+        if offset is None:
+            self.scroll_to_widget(widget, animate=False, immediate=True)
+        else:
+            self.scroll_to(y=widget.virtual_region.y - offset, animate=False, immediate=True)
+
+    async def refresh_messages(self, ids: set[int]) -> None:
+        """Messages changed in the store (a memory_sql UPDATE): those on screen are built again."""
+        for old in [child for child in self.children if message_id_of(child) in ids]:
+            message = Message.get_or_none(Message.id == message_id_of(old))
+            new = self._widgets([message]) if message is not None else []
+            if new:
+                await self.mount_all(new, before=old)
+            if self.cursor is old:
+                self.move_cursor_to(new[0] if new else None, scroll=False)
+            await self._release([old])
+
     def _rows_filling_the_view(self, rows: list[Message]) -> int:
         """How many of the newest ``rows`` surely fill the view.
 
@@ -178,11 +250,24 @@ class ChatLog(PageReleaseMixin, MessageCursorMixin, VerticalScroll):
     def _settled(self) -> None:
         self._settling = False
         self._fill_view()
+        if self._window_start is None and self.conversation_id is not None:
+            # Older messages the next request would leave out are marked before any request is made.
+            self.set_timer(WINDOW_AFTER_S, self._find_window_start)
         if self.has_older and self.following:
             # One page above the view, loaded once the first paint is out: scrolling up finds it there.
             # One planned load at a time (opened twice in a row, both openings get here).
             self._cancel_prefetch()
             self._prefetch = self.set_timer(PREFETCH_AFTER_S, self._prefetch_older)
+
+    async def _find_window_start(self) -> None:
+        from tui_agent.ui.context_window import window_start
+
+        shown = self.conversation_id
+        if shown is None or self._window_start is not None:
+            return
+        first = window_start(self.vault, shown)
+        if first is not None and shown == self.conversation_id and self._window_start is None:
+            await self.mark_window_start(first)
 
     def _cancel_prefetch(self) -> None:
         if self._prefetch is not None:

@@ -1,6 +1,7 @@
 """The composer: multi-line input. Enter sends; Shift+Enter or Ctrl+J inserts a newline;
 Up on an empty composer moves into the messages (the message cursor); Ctrl+Up/Ctrl+Down recall
-earlier messages; Tab completes slash commands."""
+earlier messages; Tab completes slash commands; PageUp/PageDown scroll the chat, and End or Down
+with the cursor at the end of the text bring the chat to its end."""
 
 from __future__ import annotations
 
@@ -24,6 +25,14 @@ class Composer(TextArea):
 
     class CursorRequested(Message):
         """Up on an empty composer: the user wants to move through the messages."""
+
+    class ScrollLog(Message):
+        """PageUp/PageDown (``page_up``/``page_down``), or End/Down at the end of the text (``end``):
+        the chat log scrolls; the composer keeps the focus."""
+
+        def __init__(self, where: str) -> None:
+            super().__init__()
+            self.where = where
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, soft_wrap=True, show_line_numbers=False, tab_behavior="focus", compact=True)
@@ -72,6 +81,13 @@ class Composer(TextArea):
             event.prevent_default()
             event.stop()
             self.post_message(self.CursorRequested())
+            return
+        if key in ("pageup", "pagedown") or (
+            key in ("end", "down") and self._recall_index is None and self.cursor_location == self.document.end
+        ):
+            event.prevent_default()
+            event.stop()
+            self.post_message(self.ScrollLog({"pageup": "page_up", "pagedown": "page_down"}.get(key, "end")))
             return
         if (key == "ctrl+up" or (key == "up" and self._recall_index is not None)) and self.recall:
             event.prevent_default()

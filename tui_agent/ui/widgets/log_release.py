@@ -62,6 +62,7 @@ class PageReleaseMixin(_Base):
     _loading: bool
     _set_aside: dict[int, list[Card]]
     _window_start: int | None
+    cursor: Widget | None
 
     @property
     def following(self) -> bool:
@@ -138,6 +139,9 @@ class PageReleaseMixin(_Base):
                 after = found
             elif hasattr(widget, "rebuild") and after is not None:
                 self._set_aside.setdefault(after, []).append(widget)
+        if getattr(self, "cursor", None) in widgets:
+            self.cursor = None  # the message under the cursor goes: no cursor (its keys leave the footer)
+            self.refresh_bindings()
         nodes = nodes_to_unlink(widgets)
         await self.remove_children(widgets)
         unlink_removed(nodes)

@@ -54,13 +54,15 @@ class MessageCursorMixin:
     def selectable(self) -> list[Widget]:
         return [child for child in self.children if getattr(child, "message_id", None) is not None]  # type: ignore[attr-defined]
 
-    def move_cursor_to(self, widget: Widget | None) -> None:
+    def move_cursor_to(self, widget: Widget | None, *, scroll: bool = True) -> None:
         if self.cursor is not None and self.cursor is not widget:
             self.cursor.remove_class("-cursor")
         self.cursor = widget
         if widget is not None:
             widget.add_class("-cursor")
-            self.scroll_to_widget(widget, animate=False)  # type: ignore[attr-defined]
+            if scroll:
+                self.scroll_to_widget(widget, animate=False)  # type: ignore[attr-defined]
+        self.refresh_bindings()  # type: ignore[attr-defined]  # the footer shows the cursor's keys only with one
 
     def enter_cursor(self) -> None:
         """From the composer: the cursor starts on the newest message."""
@@ -84,8 +86,11 @@ class MessageCursorMixin:
             index = items.index(self.cursor)
         self.move_cursor_to(items[max(0, index - 1)])
 
-    def action_cursor_down(self) -> None:
+    async def action_cursor_down(self) -> None:
         items = self.selectable()
+        if self.cursor in items and self.cursor is items[-1] and getattr(self, "has_newer", False):
+            await self.load_newer()  # type: ignore[attr-defined]  # the end of what is mounted is not the end
+            items = self.selectable()
         if self.cursor not in items or items.index(self.cursor) == len(items) - 1:
             self.action_cursor_leave()
             return

@@ -91,6 +91,10 @@ class StatusLine(Static):
         begun = self._now() if started is None else started
         self._show_live(lambda: f"running {name}… · {self._elapsed(begun)}", state="busy")
 
+    def awaiting_approval(self, name: str) -> None:
+        """A tool asks before it acts: nothing runs until the user answers."""
+        self.show(f"{name} · waiting for your approval", state="busy")
+
     def finished(self, model: str, started: float, prompt: int | None, completion: int | None) -> None:
         tokens = f" · {prompt} in / {completion} out tokens" if prompt is not None else ""
         self.show(f"{model} · done in {self._elapsed(started)}{tokens}")

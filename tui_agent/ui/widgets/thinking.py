@@ -1,7 +1,9 @@
 """The model's reasoning above its reply: a collapsible "Thinking" block.
 
 It streams open while the model thinks (with elapsed seconds), collapses when the answer
-starts, and reopened conversations show it collapsed. One key shows or hides every block.
+starts, and reopened conversations show it collapsed, under the same label (the seconds are not
+stored: a label that changed on reload said two things of one block). One key shows or hides every
+block.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from textual.widgets import Collapsible, Static
 
 from tui_agent.core.textsafe import visible
 
+TITLE = "Thinking"  # a finished block's label, live or reloaded
 HIDDEN_ATTR = "thinking_hidden"  # on the app: every thinking block hidden (the toggle key)
 
 
@@ -30,7 +33,7 @@ class ThinkingBlock(Collapsible):
         self.text = text
         self.live = live
         self.body = Static(visible(text), classes="thinking-text", markup=False)
-        super().__init__(self.body, title="Thinking", collapsed=not live, classes="thinking-block")
+        super().__init__(self.body, title=TITLE, collapsed=not live, classes="thinking-block")
         self._started = 0.0
         self._elapsed: float | None = None
         self._timer: Any = None
@@ -62,7 +65,7 @@ class ThinkingBlock(Collapsible):
         self.body.update(visible(self.text.strip()))
 
     def finish(self) -> None:
-        """The answer started (or the reply ended): collapse, keep the seconds it took."""
+        """The answer started (or the reply ended): collapse, under the label a reload shows."""
         if not self.live:
             return
         self.live = False
@@ -70,7 +73,7 @@ class ThinkingBlock(Collapsible):
             self._timer.stop()
             self._timer = None
         self._elapsed = self._clock() - self._started
-        self.title = f"Thought for {self._elapsed:.0f}s"
+        self.title = TITLE
         self.collapsed = True
 
 
