@@ -160,3 +160,41 @@ def type_message(page: Any, text: str) -> None:
     page.focus("textarea.xterm-helper-textarea")
     page.keyboard.type(text)
     page.keyboard.press("Enter")
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Any:
+    """One real Chromium for the whole test session (each test opens its own context and pages)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = launch(playwright)
+        yield browser
+        browser.close()
+
+
+def page_token(page: Any) -> str | None:
+    """The token the page keeps in its tab's sessionStorage (never in a cookie)."""
+    return page.evaluate("sessionStorage.getItem('tui-agent-token')")
+
+
+def screen_text(page: Any) -> str:
+    """The terminal's screen as text (xterm.js's buffer)."""
+    return page.evaluate(
+        """() => { const b = window.tuiAgent.terminal.buffer.active; const out = [];
+        for (let y = 0; y < b.length; y++) out.push(b.getLine(y).translateToString(true)); return out.join("\\n"); }"""
+    )
+
+
+def cell_of(page: Any, text: str) -> tuple[float, float] | None:
+    """The page coordinates of the middle of the first cell showing ``text``, or None."""
+    for y, line in enumerate(screen_text(page).split("\n")):
+        x = line.find(text)
+        if x >= 0:
+            box = page.evaluate(
+                """() => { const r = document.querySelector('.xterm-screen').getBoundingClientRect();
+                const c = window.tuiAgent.terminal._core._renderService.dimensions.css.cell;
+                return [r.left, r.top, c.width, c.height]; }"""
+            )
+            return box[0] + (x + 0.5) * box[2], box[1] + (y + 0.5) * box[3]
+    return None
