@@ -111,7 +111,7 @@ def make_server(command: str, guard: Guard, vault_root: Path, max_sessions: int,
                 # The image addon decodes Sixel in WebAssembly (its own, bundled): 'wasm-unsafe-eval'.
                 "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; "
                 "img-src 'self' data: blob:; "
-                f"connect-src {context['app_websocket_url']}; base-uri 'none'; form-action 'none'; "
+                f"connect-src 'self' {context['app_websocket_url']}; base-uri 'none'; form-action 'none'; "
                 "frame-ancestors 'none'"
             )
             return response
