@@ -43,14 +43,11 @@ def make_vault(root: Path) -> Path:
 
     code = (
         "import sys\n"
+        "from pathlib import Path\n"
         "from tui_agent.core.vault import Vault\n"
         "from tui_agent.core.store import open_database, history\n"
-        "from tui_agent.core import profiles\n"
-        "vault = Vault(sys.argv[1]).init()\n"
+        "vault = Vault(Path(sys.argv[1])).init()\n"
         "db = open_database(vault.db_path)\n"
-        "profiles.create_profile('bench', {'base_url': 'http://127.0.0.1:9/v1', 'api_key_env': '',"
-        " 'chat_model': 'm'})\n"
-        "profiles.use_profile('bench')\n"
         "chat = history.new_conversation('twelve pictures')\n"
         "for n in range(12):\n"
         "    history.add_message(chat.id, 'user', f'picture {n}', attachments=[f'media/p{n}.png'])\n"
