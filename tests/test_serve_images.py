@@ -221,3 +221,25 @@ def test_scrolling_and_the_message_cursor_move_the_picture_without_remnants(env,
         assert no_remnants(shot)["sharp_rows"] == 160  # the first message is on screen, its picture whole
     finally:
         served.stop()
+
+
+def test_served_by_our_page_the_app_draws_sixel_at_the_pages_cell_size(monkeypatch):
+    from tui_agent.ui import images
+    from tui_agent.ui.terminal_probe import probe
+
+    monkeypatch.setenv("TERM_PROGRAM", "textual")  # what textual-serve sets for the app
+    monkeypatch.delenv("TUI_AGENT_IMAGES", raising=False)
+    monkeypatch.setenv("TUI_AGENT_CELL_PX", "9.6x18.5")
+    chosen = probe()
+    assert (chosen.protocol, chosen.cell) == ("web-sixel", (9, 18))
+    # A picture smaller than the chat gets the cells it covers, never enlarged; a larger one fits.
+    monkeypatch.setattr(images, "_probe", chosen)
+    assert images.fit((320, 160), 100, 18) == (36, 9)
+    cols, rows = images.fit((2000, 1000), 100, 18)
+    assert cols <= 100 and rows <= 18 and cols * 9 >= 0.95 * rows * 18 * 2
+    # Another server's page (no cell size: no image addon) gets half-cells; a choice of the user wins.
+    monkeypatch.delenv("TUI_AGENT_CELL_PX")
+    assert probe().protocol == "halfcell"
+    monkeypatch.setenv("TUI_AGENT_CELL_PX", "9x18")
+    monkeypatch.setenv("TUI_AGENT_IMAGES", "halfcell")
+    assert probe().protocol == "halfcell"
