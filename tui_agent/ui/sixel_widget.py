@@ -60,14 +60,17 @@ def served_sixel_class(colors: int) -> type:
     sharp), a larger one is scaled down to fit; nothing is padded (the crop stays inside the
     picture) and no band is cut off. The cells are the widget's, so Textual's next drawing of
     them (scrolling, another picture, a resize) replaces the picture, as text replaces text.
+    The picture is decoded, scaled and quantized once per size, and the visible part encoded
+    from cached bands (``sixel.BandEncoder``): scrolling re-sends it without encoding it again.
     """
     from rich.control import Control
     from rich.segment import ControlType, Segment
     from rich.style import Style
     from textual.app import ComposeResult
+    from textual.dom import NoScreen
     from textual.geometry import Region
     from textual.strip import Strip
-    from textual_image._pixeldata import PixelData
+    from textual_image._terminal import get_cell_size
     from textual_image.widget import SixelImage
     from textual_image.widget.sixel import _ImageSixelImpl, _NoopRenderable
 
@@ -76,47 +79,50 @@ def served_sixel_class(colors: int) -> type:
     plain = Style()
 
     class _ServedImpl(_ImageSixelImpl):
+        _encoder: sixel.BandEncoder | None = None
+        _encoder_key: object = None
+
+        def _encoder_for(self, cell: Any, background: tuple[int, int, int]) -> sixel.BandEncoder:
+            key = (self.image, self.content_size, cell, background)
+            if self._encoder is None or self._encoder_key != key:
+                from PIL import Image as PILImage
+
+                with PILImage.open(self.image) as opened:  # type: ignore[arg-type]
+                    picture = opened.copy()
+                box_w, box_h = self.content_size.width * cell.width, self.content_size.height * cell.height
+                if picture.width > box_w or picture.height > box_h:
+                    scale = min(box_w / picture.width, box_h / picture.height)
+                    size = (max(1, int(picture.width * scale)), max(1, int(picture.height * scale)))
+                    picture = picture.resize(size, PILImage.Resampling.LANCZOS)
+                self._encoder, self._encoder_key = sixel.BandEncoder(picture, colors, background), key
+            return self._encoder
+
         def render_lines(self, crop: Region) -> list[Strip]:
+            try:
+                if not self.image or not self.screen.is_active or not crop.height or not crop.width:
+                    return []
+            except NoScreen:
+                return []
+            cell = get_cell_size()
+            rgba = self._get_background_rgba()
+            encoder = self._encoder_for(cell, (rgba[0], rgba[1], rgba[2]))
+            left = min(encoder.width, crop.x * cell.width)
+            top = min(encoder.height, crop.y * cell.height)
+            right = min(encoder.width, crop.right * cell.width)
+            bottom = min(encoder.height, crop.bottom * cell.height)
+            data = encoder.encode((left, top, right, bottom)) if right > left and bottom > top else ""
             # Every cell is written (blanks in the background colour): what the picture does not
             # cover (it is smaller than its cells by up to a cell) shows no older text or picture.
-            lines: list[Strip] = super().render_lines(crop)
-            if not lines:
-                return lines
-            style = self.rich_style
-            blank = Strip([Segment(" " * crop.width, style)], crop.width)
-            return [blank] * (len(lines) - 1) + [Strip([*blank, *lines[-1]], crop.width)]
-
-        def _scale_image(self, image_data: Any, terminal_sizes: Any) -> Any:
-            box_w = self.content_size.width * terminal_sizes.width
-            box_h = self.content_size.height * terminal_sizes.height
-            if image_data.width <= box_w and image_data.height <= box_h:
-                return image_data
-            scale = min(box_w / image_data.width, box_h / image_data.height)
-            size = (max(1, int(image_data.width * scale)), max(1, int(image_data.height * scale)))
-            from PIL import Image as PILImage
-
-            return PixelData(image_data.pil_image.resize(size, PILImage.Resampling.LANCZOS))
-
-        def _crop_image(self, image: Any, crop: Any, terminal_sizes: Any) -> Any:
-            left = min(image.width, crop.x * terminal_sizes.width)
-            top = min(image.height, crop.y * terminal_sizes.height)
-            right = min(image.width, crop.right * terminal_sizes.width)
-            bottom = min(image.height, crop.bottom * terminal_sizes.height)
-            return image.cropped(left, top, right, bottom)
-
-        def _image_to_sixels(self, image: Any, sixel_options: Any = None, background: Any = None) -> str:
-            if not image.width or not image.height:
-                return ""
-            rgb = tuple(background[:3]) if background else (0, 0, 0)
-            return sixel.encode(image, colors, rgb)
-
-        def _get_sixel_segments(self, sixel_data: str) -> list[Segment]:
+            blank = Strip([Segment(" " * crop.width, self.rich_style)], crop.width)
+            if not data:
+                return [blank] * crop.height
             region = self.screen.find_widget(self).visible_region
-            return [
+            picture = [
                 Segment(Control.move_to(region.x, region.y).segment.text, style=plain),
-                Segment(sixel_data, style=plain, control=((ControlType.CURSOR_FORWARD, 0),)),
+                Segment(data, style=plain, control=((ControlType.CURSOR_FORWARD, 0),)),
                 Segment(Control.move_to(region.right, region.bottom - 1).segment.text, style=plain),
             ]
+            return [blank] * (crop.height - 1) + [Strip([*blank, *picture], crop.width)]
 
     class ServedSixelImage(SixelImage, Renderable=_NoopRenderable):
         def compose(self) -> ComposeResult:
