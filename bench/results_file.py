@@ -14,10 +14,11 @@ ROW_MARKS = {
     "scroll": "messages, PageUp",
     "session": "-turn session: ",
     "gc": "full collections during",
+    "search": "| history of ",
 }
 FAILED_PREFIX = "Measurements that timed out (not counted): "
 FAILED_SPLIT = re.compile(
-    r"; (?=(?:send at once|stream \d+[a-z -]*|huge reply|scroll(?: bursts)?|session|gc o[nf]+|instructions): )"
+    r"; (?=(?:send at once|stream \d+[a-z -]*|huge reply|scroll(?: bursts)?|session|gc o[nf]+|instructions|search): )"
 )
 AB_HEADING = "## textual-speedups A/B"
 NOTES_HEADING = "## Notes (written by hand)"
@@ -34,7 +35,8 @@ def failed_group(entry: str) -> str:
         return "gc"
     if label.startswith("scroll"):
         return "scroll"
-    return {"huge reply": "huge", "session": "session", "instructions": "instructions"}.get(label, "rounds")
+    known = {"huge reply": "huge", "session": "session", "instructions": "instructions", "search": "search"}
+    return known.get(label, "rounds")
 
 
 def merge(old: str, new: str, only: set[str], groups: tuple[str, ...], command: str, timed_out: list[str]) -> str:

@@ -1,6 +1,6 @@
 """Run every benchmark and write bench/RESULTS.md: `python bench/run.py [--runs N] [--turns N]`.
 
-`--only session` (or rounds, instructions, context, huge, scroll, gc; comma-separated) runs just those groups of figures and
+`--only session` (or rounds, instructions, context, huge, scroll, gc, search; comma-separated) runs just those groups of figures and
 updates their rows in the existing RESULTS.md, e.g. `python bench/run.py --only session --turns 500`.
 
 Each figure is measured in a real 120x40 pty against a loopback server streaming as fast as it
@@ -26,6 +26,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import context_build  # noqa: E402
+import history_scale  # noqa: E402
 import instructions  # noqa: E402
 import scenarios as sc  # noqa: E402
 from pty_app import PtyApp, make_vault  # noqa: E402
@@ -37,7 +38,7 @@ SPEEDUPS = importlib.util.find_spec("textual_speedups") is not None
 AB_LABELS = (("", {}), (" no-speedups", NO_SPEEDUPS)) if SPEEDUPS else (("", {}),)
 # Groups of figures: the interleaved rounds (everything measured --runs times, next to the bare
 # app), then single measurements.
-GROUPS = ("rounds", "instructions", "context", "huge", "scroll", "session", "gc")
+GROUPS = ("rounds", "instructions", "context", "huge", "scroll", "session", "gc", "search")
 SCROLL_MESSAGES = 5_000
 GC_TURNS = 60  # replies with a second's pause after each, with the idle collector on and off
 
@@ -79,6 +80,9 @@ def main() -> None:
     parser.add_argument("--huge-lines", type=int, default=100_000)
     parser.add_argument("--only", type=groups, default=None, help=f"comma-separated groups of figures: {GROUPS}")
     parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
+    parser.add_argument(
+        "--search-sizes", default="5000,100000,1000000", help="history sizes (messages) of the search group"
+    )
     args = parser.parse_args()
     only: set[str] = args.only or set(GROUPS)
     # As installed (pip compiles the bytecode): without it every start compiles tui-agent's ~100
@@ -135,6 +139,10 @@ def main() -> None:
             shutil.rmtree(vault.parent)
             if gc_run is not None:
                 print(f"  during replies: {gc_run['during_ms']} ms; between replies: {gc_run['between']}", flush=True)
+    if "search" in only:
+        sizes = tuple(int(n) for n in args.search_sizes.split(","))
+        runs = min(args.runs, 3)
+        single["search"] = attempt("search", history_scale.measure, fake.base_url, runs, sizes)
     fake.stop()
     report = render(r, single, args)
     old = args.out.read_text() if args.out.exists() else ""
@@ -345,6 +353,8 @@ def single_rows(single: dict[str, object], args: argparse.Namespace, bare: float
             f"| {turns}-turn session: the app's CPU time per turn (mean), first 50 / last 50"
             f" | {session['first_cpu_s']:.3f} / {session['last_cpu_s']:.3f} s | — | flat |",
         ]
+    if isinstance(single.get("search"), dict):
+        lines += history_scale.rows(single["search"])  # type: ignore[arg-type]
     on, off = single.get("gc on"), single.get("gc off")
     if isinstance(on, dict) and isinstance(off, dict):
         longest = max(off["during_ms"], default=0.0)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,15 +33,58 @@ def fake_llm() -> Iterator[FakeOpenAI]:
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def shared_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache folder per test process, as a user's ``~/.cache`` is one per machine: the terminal
+    probe's "first start" marker is there already (a first start waits longer for a cold terminal)."""
+    cache = tmp_path_factory.mktemp("xdg-cache")
+    (cache / "tui-agent").mkdir()
+    (cache / "tui-agent" / "terminal-probed").touch()
+    return cache
+
+
 @pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No test sees the developer's keys, vault or PATH surprises; the fake flux2 is on PATH."""
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TUI_AGENT_VAULT", "TUI_AGENT_TOKEN"):
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, shared_cache_home: Path) -> Iterator[None]:
+    """No test sees the developer's keys, vault, config or PATH surprises; the fake flux2 is on PATH.
+
+    Tests run in parallel (pytest-xdist), so nothing is shared between two tests that one of them
+    could change: each test has its own user config and data folders, and its own tmux server
+    (``TMUX_TMPDIR``: a plain ``tmux`` command in a test talks to a server only that test sees, which
+    is killed when the test ends)."""
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TUI_AGENT_VAULT", "TUI_AGENT_TOKEN", "TMUX", "TMUX_PANE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv(
         "PATH", f"{TESTS / 'bin'}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
     )
     monkeypatch.setenv("FLUX2_LOG", str(tmp_path / "flux2.log"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(shared_cache_home))
+    # A socket path must stay under ~100 bytes: a short folder of its own, not tmp_path.
+    tmux_dir = tempfile.mkdtemp(prefix="tmx")
+    monkeypatch.setenv("TMUX_TMPDIR", tmux_dir)
+    yield
+    for socket in Path(tmux_dir).glob("tmux-*/*"):
+        subprocess.run(["tmux", "-S", str(socket), "kill-server"], capture_output=True, timeout=20)
+    shutil.rmtree(tmux_dir, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def notices_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every notification an app posts, kept in ``app.notices_seen`` (the messages, in order): the
+    app's own list drops one when it times out, which a test on a loaded machine can outlive.
+    (Only where Textual is loaded already: a test module that runs an app imports it.)"""
+    if "textual.app" not in sys.modules:
+        return
+    from textual.app import App
+
+    notify = App.notify
+
+    def recording(self: App, message: str, *args: object, **kwargs: object) -> None:
+        self.__dict__.setdefault("notices_seen", []).append(str(message))
+        notify(self, message, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(App, "notify", recording)
 
 
 @dataclass
@@ -83,3 +129,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report.outcome = "failed"
         report.longrepr = f"skipped in CI, where .ci/run installs every system tool: {report.longrepr[2]}"
     return report
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: two workers a core (at least 4). Most of a test's time is spent waiting for
+    another process (the app in a terminal, a browser, an MCP server, a loopback server), so one
+    worker a core leaves the cores idle; more than two a core only adds contention."""
+    return max(4, 2 * (os.cpu_count() or 1))

@@ -49,6 +49,7 @@ class FakeOpenAI:
         self.image_replies: deque[Reply] = deque()
         self.requests: list[dict[str, Any]] = []
         self.image_requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []  # of every request, in order (GET and POST)
         self.first_request_at: float | None = None
         self.stream_ended_at: float | None = None
         self.default_text = "ok"
@@ -91,12 +92,14 @@ class FakeOpenAI:
                 pass
 
             def do_GET(self) -> None:
+                fake.headers.append(dict(self.headers))
                 if self.path.rstrip("/").endswith("/models"):
                     self._json(200, {"object": "list", "data": [{"id": "fake-chat", "object": "model"}]})
                 else:
                     self._json(404, {"error": {"message": "not found"}})
 
             def do_POST(self) -> None:
+                fake.headers.append(dict(self.headers))
                 length = int(self.headers.get("content-length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 if fake.first_request_at is None:

@@ -1,8 +1,9 @@
 """Replay recorded-style HTTP answers of real OpenAI-compatible servers over real loopback HTTP.
 
 Each fixture under ``tests/fixtures/streams/`` is one answer: a header of ``#`` lines (where
-the shape comes from, ``# status:``, ``# content-type:``), then the body served byte for byte
-(SSE events, a JSON error, an HTML page...). The server answers ``POST .../chat/completions``
+the shape comes from, ``# status:``, ``# content-type:``, ``# line-endings: crlf|cr``,
+``# write: bytewise`` for one byte per write), then the body served byte for byte (SSE events,
+a JSON error, an HTML page...). The server answers ``POST .../chat/completions``
 from a queue of fixtures and records every request (path, headers, JSON body), so tests can
 assert how many requests went out and what they carried. Once the queue is empty it answers
 with ``after_tool.sse`` (a plain text reply). Run alone:
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -34,6 +36,7 @@ class Recorded:
     body: bytes = b""
     source: list[str] = field(default_factory=list)
     hold_before: int | None = None  # stop before this SSE event until the test calls release()
+    bytewise: bool = False  # one byte per write (chunks split UTF-8 characters and CR from LF)
 
 
 def load(name: str) -> Recorded:
@@ -54,6 +57,10 @@ def load(name: str) -> Recorded:
             answer.content_type = value.strip()
         elif key == "line-endings" and value.strip() == "crlf":
             body = body.replace("\n", "\r\n")
+        elif key == "line-endings" and value.strip() == "cr":
+            body = body.replace("\n", "\r")
+        elif key == "write" and value.strip() == "bytewise":
+            answer.bytewise = True
         elif key == "source":
             answer.source.append(value.strip())
     answer.body = body.encode("utf-8")
@@ -128,6 +135,8 @@ class ReplayServer:
                 answer = replay._next()
                 if answer.hold_before is not None:
                     self._send_held(answer)
+                elif answer.bytewise:
+                    self._send_bytewise(answer)
                 else:
                     self._send(answer.status, answer.content_type, answer.body)
 
@@ -147,6 +156,19 @@ class ReplayServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
                 self.close_connection = True
+
+            def _send_bytewise(self, answer: Recorded) -> None:
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                self.send_response(answer.status)
+                self.send_header("Content-Type", answer.content_type)
+                self.send_header("Content-Length", str(len(answer.body)))
+                self.end_headers()
+                try:
+                    for index in range(len(answer.body)):
+                        self.wfile.write(answer.body[index : index + 1])
+                        self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
 
             def _send(self, status: int, content_type: str, body: bytes) -> None:
                 self.send_response(status)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from fake_openai import Reply
 from helpers import EchoTool, done, make_loop, rows
 
@@ -135,6 +136,7 @@ def _reads(monkeypatch) -> list[int]:
     return limits
 
 
+@pytest.mark.slow
 def test_a_long_conversation_reads_only_the_rows_its_budget_can_use(env, monkeypatch):
     """The request is the one a read of the whole window (400 rows) gives, from far fewer rows: a
     long session's turns do not grow with what the budget leaves out."""

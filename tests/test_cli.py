@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 from fake_openai import Reply
 
 
@@ -44,6 +45,7 @@ def test_ask_continues_the_last_conversation_unless_new(env):
     assert result.returncode == 2 and result.stderr.strip() == "error: no conversation with id 999"
 
 
+@pytest.mark.slow
 def test_ask_errors_are_one_line_and_nonzero(env, tmp_path):
     vault = tmp_path / "fresh"
     result = cli("profile", "set", "base_url", "http://127.0.0.1:9/v1", vault=vault)
@@ -71,6 +73,7 @@ def test_ask_refuses_sql_update_without_yes(env):
     assert "declined" in env.fake.chat_requests[1]["messages"][-1]["content"]
 
 
+@pytest.mark.slow
 def test_tool_exit_codes(env):
     ok = cli(
         "tool",
@@ -107,6 +110,7 @@ def test_tool_exit_codes(env):
     assert wrong_type.returncode == 2 and "parameter count must be of type integer" in wrong_type.stderr
 
 
+@pytest.mark.slow
 def test_profile_commands(env, tmp_path):
     vault = tmp_path / "v"
     created = cli("profile", "create", "work", vault=vault)

@@ -8,10 +8,13 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
 from fake_openai import FakeOpenAI, Reply
 
 from tui_agent.core import profiles
 from tui_agent.core.store import db, migrations
+
+pytestmark = pytest.mark.slow
 
 WRITERS = 20
 

@@ -90,6 +90,7 @@ async def refused(vault: Vault, source: str) -> str:
 PNG = [("Content-Type", "image/png")]
 
 
+@pytest.mark.slow
 async def test_stacked_gzip_is_refused_before_decoding(vault, hostile):
     base, routes = hostile
     body = gzip.compress(gzip_of_zeros(256 << 20))  # 256 MB inside two layers: a few hundred bytes
@@ -102,6 +103,7 @@ async def test_stacked_gzip_is_refused_before_decoding(vault, hostile):
     assert message.endswith("refused: stacked content encodings (gzip, gzip)")
 
 
+@pytest.mark.slow
 async def test_a_gzip_bomb_stops_at_the_cap(vault, hostile):
     base, routes = hostile
     body = gzip_of_zeros(200 << 20)  # ~200 KB that decode to 200 MB

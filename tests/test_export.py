@@ -142,3 +142,96 @@ def test_export_errors_are_one_line(env, tmp_path: Path):
     bad.write_text(json.dumps({"format": "other"}))
     result = cli("history", "import", str(bad), vault=env.vault.root)
     assert result.returncode == 1 and "not a tui-agent conversation export" in result.stderr
+
+
+# ------------------------------------------------------ writes only where asked (issue 26.7)
+def test_export_refuses_an_existing_file_and_replaces_it_only_with_force(env, tmp_path):
+    conversation_id = make_conversation(env)
+    for fmt in ("md", "json"):
+        out = tmp_path / f"mine.{fmt}"
+        out.write_text("my own notes\n")
+        args = ("history", "export", str(conversation_id), "--format", fmt, "--out", str(out))
+        result = cli(*args, vault=env.vault.root)
+        assert result.returncode == 1
+        assert result.stderr == f"error: {out} exists (give --force to replace it)\n"
+        assert out.read_text() == "my own notes\n"
+        result = cli(*args, "--force", vault=env.vault.root)
+        assert result.returncode == 0, result.stderr
+        assert out.read_text() != "my own notes\n" and not out.is_symlink()
+    assert "![image](mine_files/fox_red-1.png)" in (tmp_path / "mine.md").read_text()
+
+
+def test_export_never_follows_a_symlink(env, tmp_path):
+    conversation_id = make_conversation(env)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    # A link planted at the default name, a dangling one, one given as --out.
+    default = work / f"conversation-{conversation_id}-draw-a-fox.md"
+    default.symlink_to(victim)
+    result = cli("history", "export", str(conversation_id), vault=env.vault.root, cwd=work)
+    assert result.returncode == 1 and "exists" in result.stderr
+    (work / f"conversation-{conversation_id}-draw-a-fox.json").symlink_to(tmp_path / "nowhere.json")
+    result = cli("history", "export", str(conversation_id), "--format", "json", vault=env.vault.root, cwd=work)
+    assert result.returncode == 1 and not (tmp_path / "nowhere.json").exists()
+    link = work / "given.md"
+    link.symlink_to(victim)
+    result = cli("history", "export", str(conversation_id), "--out", str(link), vault=env.vault.root)
+    assert result.returncode == 1
+    # --force replaces the link itself, never what it points to.
+    result = cli("history", "export", str(conversation_id), "--out", str(link), "--force", vault=env.vault.root)
+    assert result.returncode == 0, result.stderr
+    assert not link.is_symlink() and link.read_text().startswith("# draw a fox")
+    assert victim.read_text() == "precious\n"
+    # The images' folder beside the Markdown, or an image in it, planted as a link.
+    (work / "pics_files").symlink_to(elsewhere)
+    result = cli("history", "export", str(conversation_id), "--out", str(work / "pics.md"), vault=env.vault.root)
+    assert result.returncode == 1 and "pics_files is a symlink" in result.stderr
+    (work / "more_files").mkdir()
+    (work / "more_files" / "fox_red-1.png").symlink_to(victim)
+    for extra in ((), ("--force",)):
+        result = cli(
+            "history", "export", str(conversation_id), "--out", str(work / "more.md"), *extra, vault=env.vault.root
+        )
+        assert result.returncode == 1 or not (work / "more_files" / "fox_red-1.png").is_symlink(), result.stderr
+    assert victim.read_text() == "precious\n" and list(elsewhere.iterdir()) == []
+    assert (work / "more_files" / "fox_red-1.png").read_bytes() == (env.vault.media / "fox" / "red-1.png").read_bytes()
+
+
+def test_markdown_export_keeps_html_and_controls_as_text(env, tmp_path):
+    from markdown_it import MarkdownIt
+
+    from tui_agent.core.store import history
+
+    conversation = history.new_conversation("t<img src=x onerror=alert(1)>\x1b]0;T\x07")
+    history.add_message(conversation.id, "user", "show me <b>bold</b> & `<i>code</i>`")
+    reply = (
+        "Here:</details><script>alert(1)</script>\n\n<div onclick=x>block html</div>\n\n"
+        "```html\n<p>kept as code</p>\n```\n\nand \x1b]52;c;cHduZWQ=\x07 \\`<u>x</u>` end"
+    )
+    history.add_message(conversation.id, "assistant", reply, status="cancelled</em><script>")
+    history.add_message(
+        conversation.id,
+        "web_tool",
+        "</details><script>",
+        tool_name="web</summary><script>",
+        tool_call_id="c1",
+        tool_arguments="{}",
+    )
+    out = tmp_path / "x.md"
+    result = cli("history", "export", str(conversation.id), "--out", str(out), vault=env.vault.root)
+    assert result.returncode == 0, result.stderr
+    text = out.read_text()
+    assert "\x1b" not in text and "\x07" not in text and "␛]52;c;" in text
+    assert "Here:&lt;/details&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert "```html\n<p>kept as code</p>\n```" in text and "`<i>code</i>`" in text
+    assert "show me &lt;b&gt;bold&lt;/b&gt; &amp; " in text
+    assert "\\`&lt;u&gt;x&lt;/u&gt;`" in text  # an escaped backtick opens no code span
+    rendered = MarkdownIt("commonmark", {"html": True}).render(text)
+    assert "<script" not in rendered and "<img" not in rendered and "<div" not in rendered and "<u>" not in rendered
+    assert rendered.count("<details>") == rendered.count("</details>") == 1
+    assert rendered.count("<summary>") == rendered.count("</summary>") == 1
+    assert "&lt;p&gt;kept as code&lt;/p&gt;" in rendered  # the code block shows its HTML as text

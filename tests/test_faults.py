@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from fake_openai import Reply
 from helpers import EchoTool, done, rows, run_turn
 
@@ -129,6 +130,7 @@ async def test_bad_key_and_unknown_model(env, monkeypatch):
     assert resolve_api_key(env.profile) == "sk-test"
 
 
+@pytest.mark.slow
 def test_sigkill_mid_stream_leaves_a_consistent_database(env, tmp_path):
     env.fake.script(Reply(text="word " * 400, chunk_size=5, chunk_delay_s=0.01))
     vault = str(env.vault.root)
@@ -164,6 +166,7 @@ def test_sigkill_mid_stream_leaves_a_consistent_database(env, tmp_path):
     assert json.dumps(body).count("remember this question") == 1
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_ask_keeps_the_partial_reply_as_cancelled(env):
     env.fake.script(Reply(text="word " * 400, chunk_size=5, chunk_delay_s=0.01))
     proc = subprocess.Popen(

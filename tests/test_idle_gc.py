@@ -3,11 +3,44 @@
 from __future__ import annotations
 
 import gc
+import time
+from types import SimpleNamespace
 
+import pytest
 from fake_openai import Reply
 from test_app import make, send, settle
 
 from tui_agent.ui import gc_tuning
+
+
+class Clock:
+    """The idle collector's clock, moved by the test: "the user typed for a while" is then a fact of
+    the test, not of how fast a loaded machine runs it (its timers still run on real time, and a
+    late timer only looks at this clock)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch) -> Clock:
+    clock = Clock()
+    monkeypatch.setattr(gc_tuning, "time", SimpleNamespace(monotonic=clock.monotonic, perf_counter=time.perf_counter))
+    return clock
+
+
+async def checked(app, pilot, timeout: float = 20.0) -> None:
+    """Until the idle collector's pending check has run (it ran once no timer is pending)."""
+    deadline = time.monotonic() + timeout
+    while app.idle_gc._timer is not None:
+        assert time.monotonic() < deadline, "the idle check never ran"
+        await pilot.pause(0.05)
 
 
 def _collector_near(monkeypatch, gen1: int) -> list[int]:
@@ -24,7 +57,7 @@ def _collector_near(monkeypatch, gen1: int) -> list[int]:
     return collected
 
 
-async def test_a_full_collection_runs_after_a_reply_once_the_app_is_idle(env, monkeypatch):
+async def test_a_full_collection_runs_after_a_reply_once_the_app_is_idle(env, monkeypatch, clock):
     env.fake.script(Reply(text="A reply."))
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -32,40 +65,46 @@ async def test_a_full_collection_runs_after_a_reply_once_the_app_is_idle(env, mo
         collected = _collector_near(monkeypatch, gc.get_threshold()[2])
         await send(app, pilot, "hello")
         assert collected == []  # not while the reply streamed
-        await pilot.pause(gc_tuning.IDLE_S + 0.4)
+        clock.advance(gc_tuning.IDLE_S + 0.1)
+        await checked(app, pilot)
         assert collected == [2] and app.idle_gc.collections == 1
 
 
-async def test_typing_puts_it_off_and_a_collector_far_from_its_own_skips_it(env, monkeypatch):
+async def test_typing_puts_it_off_and_a_collector_far_from_its_own_skips_it(env, monkeypatch, clock):
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(app, pilot)
         collected = _collector_near(monkeypatch, gc.get_threshold()[2])
         app.idle_gc.turn_ended()
-        for _ in range(4):  # the user types through the idle delay
-            await pilot.pause(gc_tuning.IDLE_S / 2)
+        for _ in range(4):  # the user types through the idle delay, a key every half of it
+            clock.advance(gc_tuning.IDLE_S / 2)
             await pilot.press("x")
+            await pilot.pause(gc_tuning.IDLE_S / 2)  # real time passes too: the timer comes due
         assert collected == []
-        await pilot.pause(gc_tuning.IDLE_S + 0.4)
+        clock.advance(gc_tuning.IDLE_S + 0.1)
+        await checked(app, pilot)
         assert collected == [2]  # after the typing paused
         monkeypatch.setattr(gc, "get_count", lambda: (0, 0, 1))  # the collector's own is far away
         app.idle_gc.turn_ended()
-        await pilot.pause(gc_tuning.IDLE_S + 0.4)
+        clock.advance(gc_tuning.IDLE_S + 0.1)
+        await checked(app, pilot)
         assert collected == [2]
 
 
-async def test_it_can_be_turned_off_for_measurements(env, monkeypatch):
+async def test_it_can_be_turned_off_for_measurements(env, monkeypatch, clock):
     monkeypatch.setenv(gc_tuning.IDLE_ENV, "0")
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(app, pilot)
         collected = _collector_near(monkeypatch, 100)
         app.idle_gc.turn_ended()
-        await pilot.pause(gc_tuning.IDLE_S + 0.4)
+        assert app.idle_gc._timer is None  # nothing scheduled at all
+        clock.advance(gc_tuning.IDLE_S + 0.1)
+        await pilot.pause(gc_tuning.IDLE_S + 0.1)
         assert collected == []
 
 
-async def test_pages_released_by_scrolling_are_collected_once_the_scrolling_pauses(env, monkeypatch):
+async def test_pages_released_by_scrolling_are_collected_once_the_scrolling_pauses(env, monkeypatch, clock):
     """Scrolling far releases pages of widgets, whose reference cycles only a full collection frees:
     left to the collector, ~200 messages' worth came due at once under the user's PageUps. Once
     scrolling that released a page pauses, the app collects, even far from the collector's own."""
@@ -83,6 +122,7 @@ async def test_pages_released_by_scrolling_are_collected_once_the_scrolling_paus
         released = False
         for _ in range(200):  # PageUp, well within the idle delay each time, until a page is released
             log.scroll_page_up(animate=False)
+            clock.advance(gc_tuning.IDLE_S / 6)
             await pilot.pause(gc_tuning.IDLE_S / 6)
             await app.workers.wait_for_complete()
             released = released or app.idle_gc._released
@@ -92,10 +132,14 @@ async def test_pages_released_by_scrolling_are_collected_once_the_scrolling_paus
         assert released, "scrolling up never released a page"
         for _ in range(4):  # still scrolling (within the page): nothing yet
             log.scroll_up(animate=False)
+            clock.advance(gc_tuning.IDLE_S / 2)
             await pilot.pause(gc_tuning.IDLE_S / 2)
         assert collected == []
-        await pilot.pause(gc_tuning.IDLE_S + 0.4)
+        clock.advance(gc_tuning.IDLE_S + 0.1)
+        await checked(app, pilot)
         assert collected == [2] and not app.idle_gc._released
         log.scroll_up(animate=False)  # scrolling that released nothing: no collection
-        await pilot.pause(gc_tuning.IDLE_S + 0.4)
+        clock.advance(gc_tuning.IDLE_S + 0.1)
+        await pilot.pause(gc_tuning.IDLE_S + 0.1)
+        await checked(app, pilot)
         assert collected == [2]

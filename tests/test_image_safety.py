@@ -14,7 +14,7 @@ from PIL import Image
 from tui_agent.core import profiles
 from tui_agent.core.store.models import Profile
 from tui_agent.core.tools.base import ToolContext
-from tui_agent.core.tools.command_guard import shell_reason
+from tui_agent.core.tools.command_guard import template_reason
 from tui_agent.core.tools.registry import default_registry
 
 
@@ -154,6 +154,11 @@ SHELL_TEMPLATES = [
     ["/usr/bin/perl", "-e", "system('flux2 {prompt} {output}')"],
     ["node", "--eval", "require('child_process').execSync('flux2 {prompt} {output}')"],
     ["pwsh", "-Command", "flux2 {prompt} {output}"],
+    # Launchers and interpreters with a plain program after them: the prompt rule is by the
+    # template's shape now (issue 26 item 3), so no launcher or interpreter may come first at all.
+    ["env", "FLUX_HOME=/opt/flux", "flux2", "{prompt}", "{output}"],
+    ["timeout", "120", "flux2", "--model", "{model}", "{prompt}", "{output}"],
+    ["python3", "/opt/gen.py", "--prompt={prompt}", "{output}"],
 ]
 
 
@@ -171,14 +176,13 @@ def test_templates_that_run_a_shell_are_refused(env, template):
     "template",
     [
         ["flux2", "{prompt}", "{output}"],
-        ["env", "FLUX_HOME=/opt/flux", "flux2", "{prompt}", "{output}"],
-        ["timeout", "120", "flux2", "--model", "{model}", "{prompt}", "{output}"],
-        ["python3", "/opt/gen.py", "--prompt={prompt}", "{output}"],
+        ["flux2", "--model", "{model}", "{prompt}", "{output}"],
+        ["/opt/gen.py", "--prompt", "{prompt}", "{output}"],
         ["/opt/shiny/bin/shiny", "-o", "{output}", "--", "{prompt}"],
     ],
 )
 def test_templates_that_run_a_program_directly_are_accepted(template):
-    assert shell_reason(template) is None
+    assert template_reason(template) is None
     assert json.loads(profiles.parse_field("image_command", json.dumps(template))) == template
 
 

@@ -14,7 +14,7 @@ from tui_agent.ui.widgets.carousel import ImageCarousel
 
 
 def notifications(app) -> list[str]:
-    return [n.message for n in app._notifications]
+    return list(app.__dict__.get("notices_seen", []))
 
 
 async def open_viewer(app, pilot) -> ImageViewerScreen:

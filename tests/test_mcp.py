@@ -51,6 +51,7 @@ async def test_migration_step_adds_the_tables_and_the_profile_field(env):
         conn.close()
 
 
+@pytest.mark.slow
 async def test_tools_are_listed_called_and_fed_back(env, pids):
     add_fixture()
     registry = default_registry()
@@ -78,6 +79,7 @@ async def test_tools_are_listed_called_and_fed_back(env, pids):
     assert started_pids(pids) and wait_gone(started_pids(pids)) == []
 
 
+@pytest.mark.slow
 async def test_image_content_is_saved_shown_and_seen_by_the_vision_model(env, pids):
     add_fixture()
     registry = ToolRegistry()
@@ -107,6 +109,7 @@ async def test_image_content_is_saved_shown_and_seen_by_the_vision_model(env, pi
         await manager.aclose()
 
 
+@pytest.mark.slow
 async def test_error_huge_and_slow_results(env, pids):
     add_fixture(timeout_s=3)
     registry = ToolRegistry()
@@ -134,6 +137,7 @@ async def test_error_huge_and_slow_results(env, pids):
         await manager.aclose()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", ["2026 (subscriptions/listen)", "handshake (notification)"])
 async def test_list_changed_refreshes_the_schemas(env, pids, era):
     add_fixture("fx", *(["--legacy"] if era.startswith("handshake") else []))
@@ -160,6 +164,7 @@ async def test_list_changed_refreshes_the_schemas(env, pids, era):
         await manager.aclose()
 
 
+@pytest.mark.slow
 async def test_garbage_on_stdout_is_isolated(env, pids):
     add_fixture("noisy", "--garbage")
     registry = ToolRegistry()
@@ -186,6 +191,7 @@ async def test_garbage_on_stdout_is_isolated(env, pids):
         await manager.aclose()
 
 
+@pytest.mark.slow
 async def test_a_dead_server_is_reported_once_left_out_and_restarted(env, pids):
     add_fixture()
     notices: list[str] = []
@@ -218,6 +224,7 @@ async def test_a_dead_server_is_reported_once_left_out_and_restarted(env, pids):
     assert wait_gone(started_pids(pids)) == []
 
 
+@pytest.mark.slow
 async def test_start_failures_are_reported_and_hanging_servers_killed(env, pids):
     add_fixture("crashes", "--die-on-start")
     add_fixture("hangs", "--hang-on-start")
@@ -238,6 +245,7 @@ async def test_start_failures_are_reported_and_hanging_servers_killed(env, pids)
         await manager.aclose()
 
 
+@pytest.mark.slow
 async def test_approval_asks_with_one_question_and_refusal_is_an_error(env, pids):
     add_fixture(policy="ask")
     mcp_config.set_policy("fx", "auto", tool="picture")
@@ -288,6 +296,7 @@ async def test_clashing_names_are_namespaced(env, pids):
         await manager.aclose()
 
 
+@pytest.mark.slow
 async def test_streamable_http_server_with_a_header_from_the_environment(env, tmp_path, monkeypatch):
     port = free_port()
     process = start_http_fixture(port, tmp_path / "http.log")
@@ -357,6 +366,7 @@ def test_configuration_errors_name_the_field(env):
         mcp_config.expand("${TUI_Y}", {})
 
 
+@pytest.mark.slow
 async def test_a_server_killed_while_idle_is_noticed_without_a_call(env, pids):
     import os
     import signal

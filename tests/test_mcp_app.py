@@ -21,6 +21,8 @@ from tui_agent.ui.screens.dialogs import ApprovalScreen
 from tui_agent.ui.widgets.carousel import ImageCarousel
 from tui_agent.ui.widgets.tool_block import ToolResultView
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def pids(tmp_path, monkeypatch):
@@ -91,7 +93,7 @@ async def test_sidebar_lists_servers_and_the_switch_stops_one(env, pids):
         assert mcp_config.get_server("fx", env.profile).enabled is False
         await wait_until(pilot, lambda: not any(alive(pid) for pid in started_pids(pids)), timeout=30)
         # a failure was shown once, as a notification
-        notices = [n.message for n in app._notifications]
+        notices = app.notices_seen
         assert sum("MCP server crashes could not start" in m for m in notices) == 1
 
 

@@ -11,6 +11,8 @@ import pytest
 from fake_openai import Reply
 from mcp_helpers import FIXTURE, started_pids, wait_gone
 
+pytestmark = pytest.mark.slow
+
 
 def tui(vault, *args, stdin=None, env=None, timeout=120):
     argv = [sys.executable, "-m", "tui_agent", "--vault", str(vault), *args]

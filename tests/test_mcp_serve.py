@@ -8,6 +8,8 @@ import pytest
 from mcp_helpers import add_fixture, started_pids, wait_gone
 from serve_helpers import launch, needs_browser, open_app, start_serve
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def pids(tmp_path, monkeypatch):

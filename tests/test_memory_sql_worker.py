@@ -59,6 +59,7 @@ async def run(env, query):
     return await default_registry().execute("memory_sql", {"query": query}, ctx)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("query", [INSTR_BOMB, LIKE_BOMB])
 async def test_a_runaway_function_call_stops_at_the_deadline_and_its_worker_is_gone(env, pids, query):
     result = await run(env, query)
@@ -152,6 +153,7 @@ async def test_temp_space_of_a_sort_is_bounded(env):
     assert answer == {"ok": False, "error": "stopped: the query needed more than 4 MB of temporary space; narrow it"}
 
 
+@pytest.mark.slow
 async def test_a_huge_update_is_counted_without_keeping_its_values(env):
     """3,000 new values of 60 KB would need 180 MB; the worker gets 150 MB of address space."""
     conversation = history.new_conversation("many")
@@ -235,6 +237,7 @@ def dead_or_dying(pid: int) -> bool:
     return status.get("State", "").startswith(("Z", "X")) or bool(pending & (1 << 8)) or exiting
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signal_name", ["SIGINT", "SIGKILL"])
 def test_ctrl_c_or_a_killed_parent_leaves_no_worker_behind(env, signal_name):
     """`tui-agent tool memory_sql` on a runaway query: Ctrl+C ends the worker; so does killing the parent.

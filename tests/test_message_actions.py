@@ -104,7 +104,7 @@ async def test_copy_message_and_code_block_send_osc52(env):
         await pilot.pause()
         assert copied(written)[-1] == "ls -l\n"
         assert app.focused is app.chat_log and app.chat_log.cursor is not None
-        notices = [n.message for n in app._notifications]
+        notices = app.notices_seen
         assert any(m.startswith("Copied ") and "OSC 52" in m for m in notices)
 
 
@@ -198,6 +198,31 @@ async def test_export_from_the_palette_actions(env):
     assert [name.rsplit(".", 1)[1] for name in exports] == ["json", "md"]
     markdown = next((env.vault.root / "exports").glob("*.md")).read_text()
     assert "## User\n\nkeep this" in markdown and "## Assistant\n\nexported" in markdown
+
+
+async def test_export_from_the_app_never_overwrites_or_follows_a_link(env, tmp_path):
+    """A link planted in the vault's exports/ at the default name (a vault may come from a cloned
+    repository) is left alone, and a second export does not replace the first (issue 26.7)."""
+    from tui_agent.core import export
+    from tui_agent.core.store import history
+
+    env.fake.script(Reply(text="exported"))
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(app, pilot, "keep this")
+        folder = env.vault.root / "exports"
+        folder.mkdir()
+        planted = folder / export.default_name(history.get_conversation(app.conversation_id), "md")
+        planted.symlink_to(victim)
+        await app.run_action("export_markdown")
+        await app.run_action("export_markdown")
+        await pilot.pause()
+    assert victim.read_text() == "precious\n" and planted.is_symlink()
+    written = sorted(p for p in folder.glob("*.md") if not p.is_symlink())
+    assert [p.name for p in written] == [planted.stem + "~2.md", planted.stem + "~3.md"]
+    assert all("## Assistant\n\nexported" in p.read_text() for p in written)
 
 
 async def test_theme_is_remembered_across_runs_from_palette_or_sidebar(env):

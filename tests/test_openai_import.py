@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from fake_openai import FakeOpenAI, Reply
 
 # Every public name of every package under openai.types and openai.lib, described by what it is (a class by its
@@ -48,6 +49,7 @@ def run(code: str, timeout: float = 120) -> str:
     return result.stdout.strip().splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_a_chat_client_loads_without_the_rest_of_the_api():
     code = (
         "import json, sys\n"
@@ -66,6 +68,7 @@ def test_a_chat_client_loads_without_the_rest_of_the_api():
     assert loaded < eager / 4, (loaded, eager)
 
 
+@pytest.mark.slow
 def test_every_type_name_is_the_same_as_with_a_plain_import():
     """Each name a plain import binds (its submodules and ``from __future__`` aside) is there, and is
     the same object; each name the lazy package lists resolves."""

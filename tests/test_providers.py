@@ -48,6 +48,7 @@ TOOL_CASES = [
     ("ollama_stop_with_calls.sse", [("get_weather", {"location": "Oslo"})], "", ""),
     ("xai_reasoning_whole_call.sse", [("get_weather", {"location": "Austin"})], "Checking.", "Need the weather tool."),
     ("zai_glm_reasoning_calls.sse", [("get_weather", {"location": "Beijing"})], "", "Look up the weather."),
+    ("unicode_line_breaks_args.sse", [("get_weather", {"location": "Paris\u2028\u0085Île-de-France\u2029FR"})], "", ""),
 ]
 
 
@@ -112,6 +113,12 @@ REASONING_CASES = [
     ("azure_filter_results.sse", "Hello from Azure.", ""),
     ("done_without_finish_reason.sse", "Complete answer.", ""),
     ("keepalive_empty_events.sse", "Still here.", ""),
+    (
+        "unicode_line_breaks_text.sse",
+        "First line\u2028second line\u2029new paragraph\u0085next line.",
+        "Copied\u2028from the web.",
+    ),
+    ("spec_framing_bytewise.sse", "Crème brûlée für 🍮 – done.", ""),
 ]
 
 

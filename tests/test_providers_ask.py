@@ -63,6 +63,7 @@ def stored(vault: Path) -> list[tuple[Any, ...]]:
         ("together_think_tags.sse", "Hi there!", "The user says hi."),
     ],
 )
+@pytest.mark.slow
 def test_ask_prints_the_answer_on_stdout_and_reasoning_on_stderr(replay_vault, fixture, answer, reasoning):
     replay, vault = replay_vault
     replay.script(fixture)
@@ -146,6 +147,7 @@ def test_ask_unopened_think_keeps_reasoning_out_of_the_stored_answer(replay_vaul
         (["vllm_midstream_validation_error.sse"], 1, "maximum context length is 32768 tokens"),
     ],
 )
+@pytest.mark.slow
 def test_ask_errors_are_one_line_naming_the_servers_message(replay_vault, fixtures, requests, message):
     replay, vault = replay_vault
     replay.script(*fixtures)
@@ -170,4 +172,25 @@ def test_ask_transient_midstream_error_keeps_the_partial_and_asks_once_more(repl
         ("user", "hi", "complete"),
         ("assistant", "The first half of ", "error"),
         ("assistant", "All done.", "complete"),
+    ]
+
+
+def test_ask_keeps_unicode_line_separators_in_the_answer_and_in_tool_arguments(replay_vault):
+    """Raw U+2028/U+2029/U+0085 inside a chunk's JSON: the turn completes and stores them as sent."""
+    replay, vault = replay_vault
+    replay.script("unicode_line_breaks_text.sse")
+    result = ask(vault, "--raw", "question")
+    assert result.returncode == 0, result.stderr
+    answer = "First line\u2028second line\u2029new paragraph\u0085next line."
+    assert result.stdout == answer + "\n"
+    assert "not JSON" not in result.stderr
+    assert [(r[1], r[2], r[3]) for r in stored(vault)][1] == (answer, "Copied\u2028from the web.", "complete")
+
+    replay.script("unicode_line_breaks_args.sse")
+    result = ask(vault, "weather?")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "All done.\n"
+    calls = json.loads(stored(vault)[3][4])
+    assert [(c["name"], json.loads(c["arguments"])) for c in calls] == [
+        ("get_weather", {"location": "Paris\u2028\u0085Île-de-France\u2029FR"})
     ]

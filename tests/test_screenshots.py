@@ -1,13 +1,12 @@
 """The real app in a real Sixel terminal (xterm -ti vt340 under Xvfb), via bench/screenshots.py.
 
-Slow (about a minute): runs with TUI_AGENT_SCREENSHOTS=1, and always in CI (CI=true). The screenshots with the picture
+Slow (about a minute, marked ``slow``): ``pytest -m "not slow"`` leaves it out. The screenshots with the picture
 must have well over a hundred colours more than the start screen (text only): the dithered
 gradient uses up to 256 registers; an empty box or a missing image adds none.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -16,12 +15,12 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_xterm_shows_the_generated_picture(tmp_path):
-    if os.environ.get("TUI_AGENT_SCREENSHOTS") != "1" and os.environ.get("CI") != "true":
-        pytest.skip("slow: set TUI_AGENT_SCREENSHOTS=1 to run the real terminal under Xvfb")
     missing = [tool for tool in ("Xvfb", "xterm", "import", "xdotool") if shutil.which(tool) is None]
     if missing:
         pytest.skip(f"needs {', '.join(missing)}: apt-get install xvfb xterm imagemagick xdotool")

@@ -9,7 +9,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 from fake_openai import Reply
 from serve_helpers import (
@@ -23,6 +23,8 @@ from serve_helpers import (
     start_serve,
     type_message,
 )
+
+pytestmark = pytest.mark.slow
 
 ARTIFACTS = Path(__file__).parent.parent / "test-artifacts"
 
@@ -51,20 +53,20 @@ def test_requests_without_the_token_are_refused_and_start_nothing(served):
         (f"{base}/media/anything.png", {}),
         (f"{base}/gallery/1", {}),
     ]:
-        response = httpx.get(url, headers=headers, cookies={"tui_agent_token": TOKEN})
+        response = httpx2.get(url, headers=headers, cookies={"tui_agent_token": TOKEN})
         assert response.status_code == 403, url
         assert "access token" in response.text
     time.sleep(0.5)
     assert children_of(served.process.pid) == set()
     # The page itself holds no secret (it asks for the link without one); the token is never a cookie.
-    first = httpx.get(served.url)
+    first = httpx2.get(served.url)
     assert first.status_code == 200 and "set-cookie" not in first.headers and TOKEN not in first.text
-    page = httpx.get(f"{base}/")
+    page = httpx2.get(f"{base}/")
     assert page.status_code == 200 and f'data-session-websocket-url="ws://127.0.0.1:{served.port}/ws"' in page.text
     assert page.headers["x-frame-options"] == "DENY" and page.headers["x-content-type-options"] == "nosniff"
     assert "script-src 'self'" in page.headers["content-security-policy"] and "https:" not in page.text
     # The token never reaches the log, not even through the query string of a refused request.
-    httpx.get(f"{base}/media/x.png?token={TOKEN}&x=1")
+    httpx2.get(f"{base}/media/x.png?token={TOKEN}&x=1")
     time.sleep(0.5)
     log = served.text().split("Press Ctrl+C to stop.\n", 1)[1]  # after the banner
     assert TOKEN not in log and '"GET /media/x.png" 404' in log
@@ -76,7 +78,7 @@ def test_banner_prints_a_working_url_with_the_real_port_and_warns_off_loopback(e
         assert ":0/" not in server.url and "0.0.0.0" not in server.url
         assert len(server.url.split("token=")[1]) >= 24
         # Printed only once the port listens: the first try, at once, gets the page.
-        page = httpx.get(server.url, follow_redirects=True)
+        page = httpx2.get(server.url, follow_redirects=True)
         assert page.status_code == 200 and "data-session-websocket-url" in page.text
         time.sleep(0.3)
         assert "WARNING: listening on 0.0.0.0, not loopback" in server.text()

@@ -14,6 +14,8 @@ import pytest
 from fake_openai import Reply, png_bytes
 from serve_helpers import app_processes, launch, needs_browser, open_app, start_serve, type_message
 
+pytestmark = pytest.mark.slow
+
 ATTACK = """<!doctype html><html><body><script>
 window.results = {};
 (async () => {

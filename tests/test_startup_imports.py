@@ -8,6 +8,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 HEAVY = [
     "openai",  # ~0.5 s: imported in the background after the first paint (ui/warmup.py)
     "textual_image",  # ~0.2 s: with the first image, or in the background
@@ -35,11 +37,13 @@ def test_the_app_module_and_its_launcher_import_nothing_heavy():
     assert imported_by("import tui_agent.cli, tui_agent.ui.run, tui_agent.ui.app, tui_agent.ui.images") == []
 
 
+@pytest.mark.slow
 def test_the_warm_up_imports_what_the_first_turn_needs():
     code = "from tui_agent.ui import warmup\nassert warmup.wait(60)\nwarmup._thread.join(60)"
     assert imported_by(code) == HEAVY
 
 
+@pytest.mark.slow
 def test_the_request_path_comes_first_and_what_shows_the_reply_after_the_client():
     """The app's warm-up: what the first request needs, then (once the app has built its client, so
     the two do not share the core) Markdown, which only the reply bubble needs."""
@@ -72,6 +76,7 @@ def test_widgets_the_first_screen_does_not_draw_are_imported_when_first_needed()
     assert imported_by("import tui_agent.cli, tui_agent.ui.run, tui_agent.ui.app, tui_agent.ui.images", later) == []
 
 
+@pytest.mark.slow
 def test_a_message_sent_during_the_warm_up_gets_its_first_words_before_markdown():
     """Sent before the warm-up is over, the request and the reply's first words (drawn without
     Markdown) come before the Markdown import, which would share the core with them."""
@@ -87,3 +92,36 @@ def test_a_message_sent_during_the_warm_up_gets_its_first_words_before_markdown(
         "print(json.dumps([held, 'markdown_it' in sys.modules]))\n"
     )
     assert printed(code) == [True, True]
+
+
+def test_help_imports_neither_the_store_nor_asyncio():
+    """``tui-agent --help`` (and a subcommand's) only builds the parser: no peewee, asyncio, store (~0.3 s)."""
+    heavy = ["peewee", "asyncio", "sqlite3", "tui_agent.core.store", "tui_agent.core.profiles", "openai", "textual"]
+    for argv in (["--help"], ["mcp", "--help"], ["history", "export", "--help"]):
+        code = (
+            "from tui_agent.cli import main\n"
+            "try:\n"
+            f"    main({argv!r})\n"
+            "except SystemExit:\n"
+            "    pass\n"
+            f"print(json.dumps([m for m in {heavy!r} if m in sys.modules]))"
+        )
+        assert printed(code) == [], argv
+
+
+def test_after_the_warm_up_anyio_imports_nothing_on_its_first_connection():
+    """The warm-up reaches anyio's lazily imported socket layer and asyncio backend through public
+    API: the first request's connection (as httpcore2 opens it) imports no anyio module."""
+    code = (
+        "from tui_agent.ui import warmup\n"
+        "assert warmup.wait(60)\n"
+        "import asyncio, socket, anyio\n"
+        "before = set(sys.modules)\n"
+        "server = socket.create_server(('127.0.0.1', 0))\n"
+        "async def connect():\n"
+        "    stream = await anyio.connect_tcp('127.0.0.1', server.getsockname()[1])\n"
+        "    await stream.aclose()\n"
+        "asyncio.run(connect())\n"
+        "print(json.dumps(sorted(m for m in set(sys.modules) - before if m.startswith('anyio'))))"
+    )
+    assert printed(code) == []

@@ -84,7 +84,7 @@ def test_vault_resolution_order(tmp_path, monkeypatch):
         ("image_backend", "dalle", "image_backend: must be one of command, openai"),
         ("images_per_request", "9", "images_per_request: must be between 1 and 4"),
         ("temperature", "hot", "temperature: must be a number"),
-        ("image_command", '["flux2", "{prompt}"]', "image_command: must contain both {prompt} and {output}"),
+        ("image_command", '["flux2", "{prompt}"]', "image_command: must contain {output} (where the image goes)"),
         ("image_command", "flux2 {prompt} {output}", "image_command: must be a JSON list"),
         ("api_key_env", "sk-abc123", "api_key_env: holds the name of the variable"),
         ("sql_update_approval", "never", "sql_update_approval: must be one of ask, auto"),
@@ -113,6 +113,7 @@ def test_first_run_defaults_follow_the_environment():
     assert values["base_url"] == "http://127.0.0.1:1/v1" and values["api_key_env"] == "OPENAI_API_KEY"
 
 
+@pytest.mark.slow
 def test_core_never_imports_textual_and_help_imports_neither_openai_nor_textual():
     code = (
         "import sys, pkgutil, importlib, tui_agent.core as core\n"

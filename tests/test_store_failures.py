@@ -36,6 +36,7 @@ def on_full_disk(base_url: str, free_kb: int) -> dict:
     return json.loads(result.stdout)
 
 
+@pytest.mark.slow
 @needs_small_disk
 def test_disk_full_mid_stream_ends_the_row_as_error_and_the_conversation_goes_on(fake_llm):
     # The disk is filled to the last byte while the reply streams; the next flush of the row fails.
@@ -66,6 +67,7 @@ def test_disk_full_mid_stream_ends_the_row_as_error_and_the_conversation_goes_on
     assert [row[1] for row in report["rows_after"]] == ["complete"] * 3 + ["error"] + ["complete"] * 2
 
 
+@pytest.mark.slow
 @needs_small_disk
 def test_disk_already_full_is_a_message_and_loses_nothing(fake_llm):
     fake_llm.script(Reply(text="warm"), Reply(text="never stored"), Reply(text="fine again"))
@@ -130,6 +132,7 @@ def _foreign(db: Path) -> str:
     return "is a SQLite database of another program"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", [_garbage, _truncated, _newer, _foreign], ids=lambda f: f.__name__.strip("_"))
 def test_unusable_database_is_refused_by_every_command_and_left_untouched(tmp_path, damage):
     vault = tmp_path / "vault"

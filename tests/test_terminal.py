@@ -11,9 +11,12 @@ import time
 import pytest
 from fake_openai import Reply
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("tmux") is None, reason="needs tmux, a real terminal multiplexer: apt-get install tmux"
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        shutil.which("tmux") is None, reason="needs tmux, a real terminal multiplexer: apt-get install tmux"
+    ),
+]
 
 
 def tmux(*args: str) -> str:

@@ -18,7 +18,7 @@ import pytest
 from fake_openai import Reply
 
 from tui_agent.core.store import history
-from tui_agent.core.textsafe import has_controls, visible
+from tui_agent.core.textsafe import clipboard_text, has_controls, revealed, visible
 from tui_agent.ui.app import AgentApp
 from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard
 
@@ -41,6 +41,7 @@ def test_visible_maps_every_control_but_newline_and_tab():
     assert all(ord(c) >= 0x20 or c in "\n\t" for c in visible("".join(map(chr, range(0x100)))))
 
 
+@pytest.mark.slow
 def test_ask_escapes_stdout_and_stderr_unless_raw(env):
     env.fake.script(
         Reply(text=HOSTILE),
@@ -152,6 +153,7 @@ def quit_app(tmux: Tmux) -> None:
     raise AssertionError("the app did not quit on Ctrl+Q")
 
 
+@pytest.mark.slow
 def test_escapes_in_a_reply_do_nothing_in_tmux(env, tmp_path):
     tmux_available()
     env.fake.script(Reply(text=f"first line stays\n\n{HOSTILE}"))
@@ -234,3 +236,20 @@ async def test_tool_arguments_results_and_approval_questions_are_shown_safely(en
         await pilot.pause(0.3)
         screen = screen_text(app)
         assert "change 1 row␛[2J?" in screen and ESC not in screen
+
+
+def test_bidi_invisible_and_clipboard_forms():
+    """Bidi overrides are made visible everywhere; ``revealed`` shows every invisible character;
+    copied text keeps only tab and newline of the controls, so it cannot end a bracketed paste."""
+    assert visible("a\u202eb\u2066c") == "a<U+202E>b<U+2066>c"
+    assert visible("a\u200bb") == "a\u200bb" and revealed("a\u200bb\u200fc\U000e0041") == "a<U+200B>b<U+200F>c<U+E0041>"
+    assert revealed(f"{ESC}x\u202e") == "␛x<U+202E>"
+    copied = clipboard_text(f"ls\r\n{ESC}[201~rm -rf ~\x9b\x07\tend\n")
+    assert copied == "ls\n[201~rm -rf ~\tend\n"
+    from tui_agent.ui.clipboard import copy_text
+
+    written: list[str] = []
+    report = copy_text(f"a{ESC}[201~b", written.append, environ={}, run_tool=lambda argv, text: None)
+    import base64
+
+    assert base64.b64decode(written[0][len(f"{ESC}]52;c;") : -1]) == b"a[201~b" and report.chars == 7

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import weakref
 
+import pytest
 from test_app import make
 from textual.app import App, ComposeResult
 from textual.color import Color
@@ -26,6 +27,7 @@ def _conversation(count: int) -> int:
     return conversation
 
 
+@pytest.mark.slow
 async def test_render_caches_of_removed_bubbles_are_freed(env):
     conversation = _conversation(30)
     app = make(env)
@@ -130,6 +132,7 @@ def test_strips_give_the_same_lines_with_their_caches_made_on_first_use():
     assert run("fixed") == plain
 
 
+@pytest.mark.slow
 def test_a_strip_makes_no_cache_it_does_not_use():
     """Seven caches a strip were nine tracked objects in ten of a long session: each full collection
     walked them all, in the middle of a streamed reply."""
@@ -213,3 +216,35 @@ async def test_an_arrangement_hands_back_a_map_nothing_else_holds():
         placed, widgets = app.screen._compositor._arrange_root(app.screen, app.screen.size)
         assert app.query_one(Static) in placed and app.query_one(Static) in widgets
         assert sys.getrefcount(placed) == 2 and sys.getrefcount(widgets) == 2  # the name, the call's argument
+
+
+FIX_NAMES = [
+    "unpin_styles_caches",
+    "layout_refresh_invalidates_box_model",
+    "strip_caches_on_first_use",
+    "strip_divide_without_cycle",
+    "component_nodes_freed_on_restyle",
+    "arrangement_without_cycle",
+]
+
+
+def test_every_work_around_applies_on_the_pinned_textual():
+    """Each fix reports whether it applied; on the Textual this project pins, every one is needed.
+    (bench/textual_upgrade.py prints the same report for the newest Textual.)"""
+    report = textual_fixes.apply()
+    assert report == dict.fromkeys(FIX_NAMES, textual_fixes.APPLIED)
+    assert textual_fixes.report() == report
+    assert textual_fixes.apply() == report  # once only
+
+
+def test_a_fix_whose_bug_is_gone_says_so_and_changes_nothing():
+    """What a Textual release with the bug fixed looks like: run again after the work-around is in
+    place, a fix finds the bug gone, reports why, and leaves Textual alone."""
+    from textual.strip import Strip
+    from textual.widget import Widget
+
+    textual_fixes.apply()
+    divide, refresh = Strip.divide, Widget.refresh
+    assert textual_fixes._strip_divide_without_cycle().startswith("not applied: ")
+    assert textual_fixes._layout_refresh_invalidates_box_model().startswith("not applied: ")
+    assert (Strip.divide, Widget.refresh) == (divide, refresh)

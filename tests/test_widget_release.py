@@ -68,6 +68,7 @@ async def _page_up_until_released(app, pilot, first: set[int]) -> None:
     raise AssertionError("scrolling up never released the newest page, or never loaded more after it")
 
 
+@pytest.mark.slow
 async def test_a_page_released_by_scrolling_is_freed_without_a_full_collection(env, young_collections_only):
     history.remember_conversation(_long_conversation(300))
     app = make(env)
@@ -125,6 +126,7 @@ def _open_long_conversation() -> list[int]:
     return [m.id for m in history.recent_messages(conversation)]
 
 
+@pytest.mark.slow
 async def test_a_card_below_does_not_keep_the_whole_conversation_mounted_and_comes_back(env):
     """A card after the last message (the endpoint set-up card, /help) is not a stored message: the
     log would not release anything below it, so scrolling up a long conversation mounted all of it.
@@ -151,6 +153,7 @@ async def test_a_card_below_does_not_keep_the_whole_conversation_mounted_and_com
         assert message_id_of(log.children[-2]) == all_ids[-1]
 
 
+@pytest.mark.slow
 async def test_the_window_marker_comes_back_with_its_page(env):
     from test_perf_ui import _scroll_to
 

@@ -13,6 +13,7 @@ from tui_agent import __version__
 
 if TYPE_CHECKING:
     import argparse
+    from pathlib import Path
 
 EPILOG = """\
 commands:
@@ -23,8 +24,10 @@ commands:
   history    list, search, export and import conversations; message revisions
   serve      serve the app in a browser (textual-serve) behind a token
   mcp        MCP servers: list, add, remove, enable, disable, policy, test
+  vault      trust a vault that came with the current folder: trust, untrust, status
 
-The vault (all data) is --vault > $TUI_AGENT_VAULT > ./jj_vault > the user data dir.
+The vault (all data) is --vault > $TUI_AGENT_VAULT > ./jj_vault > the user data dir. A ./jj_vault
+runs no program and sends no API key until you trust it (tui-agent vault trust).
 """
 
 
@@ -81,7 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
     hsub = hist.add_subparsers(dest="action", metavar="ACTION", required=True)
     hsub.add_parser("list", parents=[common], help="list conversations")
     search = hsub.add_parser("search", parents=[common], help="full-text search over messages")
-    search.add_argument("query")
+    search.add_argument("query", help='words (all must match); "a phrase", word*, -word to leave out')
+    search.add_argument(
+        "--before", type=int, metavar="ID", help="the next page: hits older than this (printed as more:)"
+    )
     revs = hsub.add_parser("revisions", parents=[common], help="list kept revisions of edited messages")
     revs.add_argument("--message", type=int, metavar="ID", help="only this message")
     restore = hsub.add_parser("restore", parents=[common], help="put a revision's content back")
@@ -93,12 +99,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", metavar="PATH", help="output file (default: ./conversation-ID-title.md|json; - for stdout)"
     )
     export.add_argument("--reasoning", action="store_true", help="include the model's reasoning (Markdown)")
+    export.add_argument("--force", action="store_true", help="replace an existing file (never through a symlink)")
     imp = hsub.add_parser("import", parents=[common], help="read a JSON export back as a new conversation")
     imp.add_argument("file", help="a file written by history export --format json (- for stdin)")
 
     serve = sub.add_parser("serve", parents=[common], help="serve the app in a browser")
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--port", type=_port, default=8000, help="TCP port, 1-65535 (0: any free port, printed)")
     serve.add_argument("--token", default=None, help="access token (default: $TUI_AGENT_TOKEN or random)")
     serve.add_argument("--profile", metavar="NAME", help="profile to use")
     serve.add_argument(
@@ -108,7 +115,42 @@ def build_parser() -> argparse.ArgumentParser:
     from tui_agent.commands.mcp import add_parser as add_mcp_parser
 
     add_mcp_parser(sub, common)
+    from tui_agent.commands.vault import add_parser as add_vault_parser
+
+    add_vault_parser(sub, common)
+    _globals_win(parser, top=True)
     return parser
+
+
+GLOBAL_OPTIONS = ("profile", "vault")
+
+
+def _globals_win(parser: argparse.ArgumentParser, top: bool = False) -> None:
+    """``--profile`` and ``--vault`` work wherever argparse accepts them: before the subcommand or
+    after it. A subcommand's own copy of the option must not put its default (None) over the value
+    given before the subcommand (argparse applies a subparser's defaults last), so below the top
+    level they default to nothing at all."""
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in set(action.choices.values()):
+                _globals_win(child)
+        elif not top and action.dest in GLOBAL_OPTIONS:
+            action.default = argparse.SUPPRESS
+
+
+def _port(raw: str) -> int:
+    """A TCP port: never a number the socket layer would quietly wrap or replace."""
+    import argparse
+
+    try:
+        port = int(raw.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a port number (0-65535), got {raw!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number (0-65535), got {port}")
+    return port
 
 
 def _pipe_closed() -> int:
@@ -145,6 +187,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(command: str | None, vault: str | None, args: argparse.Namespace) -> int | None:
     """Run the command; ``None`` for an unknown one."""
+    refused = _trust_gate(command, vault, args)
+    if refused is not None:
+        return refused
     if command is None:
         return _run_app(vault, args.profile)
     if command == "ask":
@@ -171,6 +216,55 @@ def _dispatch(command: str | None, vault: str | None, args: argparse.Namespace) 
         from tui_agent.commands.mcp import run_mcp
 
         return run_mcp(vault, args)
+    if command == "vault":
+        from tui_agent.commands.vault import run_vault
+
+        return run_vault(vault, args)
+    return None
+
+
+def _trust_gate(command: str | None, vault: str | None, args: argparse.Namespace) -> int | None:
+    """``ask`` without a terminal, ``serve`` and ``mcp test`` in a vault that came with the current
+    folder and is not trusted: one line saying how, exit 1 (``ask`` at a terminal asks first).
+    The app asks in a dialog; everything else runs, with no program started and no key sent."""
+    if command not in ("ask", "serve") and not (command == "mcp" and getattr(args, "action", None) == "test"):
+        return None
+    from tui_agent.core import trust
+    from tui_agent.core.vault import resolve_vault
+
+    root, found_here = resolve_vault(vault)
+    if not found_here or trust.is_trusted(root):
+        return None
+    from tui_agent.core.textsafe import visible
+
+    name = visible(str(root))  # in full: the command in the message must work when copied
+    if command == "ask" and args.text != ["-"] and sys.stdin.isatty() and sys.stderr.isatty():
+        return _ask_to_trust(root, name)
+    print(
+        f"error: the vault {name} came with the current folder and is not trusted (it could start programs and "
+        f"use your API key): trust it with `tui-agent vault trust {name}`, or name it with --vault",
+        file=sys.stderr,
+    )
+    return 1
+
+
+def _ask_to_trust(root: Path, name: str) -> int | None:
+    from tui_agent.core import trust
+
+    sys.stderr.write(
+        f"The vault {name} came with the current folder. Trusting it lets it start its MCP servers, run its "
+        "image command and use the API key its profile names.\nTrust it? [y/N] "
+    )
+    sys.stderr.flush()
+    if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+        print("not trusted: no MCP server, no image command, no API key this time", file=sys.stderr)
+        return None
+    try:
+        trust.trust(root)
+    except trust.TrustStoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"trusted {name}", file=sys.stderr)
     return None
 
 

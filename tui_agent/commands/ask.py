@@ -15,7 +15,7 @@ from tui_agent.core.profiles import ProfileError
 from tui_agent.core.session import Session, open_session
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Profile
-from tui_agent.core.textsafe import visible
+from tui_agent.core.textsafe import revealed, visible
 
 
 def _raw(text: str) -> str:
@@ -82,9 +82,11 @@ async def _turn(
 
     async def approve(tool: str, question: str) -> bool:
         if yes or not interactive:
+            # What is approved is shown whole: invisible and bidi characters too (even with --raw).
+            question = revealed(question)
             _err(f"[{tool}] {'approved (--yes)' if yes else 'refused: pass --yes to approve'}: {question}")
             return yes
-        _err(f"[{tool}] {question}")
+        _err(f"[{tool}] {revealed(question)}")
         sys.stderr.write("approve? [y/N] ")
         sys.stderr.flush()
         answer = await asyncio.to_thread(sys.stdin.readline)
@@ -100,7 +102,7 @@ async def _turn(
     loop = AgentLoop(session.vault, profile, registry, approve=approve)
     status = "error"
     wrote_text = False
-    thinking = ReasoningPrinter(sys.stderr, show_reasoning)
+    thinking = ReasoningPrinter(sys.stderr, show_reasoning, _Out.safe)
     try:
         async for event in loop.run_turn(conversation_id, text):
             if isinstance(event, (ev.ReasoningDelta, ev.TextToReasoning)):

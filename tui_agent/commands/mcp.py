@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from typing import Any
 
-from tui_agent.core import profiles
-from tui_agent.core.mcp import config as mcp_config
-from tui_agent.core.session import open_session
+from tui_agent.core.textsafe import revealed, visible
+
+# The store, profiles and asyncio are imported by the functions that run a command: `tui-agent
+# --help` builds this parser and must not pay for them (~0.3 s).
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -61,17 +61,26 @@ def split_command_line(argv: list[str]) -> tuple[list[str], list[str] | None]:
 
 
 def run_mcp(vault_arg: str | None, args: argparse.Namespace) -> int:
+    from tui_agent.core import profiles
+    from tui_agent.core.mcp import config as mcp_config
+    from tui_agent.core.session import open_session
+
     session = open_session(vault_arg)
     try:
         return _dispatch(session, args)
     except (mcp_config.McpConfigError, profiles.ProfileError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(visible(f"error: {exc}"), file=sys.stderr)
         return 2
     finally:
         session.close()
 
 
 def _dispatch(session: Any, args: argparse.Namespace) -> int:
+    import asyncio
+
+    from tui_agent.core import profiles
+    from tui_agent.core.mcp import config as mcp_config
+
     profile_name = getattr(args, "profile", None)
     if args.action == "list":
         profile = profiles.get_profile(profile_name) if profile_name else profiles.active_profile()
@@ -81,7 +90,7 @@ def _dispatch(session: Any, args: argparse.Namespace) -> int:
         for server in servers:
             tools = "".join(f" {tool}={policy}" for tool, policy in sorted(server.tool_policies.items()))
             state = "on " if server.enabled else "off"
-            print(f"{state} {server.name}\t{server.transport}\t{server.policy}{tools}\t{server.describe()}")
+            print(visible(f"{state} {server.name}\t{server.transport}\t{server.policy}{tools}\t{server.describe()}"))
         return 0
     if args.action == "add":
         return _add(args)
@@ -103,6 +112,8 @@ def _dispatch(session: Any, args: argparse.Namespace) -> int:
 
 
 def _add(args: argparse.Namespace) -> int:
+    from tui_agent.core.mcp import config as mcp_config
+
     command_line = list(args.command_line)
     if command_line[:1] == ["--"]:
         command_line = command_line[1:]
@@ -131,6 +142,8 @@ def _add(args: argparse.Namespace) -> int:
 
 
 async def _test(session: Any, name: str) -> int:
+    from tui_agent.core import profiles
+    from tui_agent.core.mcp import config as mcp_config
     from tui_agent.core.mcp.manager import McpManager
     from tui_agent.core.tools.registry import ToolRegistry
 
@@ -142,13 +155,17 @@ async def _test(session: Any, name: str) -> int:
     try:
         ok = await connection.start()
         if not ok:
-            print(f"error: MCP server {name} {connection.state}: {connection.error}", file=sys.stderr)
-            print(f"its stderr is in {connection.log_path}", file=sys.stderr)
+            print(visible(f"error: MCP server {name} {connection.state}: {connection.error}"), file=sys.stderr)
+            print(visible(f"its stderr is in {connection.log_path}"), file=sys.stderr)
             return 1
-        print(f"MCP server {name}: ready, {len(connection.tools)} tool(s)")
+        # Names and descriptions are the server's text: shown, never acted on by the terminal.
+        print(visible(f"MCP server {name}: ready, {len(connection.tools)} tool(s)"))
+        for note in connection.notes:
+            print(visible(f"note: {note}"))
         for tool in connection.tools:
             description = (tool.description or "").strip().splitlines()
-            print(f"  {tool.name} ({config.policy_for(tool.name)}): {description[0] if description else ''}")
+            line = f"  {tool.name} ({config.policy_for(tool.name)}): {description[0] if description else ''}"
+            print(revealed(line))
         return 0
     finally:
         await manager.aclose()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TextIO
 
 from tui_agent.core import events as ev
+from tui_agent.core.textsafe import visible
 
 DIM = "\x1b[2m"
 RESET = "\x1b[0m"
@@ -13,8 +15,9 @@ RESET = "\x1b[0m"
 class ReasoningPrinter:
     """Writes reasoning pieces to ``stream`` (stderr) apart from the answer on stdout."""
 
-    def __init__(self, stream: TextIO, show: bool) -> None:
+    def __init__(self, stream: TextIO, show: bool, safe: Callable[[str], str] = visible) -> None:
         self.stream = stream
+        self.safe = safe  # the model's text: control characters made visible (``--raw``: as they are)
         self.show = show
         self.dim = show and stream.isatty()
         self.open = False
@@ -32,7 +35,7 @@ class ReasoningPrinter:
             return
         if not event.text:
             return
-        text = event.text
+        text = self.safe(event.text)
         if not self.open:
             text = text.lstrip()
             if not text:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from tui_agent.core import image_cache
-from tui_agent.core.context_rows import recent_rows
+from tui_agent.core.context_rows import recent_rows, stored_calls
 from tui_agent.core.profiles import accepts_images
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Message, Profile
@@ -32,6 +34,7 @@ Tool rules:
 - A tool result with "status":"error" explains what went wrong; fix the call or tell the user.
 """
 
+log = logging.getLogger("tui_agent.context")
 IMAGE_TOKENS = 1000
 IMAGES_FOLLOW = "The tool finished; its image output follows."
 CHARS_PER_TOKEN = 4
@@ -128,7 +131,7 @@ class ContextBuilder:
                 )
             elif message.role == "assistant":
                 entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
-                calls = json.loads(message.tool_calls) if message.tool_calls else []
+                calls = stored_calls(message)
                 if calls:
                     entry["tool_calls"] = [
                         {
@@ -191,6 +194,9 @@ class ContextBuilder:
 
     def _image_part(self, relative: str) -> dict[str, Any]:
         path = self.vault.root / relative
+        if not _inside_media(self.vault, path):  # a stored row (an old import) names another file
+            log.warning("attachment %r is not under media/: left out of the request", relative)
+            return {"type": "text", "text": f"[image not available: {relative}]"}
         mime = "image/jpeg" if path.suffix.lower() in (".jpg", ".jpeg") else "image/png"
         if path.suffix.lower() in (".gif", ".webp"):
             mime = "image/" + path.suffix.lower().lstrip(".")
@@ -199,6 +205,13 @@ class ContextBuilder:
         except OSError:
             return {"type": "text", "text": f"[image no longer available: {relative}]"}
         return {"type": "image_url", "image_url": {"url": url}}
+
+
+def _inside_media(vault: Vault, path: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(vault.media.resolve())
+    except (OSError, RuntimeError, ValueError):
+        return False
 
 
 def _image_note(relative: str) -> dict[str, Any]:

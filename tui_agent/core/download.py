@@ -71,27 +71,31 @@ async def download(
     url: str, out: BinaryIO, *, max_bytes: int, read_timeout_s: float, deadline_s: float, accept: str = "*/*"
 ) -> str:
     """Stream ``url`` into ``out``; return its content type. Raises DownloadError with a clear reason."""
-    import httpx
+    import httpx2  # the openai SDK's HTTP stack: one stack and one TLS context for the whole app
 
     try:
         async with asyncio.timeout(deadline_s):
             return await _stream(url, out, max_bytes, read_timeout_s, accept)
     except TimeoutError:
         raise DownloadError(f"took longer than {deadline_s:g}s in total: stopped") from None
-    except httpx.TimeoutException:
+    except httpx2.TimeoutException:
         raise DownloadError(f"no data for {read_timeout_s:g}s: stopped") from None
-    except httpx.HTTPError as exc:
+    except httpx2.HTTPError as exc:
         raise DownloadError(f"cannot download: {exc.__class__.__name__}: {exc}") from None
     except OSError as exc:
         raise DownloadError(f"cannot save it: {exc.strerror or exc}") from None
 
 
 async def _stream(url: str, out: BinaryIO, max_bytes: int, read_timeout_s: float, accept: str) -> str:
-    import httpx
+    import httpx2
+
+    from tui_agent.core import tls
 
     limit_mb = max_bytes / 1_048_576
     headers = {"Accept": accept, "Accept-Encoding": "gzip, deflate"}
-    async with httpx.AsyncClient(timeout=read_timeout_s, follow_redirects=True, max_redirects=5) as client:
+    async with httpx2.AsyncClient(
+        timeout=read_timeout_s, follow_redirects=True, max_redirects=5, verify=tls.context()
+    ) as client:
         async with client.stream("GET", url, headers=headers) as response:
             if response.status_code != 200:
                 raise DownloadError(f"answered HTTP {response.status_code}")

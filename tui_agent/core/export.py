@@ -6,23 +6,23 @@ The JSON form round-trips: ``import_json`` reads it back as a new conversation o
 from __future__ import annotations
 
 import json
+import os
 import re
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tui_agent.core import export_schema, md_safe, safe_write
+from tui_agent.core.export_schema import ExportError
+from tui_agent.core.safe_write import TargetExists
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Attachment, Conversation, Message, MessageRevision
+from tui_agent.core.textsafe import visible
 from tui_agent.core.vault import Vault
 
-FORMAT = "tui-agent-conversation"
-FORMAT_VERSION = 1
+FORMAT = export_schema.FORMAT
+FORMAT_VERSION = export_schema.FORMAT_VERSION
 ROLE_TITLES = {"user": "User", "assistant": "Assistant", "error": "Error", "system": "System"}
-
-
-class ExportError(Exception):
-    """An export or import failed; ``str(err)`` says why in one line."""
 
 
 @dataclass(frozen=True)
@@ -42,34 +42,67 @@ def default_name(conversation: Conversation, fmt: str) -> str:
 
 # ------------------------------------------------------------------ Markdown
 def to_markdown(
-    vault: Vault, conversation_id: int, out: Path, *, reasoning: bool = False, messages: list[Message] | None = None
+    vault: Vault,
+    conversation_id: int,
+    out: Path,
+    *,
+    reasoning: bool = False,
+    messages: list[Message] | None = None,
+    force: bool = False,
 ) -> ExportResult:
-    """Write ``out`` (Markdown) and copy the conversation's images into ``<out stem>_files/`` beside it."""
+    """Write ``out`` (Markdown) and copy the conversation's images into ``<out stem>_files/`` beside it.
+
+    Nothing is written through a symlink, and nothing that exists is replaced unless ``force``
+    (see :mod:`safe_write`); stored text stays text in the Markdown (see :mod:`md_safe`)."""
     conversation = _conversation(conversation_id)
+    if not force and os.path.lexists(out):
+        raise TargetExists(f"{out} exists (give --force to replace it)")
     rows = messages if messages is not None else history.recent_messages(conversation_id)
     attachments = history.attachments_for([m.id for m in rows])
-    files_dir = out.with_name(out.stem + "_files")
-    copied: dict[str, str] = {}
-    lines = [f"# {conversation.title or f'Conversation {conversation.id}'}", ""]
-    lines.append(f"*Exported from tui-agent · conversation {conversation.id} · started {conversation.created_at[:19]}*")
-    lines.append("")
-    for message in rows:
-        images = [_copy_image(vault, path, files_dir, copied) for path in attachments.get(message.id, [])]
-        lines.extend(_message_markdown(message, images, reasoning))
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
-    return ExportResult(out, len(copied))
+    images = _ImageCopier(vault, out.with_name(out.stem + "_files"), force)
+    title = conversation.title or f"Conversation {conversation.id}"
+    lines = [f"# {md_safe.text(title)}", ""]
+    started = md_safe.text(str(conversation.created_at)[:19])
+    lines.append(f"*Exported from tui-agent · conversation {conversation.id} · started {started}*")
+    lines.append("")
+    try:
+        for message in rows:
+            copied = [images.copy(path) for path in attachments.get(message.id, [])]
+            lines.extend(_message_markdown(message, copied, reasoning))
+    finally:
+        images.close()
+    safe_write.write_new(out, ("\n".join(lines).rstrip() + "\n").encode("utf-8"), force=force)
+    return ExportResult(out, len(images.copied))
+
+
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def json_text(conversation_id: int) -> str:
+    """The JSON export as text. JSON escapes C0 controls itself; C1 controls and bidi overrides are
+    escaped too (``\\u009b``), so printed to a terminal it does nothing, and it reads back the same."""
+    text = json.dumps(to_json(conversation_id), ensure_ascii=False, indent=2) + "\n"
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def write_json(conversation_id: int, out: Path, *, force: bool = False) -> None:
+    """Write the JSON export to ``out`` (never through a symlink, never over a file unless ``force``)."""
+    text = json_text(conversation_id)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    safe_write.write_new(out, text.encode("utf-8"), force=force)
 
 
 def _message_markdown(message: Message, images: list[str | None], reasoning: bool) -> list[str]:
     lines: list[str] = []
     if message.tool_call_id is not None and message.role != "assistant":
-        command = f"{message.tool_name or message.role} {message.tool_arguments or '{}'}"
+        name = message.tool_name or message.role
+        command = f"{name} {message.tool_arguments or '{}'}"
         lines += [
             "<details>",
-            f"<summary>Tool result · {message.tool_name or message.role} · {_tool_status(message)}</summary>",
+            f"<summary>Tool result · {md_safe.text(name)} · {md_safe.text(_tool_status(message))}</summary>",
             "",
-            _fence(f"{command}\n\n{message.content}", "bash"),
+            _fence(visible(f"{command}\n\n{message.content}"), "bash"),
             "",
             "</details>",
             "",
@@ -79,14 +112,22 @@ def _message_markdown(message: Message, images: list[str | None], reasoning: boo
     if message.role == "assistant" and not message.content and message.tool_calls:
         return []  # the call itself is in the tool result block that follows
     title = ROLE_TITLES.get(message.role, message.role)
-    lines += [f"## {title}", ""]
+    lines += [f"## {md_safe.text(title)}", ""]
     thought = getattr(message, "reasoning", "") or ""
     if reasoning and thought:
-        lines += ["<details>", "<summary>Thinking</summary>", "", _quote(thought), "", "</details>", ""]
+        lines += [
+            "<details>",
+            "<summary>Thinking</summary>",
+            "",
+            _quote(md_safe.markdown(thought)),
+            "",
+            "</details>",
+            "",
+        ]
     if message.content:
-        lines += [message.content, ""]
+        lines += [md_safe.markdown(message.content), ""]
     if message.status not in ("complete", ""):
-        lines += [f"*({message.status})*", ""]
+        lines += [f"*({md_safe.text(message.status)})*", ""]
     lines += _image_lines(images)
     return lines
 
@@ -98,17 +139,34 @@ def _image_lines(images: list[str | None]) -> list[str]:
     return lines
 
 
-def _copy_image(vault: Vault, relative: str, files_dir: Path, copied: dict[str, str]) -> str | None:
-    if relative in copied:
-        return copied[relative]
-    source = vault.root / relative
-    if not source.is_file():
-        return None
-    name = relative.removeprefix("media/").replace("/", "_")
-    files_dir.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source, files_dir / name)
-    copied[relative] = f"{files_dir.name}/{name}"
-    return copied[relative]
+class _ImageCopier:
+    """Copies vault images into the export's ``_files`` folder: made on the first image, never a
+    symlink, each file created new (or replaced with ``force``)."""
+
+    def __init__(self, vault: Vault, folder: Path, force: bool) -> None:
+        self.vault = vault
+        self.folder = folder
+        self.force = force
+        self.copied: dict[str, str] = {}
+        self._fd: int | None = None
+
+    def copy(self, relative: str) -> str | None:
+        if relative in self.copied:
+            return self.copied[relative]
+        source = self.vault.root / relative
+        if not source.is_file():
+            return None
+        name = re.sub(r"[^A-Za-z0-9._-]", "_", relative.removeprefix("media/").replace("/", "_")).lstrip(".")
+        if self._fd is None:
+            self._fd = safe_write.open_folder(self.folder)
+        safe_write.write_new(self.folder / name, source.read_bytes(), force=self.force, dir_fd=self._fd)
+        self.copied[relative] = f"{self.folder.name}/{name}"
+        return self.copied[relative]
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def _tool_status(message: Message) -> str:
@@ -162,47 +220,31 @@ def _fields(row: Any, drop: tuple[str, ...] = ()) -> dict[str, Any]:
 def import_json(vault: Vault, data: Any) -> int:
     """Store an exported conversation as a new conversation; return its id. Ids are renumbered.
 
-    Attachment paths must be image paths under this vault's ``media/`` (the same rules as
-    ``show_image``): an export cannot make the app read, show or send any other file."""
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise ExportError(f'not a tui-agent conversation export (expected "format": "{FORMAT}")')
-    if int(data.get("version", 0)) > FORMAT_VERSION:
-        raise ExportError(f"export version {data.get('version')} is newer than this tui-agent reads ({FORMAT_VERSION})")
-    messages = data.get("messages")
-    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
-        raise ExportError('"messages" must be a list of objects')
-    source = data.get("conversation")
-    title = str(source.get("title") or "imported") if isinstance(source, dict) else "imported"
-    message_fields = set(Message._meta.fields) - {"id", "conversation"}
+    The whole file is checked first (:func:`export_schema.check`): a wrong field is one line that
+    names it, and nothing is written. Attachment paths must be image paths under this vault's
+    ``media/`` (the same rules as ``show_image``): an export cannot make the app read, show or
+    send any other file."""
+    checked = export_schema.check(data)
+    for message in checked["messages"]:
+        for attachment in message["attachments"]:
+            attachment["path"] = _checked_path(vault, attachment)
     db = Message._meta.database
     with db.atomic():
-        conversation = Conversation.create(title=title)
+        conversation = Conversation.create(title=checked["title"] or "imported")
         new_ids: dict[Any, int] = {}
         previous: int | None = None  # exports without parent links become one straight branch
-        for entry in messages:
-            if not isinstance(entry.get("role"), str):
-                raise ExportError('every message needs a "role"')
-            values = {k: v for k, v in entry.items() if k in message_fields}
-            if any(isinstance(v, (dict, list)) for v in values.values()):
-                raise ExportError(f"message {entry.get('id')}: field values must be text or numbers")
+        for entry in checked["messages"]:
+            values = dict(entry["values"])
             # Branches keep their shape; an export without parent links becomes one straight branch.
-            parent = entry.get("parent_id")  # None: the message before; 0: a branch's first message
-            values["parent_id"] = (new_ids.get(parent) if parent else parent) if "parent_id" in entry else previous
+            parent = values.get("parent_id")  # None: the message before; 0: a branch's first message
+            values["parent_id"] = (new_ids.get(parent) if parent else parent) if entry["has_parent"] else previous
             message = Message.create(conversation=conversation.id, **values)
-            new_ids[entry.get("id")] = previous = message.id
-            for position, attachment in enumerate(entry.get("attachments") or []):
-                path = _checked_path(vault, attachment)
-                Attachment.create(
-                    message=message.id,
-                    position=int(attachment.get("position", position)),
-                    path=path,
-                    mime=str(attachment.get("mime") or "image/png"),
-                )
-            for revision in entry.get("revisions") or []:
-                MessageRevision.create(
-                    message=message.id, content=str(revision.get("content", "")), reason=str(revision.get("reason", ""))
-                )
-        conversation.leaf_id = new_ids.get((source or {}).get("leaf_id")) if isinstance(source, dict) else None
+            new_ids[entry["id"]] = previous = message.id
+            for attachment in entry["attachments"]:
+                Attachment.create(message=message.id, **attachment)
+            for revision in entry["revisions"]:
+                MessageRevision.create(message=message.id, **revision)
+        conversation.leaf_id = new_ids.get(checked["leaf_id"]) if checked["leaf_id"] is not None else None
         conversation.save()
     return int(conversation.id)
 
@@ -210,7 +252,7 @@ def import_json(vault: Vault, data: Any) -> int:
 def _checked_path(vault: Vault, attachment: Any) -> str:
     from tui_agent.core.tools.vault_paths import SHOW_RE, PathRejected, media_path
 
-    raw = attachment.get("path") if isinstance(attachment, dict) else None
+    raw = attachment["path"]
     try:
         media_path(vault, str(raw), SHOW_RE)
     except PathRejected:

@@ -119,6 +119,11 @@ def resolve_api_key(profile: Profile) -> str:
     """The key named by ``api_key_env``; a named but unset variable is an error, never a silent blank."""
     if not profile.api_key_env:
         return "no-key"
+    from tui_agent.core import trust
+
+    withheld = trust.withheld(f"the API key in ${profile.api_key_env} is not read or sent")
+    if withheld is not None:
+        raise LLMError(withheld, kind="untrusted")
     value = os.environ.get(profile.api_key_env)
     if not value:
         raise LLMError(

@@ -16,6 +16,8 @@ ACTIVE_PROFILE_KEY = "active_profile"
 DEFAULT_PROFILE_NAME = "default"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# A DNS name or IPv4 address (letters, digits, '-', '.', '_'), or an IPv6 address (brackets removed).
+_HOST_RE = re.compile(r"^([\w-]+(\.[\w-]+)*\.?|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.%A-Za-z]*)$")
 
 
 class ProfileError(ValueError):
@@ -42,9 +44,20 @@ def _url(required: bool) -> Callable[[str], str]:
         value = raw.strip()
         if not value and not required:
             return ""
-        parsed = urlparse(value)
+        if any(ch.isspace() or not ch.isprintable() for ch in value):
+            raise ValueError(f"must not contain spaces or control characters, got {raw!r}")
+        try:
+            parsed = urlparse(value)
+        except ValueError:  # e.g. an unclosed '[' of an IPv6 address
+            parsed = urlparse("")
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise ValueError(f"must be an http(s) URL, got {raw!r}")
+        if not _HOST_RE.match(parsed.hostname or ""):
+            raise ValueError(f"must name a host (like localhost, 127.0.0.1 or api.example.com), got {raw!r}")
+        try:
+            parsed.port  # noqa: B018 - raises ValueError for a port that is not 0-65535
+        except ValueError:
+            raise ValueError(f"has an invalid port (0-65535), got {raw!r}") from None
         return value.rstrip("/")
 
     return parse
@@ -99,12 +112,9 @@ def _argv_template(raw: str) -> str:
         raise ValueError(f'must be a JSON list like ["flux2", "{{prompt}}", "{{output}}"] ({exc.msg})') from None
     if not isinstance(argv, list) or not argv or not all(isinstance(a, str) and a for a in argv):
         raise ValueError("must be a non-empty JSON list of non-empty strings")
-    joined = " ".join(argv)
-    if "{prompt}" not in joined or "{output}" not in joined:
-        raise ValueError("must contain both {prompt} and {output}")
-    from tui_agent.core.tools.command_guard import shell_reason
+    from tui_agent.core.tools.command_guard import template_reason
 
-    if (reason := shell_reason(argv)) is not None:
+    if (reason := template_reason(argv)) is not None:
         raise ValueError(reason)
     return json.dumps(argv)
 
@@ -124,7 +134,10 @@ FIELDS: list[FieldSpec] = [
     FieldSpec("image_backend", _choice("command", "openai"), "command (flux2-style CLI) or openai (images API)"),
     FieldSpec("image_model", _text(True), "image model name (logged; sent to the images API)"),
     FieldSpec(
-        "image_command", _argv_template, 'argv template run without a shell, e.g. ["flux2", "{prompt}", "{output}"]'
+        "image_command",
+        _argv_template,
+        'argv template run without a shell, e.g. ["flux2", "{prompt}", "{output}"]; the prompt as a whole '
+        "{prompt} argument, in a file ({prompt_file}) or on stdin (neither); never through a shell or interpreter",
     ),
     FieldSpec("image_base_url", _url(False), "images API endpoint (empty: same as base_url)"),
     FieldSpec("images_per_request", _number(int, 1, 4), "default image count (1-4)"),

@@ -6,11 +6,11 @@ import logging
 
 import peewee as pw
 
-from tui_agent.core import profiles
+from tui_agent.core import profiles, trust
 from tui_agent.core.store import open_database
 from tui_agent.core.store.errors import DATABASE_ERRORS, describe
 from tui_agent.core.store.models import Profile
-from tui_agent.core.vault import Vault, open_vault, setup_logging
+from tui_agent.core.vault import Vault, resolve_vault, setup_logging
 
 log = logging.getLogger("tui_agent")
 
@@ -30,7 +30,10 @@ class Session:
 
 def open_session(vault_arg: str | None = None) -> Session:
     """Open the vault; a database that cannot be used raises StoreError (its message says what to do)."""
-    vault = open_vault(vault_arg)
+    root, found_here = resolve_vault(vault_arg)
+    vault = Vault(root).init()
+    # A vault that came with the current folder runs no program and sends no key until trusted.
+    trust.set_current(vault.root, trusted=not found_here or trust.is_trusted(vault.root))
     setup_logging(vault)
     db = open_database(vault.db_path)
     try:

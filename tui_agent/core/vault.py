@@ -2,14 +2,44 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import logging.handlers
 import os
+import stat
 from pathlib import Path
+
+from tui_agent.core.store.errors import StoreError
 
 VAULT_ENV = "TUI_AGENT_VAULT"
 DEFAULT_VAULT_NAME = "jj_vault"
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+SHOWN_PATH_CHARS = 120
+# The database and the files SQLite keeps beside it: each must be a plain file (a FIFO blocks the
+# first read forever; a device or socket is worse).
+DB_SUFFIXES = ("", "-wal", "-shm", "-journal")
+
+
+class VaultError(StoreError):
+    """The vault folder cannot be used (not a folder, read-only, a part of it is the wrong kind
+    of file); ``str()`` is the one line for the user. Nothing was written when it is raised."""
+
+
+def shown(path: Path | str) -> str:
+    """A path as it appears in a message: long ones (a 5,000-character --vault) cut in the middle."""
+    text = str(path)
+    if len(text) <= SHOWN_PATH_CHARS:
+        return text
+    half = SHOWN_PATH_CHARS // 2
+    return f"{text[:half]}…{text[-half:]} ({len(text):,} characters)"
+
+
+def _reason(exc: OSError) -> str:
+    if exc.errno == errno.ENAMETOOLONG:
+        return "the path is too long"
+    if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return "it is read-only"
+    return exc.strerror or exc.__class__.__name__
 
 
 class Vault:
@@ -57,10 +87,59 @@ class Vault:
         return self.logs / "agent.log"
 
     def init(self) -> Vault:
-        """Create whatever folders are missing; return self."""
-        for folder in (self.root, self.media, self.uploads, self.logs):
-            folder.mkdir(parents=True, exist_ok=True)
+        """Check the layout, create whatever folders are missing; return self.
+
+        Raises VaultError (one line) when the vault cannot be used: the folder is a file, one of
+        its folders is a file, the database is not a plain file, the vault is read-only, or the
+        path cannot be made. Everything is checked before anything is created.
+        """
+        try:
+            self._check()
+            for folder in (self.root, self.media, self.uploads, self.logs):
+                folder.mkdir(parents=True, exist_ok=True)
+            self._check_writable()
+        except OSError as exc:
+            where = self._part(Path(exc.filename) if isinstance(exc.filename, str) else self.root)
+            raise VaultError(f"cannot use {shown(self.root)} as the vault: {where}{_reason(exc)}") from None
         return self
+
+    def _part(self, path: Path) -> str:
+        """How a message names ``path``: nothing for the vault itself, ``media: `` inside it."""
+        if path == self.root:
+            return ""
+        if path.is_relative_to(self.root):
+            return f"{path.relative_to(self.root).as_posix()}: "
+        return f"{shown(path)}: "
+
+    def _check(self) -> None:
+        for folder in (self.root, self.media, self.uploads, self.logs):
+            mode = _mode(folder)
+            if mode is not None and not stat.S_ISDIR(mode):
+                what = "the vault" if folder == self.root else f"the vault's {folder.name} folder"
+                raise VaultError(
+                    f"{shown(folder)} is a file, not a folder, so it cannot be {what}: move it aside "
+                    "or choose another vault with --vault"
+                )
+        files = [(Path(f"{self.db_path}{suffix}"), "the database") for suffix in DB_SUFFIXES]
+        for path, holds in [*files, (self.log_file, "the log")]:
+            mode = _mode(path)
+            if mode is not None and stat.S_ISDIR(mode) and path == self.db_path:
+                raise VaultError(f"{shown(path)} is a folder, not a database: move it aside and run again")
+            if mode is not None and not stat.S_ISREG(mode):
+                raise VaultError(
+                    f"{shown(path)} is not a plain file ({_kind(mode)}), so it cannot hold {holds}: "
+                    "move it aside and run again"
+                )
+
+    def _check_writable(self) -> None:
+        for path in (self.root, self.media, self.uploads, self.logs, self.db_path, self.log_file):
+            if path.exists() and not os.access(path, os.W_OK):
+                part = self._part(path).removesuffix(": ")
+                detail = f" (its {part} is not writable)" if part else ""
+                raise VaultError(
+                    f"cannot use {shown(self.db_path)}: the vault is read-only{detail}; tui-agent writes "
+                    "its database and log there: make it writable or choose another with --vault"
+                )
 
     def relative(self, path: Path) -> str:
         """A vault path as the tools report it, e.g. ``media/food/pizza.png``."""
@@ -69,22 +148,54 @@ class Vault:
 
 def resolve_vault_path(cli_value: str | os.PathLike[str] | None = None, cwd: Path | None = None) -> Path:
     """Resolution order: ``--vault`` > ``$TUI_AGENT_VAULT`` > ``./jj_vault`` if present > user data dir."""
-    if cli_value:
-        return Path(cli_value).expanduser().resolve()
-    env_value = os.environ.get(VAULT_ENV)
-    if env_value:
-        return Path(env_value).expanduser().resolve()
-    local = (cwd or Path.cwd()) / DEFAULT_VAULT_NAME
-    if local.is_dir():
-        return local.resolve()
+    return resolve_vault(cli_value, cwd)[0]
+
+
+def resolve_vault(cli_value: str | os.PathLike[str] | None = None, cwd: Path | None = None) -> tuple[Path, bool]:
+    """The vault's absolute path, and whether it was found by the ``./jj_vault`` rule (a folder
+    that came with the current directory, not one the user named: see ``core.trust``)."""
+    try:
+        if cli_value:
+            return Path(cli_value).expanduser().resolve(), False
+        env_value = os.environ.get(VAULT_ENV)
+        if env_value:
+            return Path(env_value).expanduser().resolve(), False
+        local = (cwd or Path.cwd()) / DEFAULT_VAULT_NAME
+        if local.is_dir():
+            return local.resolve(), True
+    except OSError as exc:
+        named = os.fspath(cli_value or os.environ.get(VAULT_ENV) or DEFAULT_VAULT_NAME)
+        raise VaultError(f"cannot use {shown(named)} as the vault ({_reason(exc)})") from None
     import platformdirs
 
-    return Path(platformdirs.user_data_dir("tui-agent", appauthor=False)) / DEFAULT_VAULT_NAME
+    return Path(platformdirs.user_data_dir("tui-agent", appauthor=False)) / DEFAULT_VAULT_NAME, False
 
 
 def open_vault(cli_value: str | os.PathLike[str] | None = None) -> Vault:
     """Resolve and initialise the vault."""
     return Vault(resolve_vault_path(cli_value)).init()
+
+
+def _mode(path: Path) -> int | None:
+    """``st_mode`` of ``path`` (following links), None when nothing is there."""
+    try:
+        return path.stat().st_mode
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:  # a parent is a file: _check names that parent first
+        return None
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    return "not a regular file"
 
 
 def setup_logging(vault: Vault, level: int = logging.INFO) -> None:
@@ -94,7 +205,10 @@ def setup_logging(vault: Vault, level: int = logging.INFO) -> None:
     for handler in logger.handlers:
         if getattr(handler, "baseFilename", None) == target:
             return
-    handler = _LogFileHandler(target, maxBytes=2_000_000, backupCount=3, encoding="utf-8")
+    try:
+        handler = _LogFileHandler(target, maxBytes=2_000_000, backupCount=3, encoding="utf-8")
+    except OSError as exc:
+        raise VaultError(f"cannot write the log {shown(target)} ({_reason(exc)})") from None
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
     logger.addHandler(handler)
     logger.setLevel(level)

@@ -21,7 +21,7 @@ from tui_agent.core.limits import MAX_MESSAGE_CHARS
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Profile
 from tui_agent.core.vault import Vault
-from tui_agent.ui import textual_fixes
+from tui_agent.ui import text_guard, textual_fixes
 from tui_agent.ui.commands import AgentCommands, HistorySearch
 from tui_agent.ui.errors import friendly
 from tui_agent.ui.gc_tuning import IdleCollector
@@ -73,6 +73,7 @@ class AgentApp(StartupMixin):
         animate: bool = True,
     ) -> None:
         textual_fixes.apply()
+        text_guard.install()  # no control character of any widget's text reaches the terminal
         super().__init__()
         self.vault = vault
         profiles.set_run_profile(profile_name or None)  # this run only; `profile use` switches for good
@@ -149,6 +150,7 @@ class AgentApp(StartupMixin):
         # Not stored again: next start finds the same one (a write transaction saved on the first paint).
         await self.open_conversation(last.id if last else None, remember=False)
         self.composer.focus()
+        self.ask_about_trust()  # a ./jj_vault not trusted yet: the dialog comes over the chat
         self.mcp.install_signal_handlers()
         log.info("chat screen ready (pid %d)", os.getpid())
         # The openai import (~0.5-1 s) starts right after the first frame, so a message sent at once

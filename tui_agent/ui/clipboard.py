@@ -20,6 +20,8 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from tui_agent.core.textsafe import clipboard_text
+
 TOOL_TIMEOUT_S = 3.0
 
 
@@ -99,7 +101,10 @@ def copy_text(
     run_tool: Callable[[list[str], str], str | None] = _run_tool,
 ) -> CopyReport:
     """Copy ``text`` every way available. ``write_terminal`` writes raw bytes to the terminal
-    (None when there is no terminal, e.g. a headless run)."""
+    (None when there is no terminal, e.g. a headless run). What is copied has no control
+    characters but tab and newline (:func:`clipboard_text`): pasted into a shell, a copied reply
+    cannot end the bracketed paste and run what follows."""
+    text = clipboard_text(text)
     report = CopyReport(len(text))
     tmux = in_tmux(environ)
     if write_terminal is not None:

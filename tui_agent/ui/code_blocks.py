@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tui_agent.core.textsafe import visible
+
 
 @dataclass(frozen=True)
 class CodeBlock:
@@ -15,7 +17,8 @@ class CodeBlock:
         lines = self.code.count("\n") + (0 if self.code.endswith("\n") or not self.code else 1)
         first = next((line.strip() for line in self.code.splitlines() if line.strip()), "")
         preview = first[:40] + ("…" if len(first) > 40 else "")
-        return f"{self.language or 'text'}, {lines} line{'s' if lines != 1 else ''}: {preview}"
+        # The info string and the code are the model's: shown, never acted on by the terminal.
+        return visible(f"{self.language[:20] or 'text'}, {lines} line{'s' if lines != 1 else ''}: {preview}")
 
 
 def code_blocks(markdown: str) -> list[CodeBlock]:

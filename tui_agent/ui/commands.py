@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
-from textual.content import Content
 
-from tui_agent.core.store import history
-from tui_agent.core.textsafe import visible
+from tui_agent.ui.history_search import HistorySearch
 
-if TYPE_CHECKING:
-    from tui_agent.ui.app import AgentApp
+__all__ = ["ACTIONS", "AgentCommands", "HistorySearch"]
 
 ACTIONS = [
     ("New conversation", "new_conversation", "Start an empty conversation (Ctrl+N)"),
@@ -43,6 +39,7 @@ ACTIONS = [
     ("Export conversation as Markdown", "export_markdown", "Into the vault's exports/ with its images"),
     ("Export conversation as JSON", "export_json", "Every stored field; tui-agent history import reads it"),
     ("Help", "help", "Slash commands and key bindings (F1)"),
+    ("Trust this vault", "trust_vault", "A ./jj_vault: let it run its MCP servers, image command and API key"),
 ]
 
 
@@ -57,20 +54,3 @@ class AgentCommands(Provider):
             score = matcher.match(title)
             if score > 0:
                 yield Hit(score, matcher.highlight(title), partial(self.app.run_action, action), help=help_text)
-
-
-class HistorySearch(Provider):
-    """Type words; each hit jumps to that message in its conversation."""
-
-    async def search(self, query: str) -> Hits:
-        if len(query.strip()) < 2:
-            return
-        app = cast("AgentApp", self.app)
-        for message_id, conversation_id, role, snippet in history.search_messages(query.strip(), limit=20):
-            text = visible(" ".join(snippet.split()))
-            yield Hit(
-                0.5,
-                Content(f"{role}: {text}"),  # plain text: brackets in a message are not markup
-                partial(app.jump_to_message, conversation_id, message_id),
-                help=f"conversation {conversation_id} · message {message_id}",
-            )

@@ -20,6 +20,8 @@ HINTS = {
     "bad_request": "The message above is the server's own; check the profile's model and fields (Ctrl+B).",
     "bad_stream": "The partial reply is kept; send again, or try another model or server.",
     "retry": "Ctrl+R sends a turn again after it failed or was cancelled.",
+    "untrusted": "Trust it from the command palette (Ctrl+P: Trust this vault) or with the command above, "
+    "then send again.",
 }
 
 TITLES = {
@@ -38,6 +40,7 @@ TITLES = {
     "bad_request": "The server refused the request",
     "bad_stream": "The server sent something unexpected",
     "retry": "Nothing to retry",
+    "untrusted": "This vault is not trusted yet",
 }
 
 

@@ -5,6 +5,12 @@ functions, the openai types) live as long as the process, yet each scan walks th
 opening a conversation spent about a third of its time in the collector (0.11 of 0.30 s
 in-process). ``gc.freeze()`` moves what is alive now out of the collector's sight; reference
 counting still frees them, only cycles among frozen objects are never collected.
+
+What touches the collector (``pause``, ``freeze_long_lived``, ``IdleCollector``) was measured on
+CPython 3.11-3.13's generational collector (three generations, full collections counted in
+``gc.get_count()[2]``), and does nothing on any other (3.14's incremental collector gives the
+thresholds and counts other meanings; PyPy has its own): ``measured_collector()``. Cutting
+reference cycles (``unlink_*``) helps any collector and stays on.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import sys
 import threading
 import time
 from typing import Any
@@ -20,6 +27,18 @@ log = logging.getLogger("tui_agent.ui")
 
 ENV = "TUI_AGENT_GC_FREEZE"
 PAUSE_ENV = "TUI_AGENT_GC_STARTUP"
+
+MEASURED = ((3, 11), (3, 13))  # CPython versions whose collector this was measured on
+
+
+def measured_collector() -> bool:
+    """CPython 3.11-3.13's generational collector: the one the tuning here was measured on."""
+    if sys.implementation.name != "cpython":
+        return False
+    if not MEASURED[0] <= tuple(sys.version_info[:2]) <= MEASURED[1]:
+        return False
+    return len(gc.get_threshold()) == 3 and len(gc.get_count()) == 3
+
 
 STARTUP = "start-up"
 WARM_UP = "warm-up"
@@ -37,6 +56,8 @@ def pause(owner: str) -> None:
     longer holds) find nothing to free. Reference counting frees everything else meanwhile.
     """
     global _resume_to
+    if not measured_collector():
+        return
     with _pause_lock:
         if not _pauses:
             _resume_to = gc.isenabled()
@@ -62,7 +83,7 @@ def pause_startup() -> None:
 
 def freeze_long_lived() -> None:
     """Freeze every object alive now (``TUI_AGENT_GC_FREEZE=0`` turns it off, for A/B runs)."""
-    if os.environ.get(ENV, "1") != "0":
+    if os.environ.get(ENV, "1") != "0" and measured_collector():
         gc.freeze()
 
 
@@ -91,7 +112,7 @@ class IdleCollector:
 
     def __init__(self, app: Any) -> None:
         self.app = app
-        self.enabled = os.environ.get(IDLE_ENV, "1") != "0"
+        self.enabled = os.environ.get(IDLE_ENV, "1") != "0" and measured_collector()
         self.last_input = 0.0
         self.collections = 0
         self._timer: Any = None

@@ -33,7 +33,11 @@ class McpControl:
         self._starting: asyncio.Task[None] | None = None
 
     def install_signal_handlers(self) -> None:
+        from tui_agent.ui import lifeline
+
         loop = asyncio.get_running_loop()
+        if lifeline.attach(loop, self.app.exit):
+            return  # the console script's SIGTERM/SIGHUP handlers end the app, with a deadline
         for signum in (signal.SIGTERM, signal.SIGHUP):
             try:
                 loop.add_signal_handler(signum, self.app.exit)

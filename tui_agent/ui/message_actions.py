@@ -4,13 +4,13 @@ cursor, else the newest one that fits the action."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual import on
 from textual.widget import Widget
 
+from tui_agent.core.textsafe import visible
 from tui_agent.ui.conversations import ConversationsApp
 from tui_agent.ui.widgets.alternatives import AlternativesBar
 from tui_agent.ui.widgets.bubbles import AssistantBubble, UserBubble
@@ -104,10 +104,11 @@ class MessageActionsMixin(ConversationsApp):
     # ---------------------------------------------------------------- copy
     def copy_to_clipboard(self, text: str) -> None:
         """Every copy (ours and Textual's text selection) goes every way available, and says which."""
+        from tui_agent.core.textsafe import clipboard_text
         from tui_agent.ui.clipboard import copy_text
         from tui_agent.ui.images import served_in_browser
 
-        self._clipboard = text
+        self._clipboard = clipboard_text(text)
         driver = self._driver
         report = copy_text(text, driver.write if driver is not None else None)
         message = report.message()
@@ -136,7 +137,9 @@ class MessageActionsMixin(ConversationsApp):
         widget = self._target()
         if widget is None or not getattr(widget, "text", ""):
             return
-        self.composer.load_text(str(widget.text))  # type: ignore[attr-defined]
+        from tui_agent.core.textsafe import clipboard_text
+
+        self.composer.load_text(clipboard_text(str(widget.text)))  # type: ignore[attr-defined]
         self.composer.move_cursor(self.composer.document.end)
         self.composer.focus()
 
@@ -157,7 +160,9 @@ class MessageActionsMixin(ConversationsApp):
             self.notify("Choose one of your messages to edit (Up to move the cursor).", severity="warning")
             return
         self.editing = widget.message_id
-        self.composer.load_text(widget.text)
+        from tui_agent.core.textsafe import clipboard_text
+
+        self.composer.load_text(clipboard_text(widget.text))  # an imported message's controls stay out
         self.composer.move_cursor(self.composer.document.end)
         self.composer.focus()
         self.status_line.show("editing a sent message · Enter resends it as a new branch · Esc stops editing")
@@ -212,19 +217,27 @@ class MessageActionsMixin(ConversationsApp):
             return
         conversation = history.get_conversation(self.conversation_id)
         folder = self.vault.root / "exports"
-        out = folder / export.default_name(conversation, fmt)
-        if fmt == "json":
-            folder.mkdir(parents=True, exist_ok=True)
-            out.write_text(json.dumps(export.to_json(conversation.id), ensure_ascii=False, indent=2) + "\n")
-            images = 0
-        else:
-            images = export.to_markdown(self.vault, conversation.id, out).images
+        name = export.default_name(conversation, fmt)
+        for attempt in range(2, 1000):  # never over an earlier export, never through a symlink
+            out = folder / name
+            try:
+                if fmt == "json":
+                    export.write_json(conversation.id, out)
+                    images = 0
+                else:
+                    images = export.to_markdown(self.vault, conversation.id, out).images
+                break
+            except export.TargetExists:
+                name = f"{Path(name).stem.rsplit('~', 1)[0]}~{attempt}.{fmt}"
+            except (OSError, export.ExportError) as exc:
+                self.notify(visible(f"Could not export: {exc}"), severity="error")
+                return
         if served_in_browser():
             self.deliver_text(out, save_filename=out.name)
             self.notify(f"Downloading {out.name}")
             return
         extra = f" and {images} image(s) in {out.stem}_files/" if images else ""
-        self.notify(f"Exported to {_shown(out)}{extra}")
+        self.notify(visible(f"Exported to {_shown(out)}{extra}"), markup=False)
 
 
 def _shown(path: Path) -> str:

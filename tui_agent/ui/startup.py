@@ -48,6 +48,56 @@ class StartupMixin(PanelActionsMixin):
         @property
         def status_line(self) -> StatusLine: ...
 
+    def ask_about_trust(self) -> None:
+        """A vault that came with the current folder: ask once whether to trust it (core.trust)."""
+        from tui_agent.core import trust
+
+        root = trust.untrusted_vault()
+        if root is None:
+            return
+        from tui_agent.ui.screens.trust import TrustScreen
+
+        would = trust.what_it_would_do(self.profile)
+        self.push_screen(TrustScreen(str(root), would), callback=self._trust_answered)
+
+    def action_trust_vault(self) -> None:
+        """The command palette's "Trust this vault": the start-up question again (after "Not now")."""
+        from tui_agent.core import trust
+
+        if trust.untrusted_vault() is None:
+            self.notify("This vault is trusted: you named it, it is your own, or you trusted it.", title="Vault")
+        else:
+            self.ask_about_trust()
+
+    def _trust_answered(self, trusted: bool | None) -> None:
+        from tui_agent.core import trust
+        from tui_agent.core.textsafe import visible
+
+        root = trust.untrusted_vault()
+        if root is None:
+            return
+        name = visible(str(root))
+        if not trusted:
+            self.notify(
+                f"Not trusted: no MCP server, no image command, no API key this run. Later: tui-agent vault trust "
+                f"{name}",
+                title="Vault",
+                timeout=10,
+                markup=False,
+            )
+            return
+        try:
+            trust.trust(root)
+        except trust.TrustStoreError as exc:
+            self.notify(visible(str(exc)), title="Vault not trusted", severity="error", markup=False)
+            return
+        trust.set_current(root, trusted=True)
+        self.notify(f"Trusted {name}", title="Vault", markup=False)
+        if self.status_line.state == "error":  # the key it held back: the next turn reads it
+            self.status_line.ready(self.profile.chat_model)
+        if self._preload_done.is_set():  # else the preload starts them when it is done
+            self.mcp.start_in_background()
+
     def _after_first_paint(self) -> None:
         from tui_agent.ui import warmup
 

@@ -46,9 +46,13 @@ def _import() -> None:
         # the request leaving: the HTTP transport (built with the client, app.preload_client), the
         # async backend, the JSON parser, the turn loop, the tools. (The request is posted through
         # the client itself, not its lazily imported chat resource: see core/llm.)
-        import anyio._backends._asyncio
-        import anyio._core._sockets
-        import anyio.streams.stapled  # noqa: F401
+        import anyio
+        import anyio.streams.stapled
+
+        # anyio imports its public names on first use (the socket layer with connect_tcp) and its
+        # asyncio backend on its first run: both through public API, the run on a throwaway loop.
+        anyio.connect_tcp  # noqa: B018
+        anyio.run(anyio.sleep, 0)
         import httpcore2  # noqa: F401
         import jiter  # noqa: F401
 

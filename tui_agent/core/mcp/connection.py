@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tui_agent import __version__
+from tui_agent.core.mcp.bounded import TOO_LARGE, bounded_stdio_client, bounded_transport
 from tui_agent.core.mcp.config import McpConfigError, ServerConfig, expand
+from tui_agent.core.mcp.tool_caps import cap_tools
 
 log = logging.getLogger("tui_agent.mcp")
 MAX_TOOL_PAGES = 20
@@ -73,6 +75,7 @@ class ServerConnection:
         self.tools: list[Any] = []  # mcp_types.Tool
         self.generation = 0  # bumped whenever the tool list changes
         self.garbage_lines = 0
+        self.notes: list[str] = []  # what was left out of what the server offered (caps), for the user
         self.last_garbage = ""
         self.on_change: Callable[[ServerConnection], None] = lambda connection: None
         self._client: Any = None
@@ -179,10 +182,11 @@ class ServerConnection:
             from mcp.client.streamable_http import streamable_http_client
 
             headers = {key: expand(value, whole_name=True) for key, value in config.headers.items()}
-            http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0))
+            http = httpx2.AsyncClient(
+                headers=headers, timeout=httpx2.Timeout(30.0, read=300.0), transport=bounded_transport()
+            )
             return self._watched(streamable_http_client(config.url, http_client=http), http)
         from mcp import StdioServerParameters
-        from mcp.client.stdio import stdio_client
 
         env = {key: expand(value) for key, value in config.env.items()}
         params = StdioServerParameters(
@@ -192,7 +196,7 @@ class ServerConnection:
             cwd=config.cwd or None,
             encoding_error_handler="replace",
         )
-        return self._watched(stdio_client(params, errlog=errlog))
+        return self._watched(bounded_stdio_client(params, errlog=errlog))
 
     @asynccontextmanager
     async def _watched(self, inner: Any, http: Any = None) -> AsyncIterator[tuple[Any, Any]]:
@@ -214,7 +218,9 @@ class ServerConnection:
             cursor = page.next_cursor
             if not cursor:
                 break
-        self.tools = tools
+        self.tools, self.notes = cap_tools(tools)
+        for note in self.notes:
+            log.warning("MCP server %s: %s", self.name, note)
         self.generation += 1
 
     async def refresh_tools(self) -> None:
@@ -278,6 +284,8 @@ class ServerConnection:
         except TimeoutError:
             raise McpCallError(self._timeout_message(tool, timeout_s, garbage_before)) from None
         except MCPError as exc:
+            if exc.code == TOO_LARGE:  # the bounded reader left the answer out: say so, in the result
+                raise McpCallError(f"{tool} on MCP server {self.name}: {exc.message}") from None
             if exc.code == REQUEST_TIMEOUT:
                 raise McpCallError(self._timeout_message(tool, timeout_s, garbage_before)) from None
             if exc.code == CONNECTION_CLOSED:

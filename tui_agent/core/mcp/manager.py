@@ -42,6 +42,7 @@ class McpManager:
         self.connections: dict[str, ServerConnection] = {}
         self._registered: set[str] = set()
         self._announced: dict[str, str] = {}  # server -> the failure already shown
+        self._told_untrusted = False
         self._lock = asyncio.Lock()
         route_sdk_logs()
 
@@ -57,6 +58,8 @@ class McpManager:
         return obsolete
 
     def configure_one(self, config: mcp_config.ServerConfig, timeout_s: float) -> ServerConnection:
+        if (reason := self.withheld()) is not None:
+            raise PermissionError(reason)  # the CLI refuses before this (`mcp test`); never a start
         connection = self.connections.get(config.name)
         if connection is None:
             connection = ServerConnection(config, self.vault.logs / f"mcp-{config.name}.log", timeout_s)
@@ -65,8 +68,20 @@ class McpManager:
         connection.timeout_s = timeout_s  # starting; a call may use the server's own timeout_s
         return connection
 
+    def withheld(self) -> str | None:
+        """Why no server may start in this process (an untrusted vault), or None."""
+        from tui_agent.core import trust
+
+        return trust.withheld("MCP servers are not started")
+
     async def start(self, profile: Profile) -> None:
-        """Start every enabled server that is not running (the failed and the dead again too)."""
+        """Start every enabled server that is not running (the failed and the dead again too).
+        In an untrusted vault none starts: the notice says so once."""
+        if (reason := self.withheld()) is not None:
+            if mcp_config.enabled_servers(profile) and not self._told_untrusted:
+                self._told_untrusted = True
+                self.notice(reason[0].upper() + reason[1:])
+            return
         async with self._lock:
             obsolete = self.configure(profile)
             self.sync()  # switched-off servers' tools go at once
@@ -82,7 +97,7 @@ class McpManager:
 
     async def restart(self, name: str) -> None:
         connection = self.connections.get(name)
-        if connection is not None:
+        if connection is not None and self.withheld() is None:
             await connection.stop()
             self._announced.pop(name, None)
             await connection.start()
@@ -96,7 +111,10 @@ class McpManager:
         self.sync()
 
     def states(self) -> dict[str, tuple[str, str]]:
-        return {name: (c.state, c.error) for name, c in self.connections.items()}
+        return {
+            name: (c.state, c.error if c.state != "ready" else "; ".join(c.notes))
+            for name, c in self.connections.items()
+        }
 
     # -------------------------------------------------------------- registry
     def sync(self) -> None:

@@ -28,10 +28,9 @@ def tool_name(server: str, tool: str, namespaced: bool) -> str:
 
 
 def approval_question(server: str, tool: str, arguments: dict[str, Any]) -> str:
-    """The one place the approval question for an MCP call is written."""
+    """The one place the approval question for an MCP call is written: every argument, whole (the
+    dialog scrolls; it makes invisible and bidi characters visible)."""
     shown = json.dumps(arguments, ensure_ascii=False, indent=2)
-    if len(shown) > 2000:
-        shown = shown[:2000] + "\n…"
     return f"Run tool {tool!r} of MCP server {server!r} with these arguments?\n{shown}"
 
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tui_agent.core.store import branches
+from tui_agent.core.store import search as search_store
 from tui_agent.core.store.models import Attachment, Conversation, Message, MessageRevision, Setting, utcnow
 
 LAST_CONVERSATION_KEY = "last_conversation"
@@ -142,17 +143,20 @@ def attachments_for(message_ids: Sequence[int]) -> dict[int, list[str]]:
     return result
 
 
+def search(query: str, *, before: int | None = None, limit: int = search_store.PAGE) -> search_store.Page:
+    """A page of full-text hits, newest first (see store/search.py); ``before``: the cursor of the
+    page before. Raises search_store.QueryError for a query with nothing to search for."""
+    return search_store.search_page(Message._meta.database.connection(), query, before=before, limit=limit)
+
+
 def search_messages(query: str, limit: int = 50) -> list[tuple[int, int, str, str]]:
-    """FTS5 search: (message id, conversation id, role, snippet), best first."""
-    db = Message._meta.database
-    phrase = '"' + query.replace('"', '""') + '"'
-    cursor = db.execute_sql(
-        "SELECT m.id, m.conversation_id, m.role, snippet(messages_fts, 0, '[', ']', '…', 12) "
-        "FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
-        "WHERE messages_fts MATCH ? ORDER BY rank LIMIT ?",
-        (phrase, limit),
-    )
-    return [(int(r[0]), int(r[1]), str(r[2]), str(r[3])) for r in cursor.fetchall()]
+    """The first page of ``search``: (message id, conversation id, role, snippet); none for a query
+    with nothing to search for."""
+    try:
+        page = search(query, limit=limit)
+    except search_store.QueryError:
+        return []
+    return [(h.message_id, h.conversation_id, h.role, h.snippet) for h in page.hits]
 
 
 def list_revisions(message_id: int | None = None, limit: int = 100) -> list[MessageRevision]:

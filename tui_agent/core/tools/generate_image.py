@@ -16,12 +16,12 @@ from typing import Any
 from tui_agent.core.images import ImageCheckError, verify_image
 from tui_agent.core.llm import LLMError, resolve_api_key
 from tui_agent.core.tools.base import Tool, ToolContext, ToolResult
-from tui_agent.core.tools.command_guard import prompt_reason, shell_reason
+from tui_agent.core.tools.command_guard import prompt_channel, prompt_reason, real_program_reason, template_reason
 from tui_agent.core.tools.vault_paths import INVALID_PATH, MAX_NAME_BYTES, PathRejected, media_path, numbered
 
 MAX_COUNT = 4
 MAX_PARALLEL = 2
-_PLACEHOLDER = re.compile(r"\{(prompt|output|model)\}")
+_PLACEHOLDER = re.compile(r"\{(prompt|prompt_file|output|model)\}")
 
 
 class GenerationError(Exception):
@@ -126,14 +126,21 @@ class GenerateImageTool(Tool):
     def _backend(self, ctx: ToolContext) -> _Backend:
         profile = ctx.profile
         if profile.image_backend == "command":
+            from tui_agent.core import trust
+
+            withheld = trust.withheld("the image command is not run")
+            if withheld is not None:
+                raise GenerationError(withheld)
             argv = json.loads(profile.image_command)
-            reason = shell_reason(argv)
+            reason = template_reason(argv)  # checked when set, and again here: the row may predate the rule
             if reason is not None:
                 raise GenerationError(f"profile field image_command {reason}")
             program = argv[0]
             found = shutil.which(program)
             if found is None:
                 raise GenerationError(f"{Path(program).name} not found")
+            if (reason := real_program_reason(found)) is not None:
+                raise GenerationError(f"profile field image_command {reason}")
             return _CommandBackend(
                 Path(program).name, [found, *argv[1:]], float(profile.image_timeout_s), profile.image_model
             )
@@ -191,13 +198,24 @@ class _CommandBackend(_Backend):
             raise GenerationError(reason)
 
     async def generate(self, prompt: str, output: Path) -> None:
-        values = {"prompt": prompt, "output": str(output), "model": self.model}
-        # One pass, so a prompt that contains "{output}" stays text.
+        channel = prompt_channel(self.argv)
+        prompt_file = _prompt_file(prompt) if channel == "file" else ""
+        try:
+            await self._run(prompt, output, channel, prompt_file)
+        finally:
+            if prompt_file:
+                Path(prompt_file).unlink(missing_ok=True)
+
+    async def _run(self, prompt: str, output: Path, channel: str, prompt_file: str) -> None:
+        values = {"prompt": prompt, "prompt_file": prompt_file, "output": str(output), "model": self.model}
+        # One pass, so a prompt that contains "{output}" stays text. The prompt is only ever a whole
+        # argument (command_guard.template_reason), a file, or stdin.
         argv = [_PLACEHOLDER.sub(lambda m: values[m.group(1)], a) for a in self.argv]
+        stdin_bytes = prompt.encode("utf-8") if channel == "stdin" else None
         try:
             process = await asyncio.create_subprocess_exec(
                 *argv,
-                stdin=asyncio.subprocess.DEVNULL,
+                stdin=asyncio.subprocess.PIPE if stdin_bytes is not None else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
@@ -207,7 +225,7 @@ class _CommandBackend(_Backend):
         except PermissionError:
             raise GenerationError(f"{self.label} failed: {argv[0]} is not executable") from None
         try:
-            _, stderr = await asyncio.wait_for(process.communicate(), timeout=self.timeout_s)
+            _, stderr = await asyncio.wait_for(process.communicate(stdin_bytes), timeout=self.timeout_s)
         except TimeoutError:
             await _kill_group(process)
             raise GenerationError(f"{self.label} timed out after {self.timeout_s:g}s") from None
@@ -231,16 +249,18 @@ class _OpenAIBackend(_Backend):
         self.model = model
 
     async def generate(self, prompt: str, output: Path) -> None:
-        import httpx
+        import httpx2
+
+        from tui_agent.core import tls
 
         body = {"model": self.model, "prompt": prompt, "n": 1, "response_format": "b64_json"}
         headers = {"Authorization": f"Bearer {self.api_key}"}
         try:
-            async with httpx.AsyncClient(timeout=self.timeout_s) as client:
+            async with httpx2.AsyncClient(timeout=self.timeout_s, verify=tls.context()) as client:
                 response = await client.post(self.endpoint, json=body, headers=headers)
-        except httpx.TimeoutException:
+        except httpx2.TimeoutException:
             raise GenerationError(f"images API timed out after {self.timeout_s:g}s") from None
-        except httpx.HTTPError as exc:
+        except httpx2.HTTPError as exc:
             raise GenerationError(f"images API unreachable at {self.endpoint}: {exc.__class__.__name__}") from None
         if response.status_code != 200:
             detail = _error_detail(response)
@@ -254,6 +274,16 @@ class _OpenAIBackend(_Backend):
             output.write_bytes(base64.b64decode(b64, validate=True))
         except (ValueError, KeyError, IndexError, TypeError):
             raise GenerationError("images API failed: the response has no b64_json image") from None
+
+
+def _prompt_file(prompt: str) -> str:
+    """A private temporary file (mode 0600) holding the prompt, for ``{prompt_file}``."""
+    import tempfile
+
+    handle, path = tempfile.mkstemp(prefix="tui-agent-prompt-", suffix=".txt")
+    with os.fdopen(handle, "w", encoding="utf-8") as file:
+        file.write(prompt)
+    return path
 
 
 async def _kill_group(process: asyncio.subprocess.Process) -> None:

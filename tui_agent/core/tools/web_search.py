@@ -56,17 +56,19 @@ class SearchError(Exception):
 
 
 async def _searxng(base_url: str, query: str, limit: int) -> list[dict[str, str]]:
-    import httpx
+    import httpx2
+
+    from tui_agent.core import tls
 
     if not base_url:
         raise SearchError("web_search_url: required for the searxng backend (set it in the profile)")
     url = base_url.rstrip("/") + "/search"
     try:
-        async with httpx.AsyncClient(timeout=TIMEOUT_S) as client:
+        async with httpx2.AsyncClient(timeout=TIMEOUT_S, verify=tls.context()) as client:
             response = await client.get(url, params={"q": query, "format": "json"})
-    except httpx.TimeoutException:
+    except httpx2.TimeoutException:
         raise SearchError(f"web search (searxng) timed out after {TIMEOUT_S:g}s at {url}") from None
-    except httpx.HTTPError as exc:
+    except httpx2.HTTPError as exc:
         raise SearchError(f"cannot reach SearXNG at {url}: {exc.__class__.__name__}") from None
     if response.status_code != 200:
         raise SearchError(f"SearXNG at {url} answered HTTP {response.status_code} (is format=json enabled?)")

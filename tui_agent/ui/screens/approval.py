@@ -4,7 +4,8 @@ Keys typed ahead (still queued when the modal opens) and keys pressed in its fir
 ``ARM_DELAY_S`` seconds are swallowed; each such key restarts the wait, so someone typing into
 the composer cannot answer by accident. Until then the buttons are disabled. "Always" asks once
 more before it turns approval off for the session. The question is the tool's computed text
-(counts and a preview), shown without markup.
+(counts and a preview, or an MCP call's every argument), shown whole in a scrolling body, without
+markup, with control, invisible and bidi characters shown as ``␛`` or ``<U+202E>``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from textual.screen import ModalScreen
 from textual.timer import Timer
 from textual.widgets import Button, Label, Static
 
-from tui_agent.core.textsafe import visible
+from tui_agent.core.textsafe import revealed
 
 ALWAYS_QUESTION = (
     "Approve every {tool} change for the rest of this session, without asking again?\n\n"
@@ -53,9 +54,9 @@ class ApprovalScreen(ModalScreen[str]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog approval"):
-            yield Label(visible(self._title()), id="approval-title", classes="dialog-title", markup=False)
+            yield Label(revealed(self._title()), id="approval-title", classes="dialog-title", markup=False)
             with VerticalScroll(classes="dialog-body"):
-                yield Static(visible(self.question), id="approval-question", markup=False)
+                yield Static(revealed(self.question), id="approval-question", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Yes (y)", id="yes", variant="warning", disabled=True)
                 yield Button("No (n)", id="no", variant="primary", disabled=True)
@@ -87,10 +88,10 @@ class ApprovalScreen(ModalScreen[str]):
 
     def watch_confirming_always(self, confirming: bool) -> None:
         self.query_one("#approval-title", Label).update(
-            visible(f"Always allow {self.tool}?" if confirming else self._title())
+            revealed(f"Always allow {self.tool}?" if confirming else self._title())
         )
         self.query_one("#approval-question", Static).update(
-            visible(ALWAYS_QUESTION.format(tool=self.tool) if confirming else self.question)
+            revealed(ALWAYS_QUESTION.format(tool=self.tool) if confirming else self.question)
         )
         self.query_one("#yes", Button).label = "Yes, always (y)" if confirming else "Yes (y)"
         self.query_one("#no", Button).label = "Back (n)" if confirming else "No (n)"

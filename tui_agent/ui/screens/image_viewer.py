@@ -15,6 +15,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Static
 
+from tui_agent.core.textsafe import visible
 from tui_agent.ui.widgets.carousel import image_pixels
 
 
@@ -63,7 +64,7 @@ class ImageViewerScreen(Screen[None]):
 
         pixels = image_pixels(self.current)
         if pixels is None:
-            return Static(f"image unavailable: {self.current.name}", classes="viewer-missing", markup=False)
+            return Static(visible(f"image unavailable: {self.current.name}"), classes="viewer-missing", markup=False)
         cols, rows = fit(pixels, *room)
         widget: Widget = self.app.image_class(str(self.current), classes="viewer-image")  # type: ignore[attr-defined]
         widget.styles.width = cols

@@ -13,6 +13,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
+from tui_agent.core.textsafe import visible
+
 
 @dataclass(frozen=True)
 class MessageAction:
@@ -33,10 +35,11 @@ class MessageActionsScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog message-actions"):
-            yield Label(self.title_text, classes="dialog-title", markup=False)
+            yield Label(visible(self.title_text), classes="dialog-title", markup=False)
             yield OptionList(
                 *[
-                    Option(Content(f"{action.label}{f'  ({action.key})' if action.key else ''}"), id=action.id)
+                    # Labels can quote the message (a code block's language): shown as text only.
+                    Option(Content(visible(f"{action.label}{f'  ({action.key})' if action.key else ''}")), id=action.id)
                     for action in self.actions
                 ],
                 id="message-action-list",

@@ -134,7 +134,7 @@ class AssistantBubble(Static):
 
             yield Markdown(visible(self.initial), classes="reply", parser_factory=parser)
         if self.status not in ("complete", "streaming"):
-            yield Static(f"({self.status})", classes="reply-status")
+            yield Static(visible(f"({self.status})"), classes="reply-status", markup=False)
 
     @property
     def is_long_view(self) -> bool:
@@ -251,7 +251,7 @@ class AssistantBubble(Static):
         if status != "complete":
             self.status = status
             await self._unfold()
-            await self.mount(Static(f"({status})", classes="reply-status"))
+            await self.mount(Static(visible(f"({status})"), classes="reply-status", markup=False))
 
     async def show_alternatives(self, ids: list[int]) -> None:
         """A reply that just finished as one of several (after a regenerate) shows ``◀ n / N ▶``."""

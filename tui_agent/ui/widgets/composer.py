@@ -13,6 +13,7 @@ from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
 
 from tui_agent.core import slash
+from tui_agent.core.textsafe import clipboard_text
 
 
 class Composer(TextArea):
@@ -89,7 +90,8 @@ class Composer(TextArea):
         index = len(self.recall) if self._recall_index is None else self._recall_index
         index = max(0, min(len(self.recall), index + step))
         self._recall_index = None if index == len(self.recall) else index
-        self.load_text("" if self._recall_index is None else self.recall[index])
+        # An earlier message may come from an import: no control character goes into the editor.
+        self.load_text("" if self._recall_index is None else clipboard_text(self.recall[index]))
         self.move_cursor(self.document.end)
 
     def remember(self, text: str) -> None:

@@ -12,6 +12,7 @@ from textual.widgets import Label, Static, Switch
 
 from tui_agent.core import profiles
 from tui_agent.core.mcp import config as mcp_config
+from tui_agent.core.textsafe import visible
 from tui_agent.ui.widgets.sidebar_messages import McpStateChanged
 
 STATE_TEXT = {
@@ -47,7 +48,8 @@ class McpServerList(Vertical):
         for server in servers:
             key = _widget_id(server.name)
             with Horizontal(classes="mcp-row"):
-                yield Switch(value=server.enabled, id=f"mcp-switch-{key}", name=server.name, tooltip=server.describe())
+                tooltip = visible(server.describe())
+                yield Switch(value=server.enabled, id=f"mcp-switch-{key}", name=server.name, tooltip=tooltip)
                 yield Static(self._text(server, states), id=f"mcp-state-{key}", classes="mcp-state", markup=False)
 
     def on_mount(self) -> None:
@@ -58,11 +60,15 @@ class McpServerList(Vertical):
         return control.states() if control is not None else {}
 
     def _text(self, server: mcp_config.ServerConfig, states: dict[str, tuple[str, str]]) -> str:
+        """The row's text: the error quotes the server (its stderr line): shown, never acted on."""
+        return visible(self._plain_text(server, states))
+
+    def _plain_text(self, server: mcp_config.ServerConfig, states: dict[str, tuple[str, str]]) -> str:
         if not server.enabled:
             return f"{server.name} · off"
         state, error = states.get(server.name, ("stopped", ""))
         text = f"{server.name} · {STATE_TEXT.get(state, state) if state != 'stopped' else 'on'}"
-        return f"{text}: {error}" if error and state in ("failed", "dead") else text
+        return f"{text}: {error}" if error and state in ("failed", "dead", "ready") else text
 
     def refresh_states(self) -> None:
         states = self._states()

@@ -28,10 +28,10 @@ class ProfileEditor(VerticalScroll):
         yield Label("Profile", classes="sidebar-title")
         names = [p.name for p in Profile.select(Profile.name).order_by(Profile.name)]
         active = profiles.active_profile()
-        yield Select([(n, n) for n in names], value=active.name, allow_blank=False, id="profile-select")
+        yield Select([(visible(n), n) for n in names], value=active.name, allow_blank=False, id="profile-select")
         for spec in profiles.FIELDS:
             yield Label(spec.name, classes="field-label")
-            value = profiles.field_as_text(active, spec.name)
+            value = _shown(active, spec.name)
             if spec.multiline:  # system_prompt, memory: several lines; saved when focus leaves
                 area = TextArea(value, id=f"field-{spec.name}", soft_wrap=True, compact=True, classes="field-multiline")
                 area.tooltip = spec.help
@@ -53,10 +53,10 @@ class ProfileEditor(VerticalScroll):
             field = self.query_one(f"#field-{spec.name}")
             if isinstance(field, TextArea):
                 with field.prevent(TextArea.Changed):
-                    field.load_text(profiles.field_as_text(active, spec.name))
+                    field.load_text(_shown(active, spec.name))
             elif isinstance(field, Input):
                 with field.prevent(Input.Changed):
-                    field.value = profiles.field_as_text(active, spec.name)
+                    field.value = _shown(active, spec.name)
             field.remove_class("-invalid")
             self.query_one(f"#error-{spec.name}", Static).update("")
 
@@ -84,7 +84,7 @@ class ProfileEditor(VerticalScroll):
         error = self.query_one(f"#error-{name}", Static)
         profile = profiles.active_profile()
         value = field.text if isinstance(field, TextArea) else field.value
-        if value == profiles.field_as_text(profile, name):
+        if value == _shown(profile, name):  # unchanged (as shown: controls made visible)
             field.remove_class("-invalid")
             error.update("")
             return True
@@ -92,7 +92,7 @@ class ProfileEditor(VerticalScroll):
             profiles.set_field(profile, name, value)
         except profiles.ProfileError as exc:
             field.add_class("-invalid")
-            error.update(str(exc))
+            error.update(visible(str(exc)))
             return False
         field.remove_class("-invalid")
         error.update("")
@@ -166,3 +166,9 @@ class Sidebar(Vertical):
 
             yield McpServerList(id="mcp-servers")
         yield ProfileEditor(id="profile-editor")
+
+
+def _shown(profile: Profile, name: str) -> str:
+    """A field's value as the sidebar shows it: a profile may come from a vault someone else made,
+    and a TextArea or an Input would draw its control characters raw. Saved back only if edited."""
+    return visible(profiles.field_as_text(profile, name))

@@ -1,0 +1,106 @@
+"""History search in the app's palette (issue 30): typing never waits for a search, each keystroke
+cancels the search before it, a page of hits newest first with title and date, older hits after."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+
+from history_filler import fill_history
+from textual.command import CommandInput, CommandList, CommandPalette
+
+from tui_agent.core.store import search as store_search
+from tui_agent.ui.app import AgentApp
+
+
+def make(env) -> AgentApp:
+    return AgentApp(env.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
+
+
+async def wait_until(pilot, condition, timeout: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        assert loop.time() < deadline, "timed out"
+        await pilot.pause(0.02)
+
+
+def prompts(palette: CommandPalette) -> list[str]:
+    options = palette.query_one(CommandList)
+    return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+
+
+async def test_typing_cancels_the_search_before_and_never_waits_for_it(env, monkeypatch):
+    """The search for "lo" is held in its thread until it is told to stop; meanwhile the rest of
+    the word is typed (the input takes each key at once), the held search sees it is cancelled,
+    and the hits shown are the last query's."""
+    fill_history(env.vault.db_path, 2_000)
+    real = store_search.search_page
+    held = threading.Event()
+    told_to_stop = threading.Event()
+    queries: list[str] = []
+
+    def search_page(conn, query, **kwargs):
+        queries.append(query)
+        if query == "lo":
+            held.set()
+            cancelled = kwargs["cancelled"]
+            for _ in range(1000):  # up to 10 s: until the palette cancels this search
+                if cancelled():
+                    told_to_stop.set()
+                    raise store_search.SearchCancelled
+                threading.Event().wait(0.01)
+        return real(conn, query, **kwargs)
+
+    monkeypatch.setattr(store_search, "search_page", search_page)
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("ctrl+p")
+        await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette))
+        palette = app.screen
+        await pilot.press("l", "o")
+        await wait_until(pilot, held.is_set)
+        await pilot.press("r", "e", "m")  # while the search for "lo" still runs in its thread
+        assert palette.query_one(CommandInput).value == "lorem"
+        await wait_until(pilot, told_to_stop.is_set)
+        await wait_until(pilot, lambda: any("[lorem]" in p for p in prompts(palette)))
+        assert queries[0] == "lo" and queries[-1] == "lorem"
+        assert not any("[lo]" in p for p in prompts(palette))
+
+
+async def test_palette_shows_newest_hits_with_title_and_date_and_pages_on(env):
+    fill_history(env.vault.db_path, 2_000)
+    with sqlite3.connect(env.vault.db_path) as conn:
+        newest = [r[0] for r in conn.execute("SELECT id FROM messages ORDER BY id DESC LIMIT 100")]
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("ctrl+p")
+        await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette))
+        palette = app.screen
+        await pilot.press(*"lorem")
+        await wait_until(pilot, lambda: len(prompts(palette)) > store_search.PAGE)
+        shown = prompts(palette)
+        # Each hit: role and snippet, then the conversation's title, the date and the message id.
+        first = shown[0]
+        assert first.startswith("assistant: message 1999: **[lorem]**"), first
+        assert "topic 8 · 2023-01-02 09:19 · message 2000" in first
+        ids = [int(p.rsplit("message ", 1)[1]) for p in shown[: store_search.PAGE]]
+        assert ids == newest[: store_search.PAGE]
+        older = shown[store_search.PAGE]
+        assert older.startswith("Older hits for 'lorem'…"), older
+        options = palette.query_one(CommandList)
+        options.highlighted = store_search.PAGE
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette) and app.screen is not palette)
+        second = app.screen
+        await wait_until(pilot, lambda: len(prompts(second)) > store_search.PAGE)
+        ids = [int(p.rsplit("message ", 1)[1]) for p in prompts(second)[: store_search.PAGE]]
+        assert ids == newest[store_search.PAGE : 2 * store_search.PAGE]
+        options = second.query_one(CommandList)
+        options.highlighted = 0
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not isinstance(app.screen, CommandPalette))
+        await wait_until(pilot, lambda: app.conversation_id == 8)
+        found = app.chat_log.query(".-found")
+        assert found.first().message_id == newest[store_search.PAGE]
