@@ -23,7 +23,7 @@ from tui_agent.core.store import open_database  # noqa: E402
 from tui_agent.core.store.models import Profile  # noqa: E402
 from tui_agent.core.vault import Vault, setup_logging  # noqa: E402
 
-pytest_plugins = ["snapshot_setup"]
+pytest_plugins = ["snapshot_setup", "serve_helpers"]  # serve_helpers: the session-wide Chromium
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -160,3 +161,90 @@ def type_message(page: Any, text: str) -> None:
     page.focus("textarea.xterm-helper-textarea")
     page.keyboard.type(text)
     page.keyboard.press("Enter")
+
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--host-resolver-rules=MAP evil.test 127.0.0.1",
+]
+
+
+@pytest.fixture(scope="session")
+def chromium_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """One real Chromium for the whole test session (its own profile), reached over CDP.
+
+    Playwright's sync API keeps an event loop running while it is open, which would break the
+    asyncio tests that run after it in the same worker: so the browser process is shared, and each
+    test opens Playwright and connects for as long as it runs (``chromium``)."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(GET_CHROMIUM)
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    process = subprocess.Popen(
+        [CHROMIUM, "--headless=new", "--remote-debugging-port=0", f"--user-data-dir={profile}", *CHROMIUM_ARGS],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert process.stderr is not None
+    endpoint = None
+    deadline = time.monotonic() + 30
+    for line in process.stderr:
+        if line.startswith("DevTools listening on "):
+            endpoint = line.split(" on ", 1)[1].strip()
+            break
+        if time.monotonic() > deadline:
+            break
+    if endpoint is None:
+        process.kill()
+        pytest.fail("Chromium did not start its DevTools endpoint")
+    threading.Thread(target=process.stderr.read, daemon=True).start()  # keep its pipe drained
+    yield endpoint
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+@pytest.fixture
+def chromium(chromium_endpoint: str) -> Any:
+    """The session's Chromium for this test; each test opens its own contexts and pages."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.connect_over_cdp(chromium_endpoint)
+        yield browser
+        for context in browser.contexts[1:]:  # the default context stays with the browser
+            context.close()
+        browser.close()
+
+
+def page_token(page: Any) -> str | None:
+    """The token the page keeps in its tab's sessionStorage (never in a cookie)."""
+    return page.evaluate("sessionStorage.getItem('tui-agent-token')")
+
+
+def screen_text(page: Any) -> str:
+    """The terminal's screen as text (xterm.js's buffer)."""
+    return page.evaluate(
+        """() => { const b = window.tuiAgent.terminal.buffer.active; const out = [];
+        for (let y = 0; y < b.length; y++) out.push(b.getLine(y).translateToString(true)); return out.join("\\n"); }"""
+    )
+
+
+def cell_of(page: Any, text: str) -> tuple[float, float] | None:
+    """The page coordinates of the middle of the first cell showing ``text``, or None."""
+    for y, line in enumerate(screen_text(page).split("\n")):
+        x = line.find(text)
+        if x >= 0:
+            box = page.evaluate(
+                """() => { const r = document.querySelector('.xterm-screen').getBoundingClientRect();
+                const c = window.tuiAgent.terminal._core._renderService.dimensions.css.cell;
+                return [r.left, r.top, c.width, c.height]; }"""
+            )
+            return box[0] + (x + 0.5) * box[2], box[1] + (y + 0.5) * box[3]
+    return None

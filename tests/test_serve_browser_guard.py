@@ -1,6 +1,6 @@
 """In real Chromium: a page served from another local port cannot drive or read `tui-agent serve`,
-even though the browser holds the server's cookie; the server's own page still works; /media/
-gives the page with the token the real bytes and refuses everything else."""
+even after the user opened the real app in the same browser; the server's own page still works;
+/media/ gives the page with the token the real bytes and refuses everything else."""
 
 from __future__ import annotations
 
@@ -87,10 +87,11 @@ def test_a_page_from_another_port_cannot_open_the_websocket_or_read_anything(env
         with sync_playwright() as playwright:
             browser = launch(playwright)
             context = browser.new_context()
-            # The user opened the real app first: the browser holds its cookie.
+            # The user opened the real app first (its tab kept the token; the browser holds no cookie).
             page = context.new_page()
             page.goto(served.url)
-            assert context.cookies()[0]["name"].startswith(f"tui_agent_{served.port}_")
+            page.wait_for_selector("body.-first-byte", timeout=30_000)
+            assert context.cookies() == []
             page.close()
             time.sleep(2)  # that tab's app process ends
             before = len(app_processes(served.process.pid))
@@ -124,7 +125,7 @@ def test_a_page_from_another_port_cannot_open_the_websocket_or_read_anything(env
             assert linker.get_attribute("#terminal", "data-session-websocket-url") == f"ws://127.0.0.1:{served.port}/ws"
             linker.close()
 
-            # Without the cookie (a fresh browser profile) the media route refuses the real image.
+            # Without the token (a fresh browser profile) the media route refuses the real image.
             stranger = browser.new_context().new_page()
             response = stranger.goto(f"{served.base}/media/food/pizza.png")
             assert response is not None and response.status == 403 and response.body() != image
@@ -134,8 +135,9 @@ def test_a_page_from_another_port_cannot_open_the_websocket_or_read_anything(env
             fetched = app.evaluate(
                 """async (paths) => {
                     const out = {};
+                    const token = sessionStorage.getItem("tui-agent-token");  // what this page holds
                     for (const path of paths) {
-                        const response = await fetch(path);
+                        const response = await fetch(path + "?token=" + encodeURIComponent(token));
                         const bytes = new Uint8Array(await response.arrayBuffer());
                         let s = ""; for (const b of bytes) s += String.fromCharCode(b);
                         out[path] = [response.status, response.headers.get("content-type"), btoa(s)];

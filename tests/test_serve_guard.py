@@ -1,4 +1,4 @@
-"""`tui-agent serve` trusts only its own page: Host and Origin checks, the per-instance cookie,
+"""`tui-agent serve` trusts only its own page: Host and Origin checks, the token (never a cookie),
 the session cap and the guarded /media/ route, over real HTTP and websockets."""
 
 from __future__ import annotations
@@ -21,16 +21,17 @@ def served(env, tmp_path):
     server.stop()
 
 
-def cookie_of(url: str) -> dict[str, str]:
-    first = httpx2.get(url)
-    assert first.status_code == 303
-    return dict(first.cookies.items())
+AUTH_PROTOCOLS = ("tui-agent", "tui-agent.auth." + TOKEN.encode().hex())
+
+
+def with_token(url: str) -> str:
+    """``url`` carrying the access token (what a script holding it sends; a browser never adds it)."""
+    return url + ("&" if "?" in url else "?") + f"token={TOKEN}"
 
 
 @pytest.mark.slow
-def test_only_our_own_host_and_origin_pass_even_with_the_cookie(served):
+def test_only_our_own_host_and_origin_pass_even_with_the_token(served):
     base, port = served.base, served.port
-    cookies = cookie_of(served.url)
     refused = [
         {"Host": f"attacker.example:{port}"},  # DNS rebinding: a name that resolved to 127.0.0.1
         {"Host": f"127.0.0.1:{port + 1}"},
@@ -43,8 +44,8 @@ def test_only_our_own_host_and_origin_pass_even_with_the_cookie(served):
         {"Sec-Fetch-Site": "cross-site"},
     ]
     for headers in refused:
-        for path in ("/", "/static/js/textual.js", "/media/x.png", "/download/k"):
-            response = httpx2.get(base + path, headers=headers, cookies=cookies)
+        for path in ("/", "/static/tui-agent.js", with_token("/media/x.png"), with_token("/download/k")):
+            response = httpx2.get(base + path, headers=headers)
             assert response.status_code == 403, (headers, path)
             assert TOKEN not in response.text
     for headers in (
@@ -53,26 +54,30 @@ def test_only_our_own_host_and_origin_pass_even_with_the_cookie(served):
         {"Host": f"localhost:{port}", "Origin": f"http://localhost:{port}"},
         {"Sec-Fetch-Site": "none"},  # typed into the address bar
     ):
-        page = httpx2.get(base + "/", headers=headers, cookies=cookies)
+        page = httpx2.get(base + "/", headers=headers)  # the page holds no secret: it needs no token
         assert page.status_code == 200, headers
         host = headers.get("Host", f"127.0.0.1:{port}")
         assert f'data-session-websocket-url="ws://{host}/ws"' in page.text
     # A link with the token may come from anywhere the user clicked it, but not from a rebinding name.
     clicked = httpx2.get(served.url, headers={"Sec-Fetch-Site": "cross-site"})
-    assert clicked.status_code == 200 and '<meta http-equiv="refresh" content="0;url=/">' in clicked.text
-    assert TOKEN not in clicked.text and set(dict(clicked.cookies.items())) == set(cookies)
+    assert clicked.status_code == 200 and "data-session-websocket-url" in clicked.text
+    assert TOKEN not in clicked.text and "set-cookie" not in clicked.headers
     assert httpx2.get(served.url, headers={"Host": f"attacker.example:{port}"}).status_code == 403
+    # The page opened by another site's script (not a click: no top-level navigation) is refused.
+    fetched = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "cors", "Sec-Fetch-Dest": "empty"}
+    assert httpx2.get(base + "/", headers=fetched).status_code == 403
+    framed = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "iframe"}
+    assert httpx2.get(base + "/", headers=framed).status_code == 403
 
 
 def test_the_websocket_upgrade_is_refused_from_another_origin_and_starts_nothing(served):
-    cookies = cookie_of(served.url)
-    header = "; ".join(f"{k}={v}" for k, v in cookies.items())
-
     async def attempt(origin: str) -> int:
         async with aiohttp.ClientSession() as session:
             try:
                 async with session.ws_connect(
-                    f"ws://127.0.0.1:{served.port}/ws?width=80&height=24", headers={"Cookie": header, "Origin": origin}
+                    f"ws://127.0.0.1:{served.port}/ws?width=80&height=24",
+                    headers={"Origin": origin},
+                    protocols=AUTH_PROTOCOLS,
                 ) as ws:
                     await ws.close()
                     return 101
@@ -86,16 +91,28 @@ def test_the_websocket_upgrade_is_refused_from_another_origin_and_starts_nothing
     assert asyncio.run(attempt(served.base)) == 101
 
 
-def test_cookie_names_are_unique_per_server_and_not_interchangeable(env, tmp_path):
+@pytest.mark.slow
+def test_no_cookie_is_ever_set_and_one_servers_token_does_not_open_another(env, tmp_path):
     other = start_serve(env.vault.root, tmp_path / "other.out", "--token", "another-token-987654321")
     first = start_serve(env.vault.root, tmp_path / "first.out")
     try:
-        a, b = cookie_of(first.url), cookie_of(other.url)
-        assert set(a).isdisjoint(b)
-        assert httpx2.get(first.base + "/", cookies=a).status_code == 200
-        # The browser sends both cookies to both ports; each server takes only its own.
-        assert httpx2.get(other.base + "/", cookies=a).status_code == 403
-        assert httpx2.get(other.base + "/", cookies={**a, **b}).status_code == 200
+        for url in (first.url, first.base + "/", first.base + "/static/tui-agent.js", with_token(first.base + "/x")):
+            assert "set-cookie" not in httpx2.get(url).headers, url
+        assert httpx2.get(with_token(first.base + "/media/x.png")).status_code == 404  # ours: passes, not found
+        assert httpx2.get(with_token(other.base + "/media/x.png")).status_code == 403  # another server's token
+
+        async def upgrade(server) -> int:
+            async with aiohttp.ClientSession() as session:
+                try:
+                    async with session.ws_connect(
+                        f"ws://127.0.0.1:{server.port}/ws", headers={"Origin": server.base}, protocols=AUTH_PROTOCOLS
+                    ) as ws:
+                        await ws.close()
+                        return 101
+                except aiohttp.WSServerHandshakeError as exc:
+                    return exc.status
+
+        assert asyncio.run(upgrade(other)) == 403
     finally:
         first.stop()
         other.stop()
@@ -104,16 +121,14 @@ def test_cookie_names_are_unique_per_server_and_not_interchangeable(env, tmp_pat
 def test_max_sessions_caps_app_processes_with_a_clear_refusal(env, tmp_path):
     server = start_serve(env.vault.root, tmp_path / "serve.out", "--max-sessions", "1")
     try:
-        cookies = cookie_of(server.url)
-        header = "; ".join(f"{k}={v}" for k, v in cookies.items())
         url = f"ws://127.0.0.1:{server.port}/ws?width=80&height=24"
-        headers = {"Cookie": header, "Origin": server.base}
+        headers = {"Origin": server.base}
 
         async def scenario() -> None:
             async with aiohttp.ClientSession() as session:
-                first = await session.ws_connect(url, headers=headers)
+                first = await session.ws_connect(url, headers=headers, protocols=AUTH_PROTOCOLS)
                 with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
-                    await session.ws_connect(url, headers=headers)
+                    await session.ws_connect(url, headers=headers, protocols=AUTH_PROTOCOLS)
                 assert refused.value.status == 503
                 page = await session.get(server.base + "/", headers=headers)
                 assert page.status == 503
@@ -128,7 +143,7 @@ def test_max_sessions_caps_app_processes_with_a_clear_refusal(env, tmp_path):
                 deadline = time.monotonic() + 30
                 while True:  # the slot frees once the first app process has ended
                     try:
-                        again = await session.ws_connect(url, headers=headers)
+                        again = await session.ws_connect(url, headers=headers, protocols=AUTH_PROTOCOLS)
                         break
                     except aiohttp.WSServerHandshakeError:
                         assert time.monotonic() < deadline
@@ -163,17 +178,16 @@ def media(env):
 @pytest.mark.slow
 def test_media_serves_vault_images_byte_for_byte_and_nothing_else(served, media):
     base = served.base
-    cookies = cookie_of(served.url)
-    ok = httpx2.get(f"{base}/media/food/pizza.png", cookies=cookies)
+    ok = httpx2.get(with_token(f"{base}/media/food/pizza.png"))
     assert ok.status_code == 200 and ok.content == media
     assert ok.headers["content-type"] == "image/png"
     assert ok.headers["x-content-type-options"] == "nosniff"
     assert "sandbox" in ok.headers["content-security-policy"]
-    jpeg = httpx2.get(f"{base}/media/food/photo.JPG", cookies=cookies)
+    jpeg = httpx2.get(with_token(f"{base}/media/food/photo.JPG"))
     assert jpeg.status_code == 200 and jpeg.headers["content-type"] == "image/jpeg"  # from the bytes
-    inside = httpx2.get(f"{base}/media/food/inside.png", cookies=cookies)  # a link that stays in media/
+    inside = httpx2.get(with_token(f"{base}/media/food/inside.png"))  # a link that stays in media/
     assert inside.status_code == 200 and inside.content == media
-    download = httpx2.get(f"{base}/media/food/pizza.png?download=1", cookies=cookies)
+    download = httpx2.get(with_token(f"{base}/media/food/pizza.png?download=1"))
     assert download.headers["content-disposition"] == 'attachment; filename="pizza.png"'
 
     for path, status in [
@@ -194,24 +208,24 @@ def test_media_serves_vault_images_byte_for_byte_and_nothing_else(served, media)
         (".hidden.png", 400),
         ("food/pizza.png%00.png", 400),
     ]:
-        response = httpx2.get(f"{base}/media/{path}", cookies=cookies)
+        response = httpx2.get(with_token(f"{base}/media/{path}"))
         assert response.status_code == status, (path, response.status_code, response.text)
         assert response.content != media and b"alert" not in response.content
     # Dot segments are folded away by the URL rules before routing: outside /media/ nothing is served.
     for raw in ("/media/../secret.png", "/media/food/../../secret.png", "/static/../agent.db"):
-        response = httpx2.get(base + raw, cookies=cookies)
+        response = httpx2.get(with_token(base + raw))
         assert response.status_code in (403, 404) and response.content != media
-    assert httpx2.get(f"{base}/media/", cookies=cookies).status_code == 404
-    assert httpx2.get(f"{base}/static/", cookies=cookies).status_code in (403, 404)  # no directory listing
+    assert httpx2.get(with_token(f"{base}/media/")).status_code == 404
+    assert httpx2.get(with_token(f"{base}/static/")).status_code in (403, 404)  # no directory listing
     # Without the token, or from another origin, not even a real image.
     assert httpx2.get(f"{base}/media/food/pizza.png").status_code == 403
     other = {"Origin": f"http://127.0.0.1:{served.port + 1}"}
-    assert httpx2.get(f"{base}/media/food/pizza.png", cookies=cookies, headers=other).status_code == 403
+    assert httpx2.get(with_token(f"{base}/media/food/pizza.png"), headers=other).status_code == 403
     assert httpx2.get(f"{base}/gallery/1").status_code == 403
-    assert httpx2.get(f"{base}/gallery/1", cookies=cookies, headers=other).status_code == 403
-    assert httpx2.get(f"{base}/gallery/1", cookies=cookies).status_code == 404  # no images in it
+    assert httpx2.get(with_token(f"{base}/gallery/1"), headers=other).status_code == 403
+    assert httpx2.get(with_token(f"{base}/gallery/1")).status_code == 404  # no images in it
     img_from_other_port = {"Sec-Fetch-Site": "same-site", "Sec-Fetch-Dest": "image"}
-    assert httpx2.get(f"{base}/media/food/pizza.png", cookies=cookies, headers=img_from_other_port).status_code == 403
+    assert httpx2.get(with_token(f"{base}/media/food/pizza.png"), headers=img_from_other_port).status_code == 403
 
 
 def test_host_headers_name_this_machine_or_are_refused():

@@ -5,7 +5,8 @@
 paint, without letting it probe the terminal itself (its own probe sends the kitty query raw
 inside tmux and waits only 0.1 s). ``image_class()``
 maps the choice to a widget class: our Sixel encoder for Sixel terminals, textual-image's kitty
-placeholders for kitty >= 0.28, half-cells elsewhere.
+placeholders for kitty >= 0.28, half-cells elsewhere; under ``tui-agent serve`` the same Sixel
+encoder for the page's image addon, pictures at their own pixels (``web-sixel``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ _textual_image_loaded = False
 
 
 def served_in_browser() -> bool:
-    """textual-serve's terminal (xterm.js) has no Sixel or Kitty support and sets TERM_PROGRAM."""
+    """Run by textual-serve (it sets TERM_PROGRAM) or by ``tui-agent serve``: the terminal is a page."""
     return os.environ.get("TERM_PROGRAM") == "textual" or os.environ.get("TUI_AGENT_SERVED") == "1"
 
 
@@ -86,7 +87,10 @@ def current() -> Probe:
     if _probe is None:
         choice = (os.environ.get(IMAGE_ENV) or "unicode").lower()
         if served_in_browser():
-            choice = "halfcell"
+            from tui_agent.ui.terminal_probe import served_probe
+
+            _probe = served_probe((os.environ.get(IMAGE_ENV) or "auto").lower())
+            return _probe
         _probe = Probe(choice if choice != "auto" else "unicode", "no terminal probe")
     return _probe
 
@@ -110,6 +114,10 @@ def _load(name: str, probe: Probe) -> type:
         from tui_agent.ui.sixel_widget import sixel_image_class
 
         return sixel_image_class(probe.colors, probe.tmux)
+    if name == "web-sixel":
+        from tui_agent.ui.sixel_widget import served_sixel_class
+
+        return served_sixel_class(probe.colors)
     if name == "kitty":
         return TGPImage
     if name == "kitty-direct":
@@ -152,9 +160,17 @@ def refresh_cell() -> tuple[int, int] | None:
 def fit(
     image_size: tuple[int, int], max_cols: int, max_rows: int, cell: tuple[int, int] | None = None
 ) -> tuple[int, int]:
-    """Columns and rows that show an image of ``image_size`` pixels whole, keeping its aspect ratio."""
+    """Columns and rows that show an image of ``image_size`` pixels whole, keeping its aspect ratio.
+
+    In the served page (``web-sixel``) a picture is never enlarged past its own pixels: it is drawn
+    pixel for pixel, so it gets the cells it covers and no more.
+    """
     cell_w, cell_h = cell or cell_size()
     width, height = max(1, image_size[0]), max(1, image_size[1])
+    if cell is None and current().protocol == "web-sixel":
+        native = -(-width // cell_w), -(-height // cell_h)
+        if native[0] <= max_cols and native[1] <= max_rows:
+            return native
     cols = max(1, max_cols)
     rows = round(cols * cell_w * height / (width * cell_h))
     if rows > max_rows:

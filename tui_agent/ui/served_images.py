@@ -1,9 +1,10 @@
 """Images under ``tui-agent serve``: full size in a new browser tab, or as a download.
 
-The browser's terminal (xterm.js) shows only half-cell pictures, so opening an image (F3, ``o``, a
-click) opens ``/media/<path>`` in a new tab, where the browser shows the real file. The URL is
-relative: the browser resolves it against the page's own origin, the one the token cookie belongs
-to. Downloading stays a separate action.
+The chat draws pictures inline at their real pixels (Sixel through the page's image addon); opening
+an image (F3, ``o``, a click) opens ``/media/<path>`` in a new tab, where the browser shows the real
+file at full size. The URL is relative: the server signs it on its way to the page (over the
+session's websocket) and the browser resolves it against the page's own origin. Downloading stays
+a separate action.
 """
 
 from __future__ import annotations

@@ -63,30 +63,70 @@ def _rle(data: bytes) -> bytes:
     return _LONG_RUN.sub(lambda m: b"!%d%s" % (m.end() - m.start(), m.group(1)), data)
 
 
-def encode(image: PILImage.Image, colors: int = MAX_REGISTERS, background: tuple[int, int, int] = (0, 0, 0)) -> str:
-    """Sixel data (DCS ... ST) for ``image`` at its own pixel size."""
-    indexed = quantize(image, colors, background)
-    width, height = indexed.size
-    pixels = indexed.tobytes()
-    used = sorted(set(pixels))
-    raw_palette = indexed.getpalette() or []
-    out = bytearray(b'\x1bP0;1;0q"1;1;%d;%d' % (width, height))
-    register = {index: n for n, index in enumerate(used)}
-    for index in used:
-        r, g, b = raw_palette[index * 3 : index * 3 + 3]
-        out += b"#%d;2;%d;%d;%d" % (register[index], _percent(r), _percent(g), _percent(b))
-    for top in range(0, height, 6):
-        rows = [pixels[(top + dy) * width : (top + dy + 1) * width] for dy in range(min(6, height - top))]
+class BandEncoder:
+    """One picture quantized once; Sixel for any rectangle of it, each six-row band encoded once.
+
+    Scrolling moves a picture by whole cells, so the visible part of it changes with every step:
+    the bands of a crop are cached by their rows and columns (a cell height that is not a multiple
+    of six gives at most six ways to cut the rows into bands), so a picture moving up the screen
+    is encoded a few times, not once per step. Every crop defines the whole picture's palette.
+    """
+
+    MAX_CACHED = 8 * 1024 * 1024  # bytes of cached bands before the cache starts over
+
+    def __init__(
+        self, image: PILImage.Image, colors: int = MAX_REGISTERS, background: tuple[int, int, int] = (0, 0, 0)
+    ) -> None:
+        indexed = quantize(image, colors, background)
+        self.width, self.height = indexed.size
+        self._pixels = indexed.tobytes()
+        used = sorted(set(self._pixels))
+        raw_palette = indexed.getpalette() or []
+        self._register = {index: n for n, index in enumerate(used)}
+        self._palette = b"".join(
+            b"#%d;2;%d;%d;%d" % (self._register[i], *(_percent(c) for c in raw_palette[i * 3 : i * 3 + 3]))
+            for i in used
+        )
+        self._bands: dict[tuple[int, int, int, int], bytes] = {}
+        self._cached = 0
+
+    def _band(self, top: int, rows: int, left: int, right: int) -> bytes:
+        key = (top, rows, left, right)
+        band = self._bands.get(key)
+        if band is not None:
+            return band
+        width = self.width
+        lines = [self._pixels[(top + dy) * width + left : (top + dy) * width + right] for dy in range(rows)]
+        out = bytearray()
         first = True
-        for index in sorted(set().union(*rows)):
+        for index in sorted(set().union(*lines)):
             # Each row marks this colour's pixels with its bit; the rows' bits never overlap, so
             # adding the rows as big integers ORs them (all in C, no per-pixel Python).
-            bits = sum(int.from_bytes(row.translate(_bit_table(index, dy))) for dy, row in enumerate(rows))
-            line = bits.to_bytes(width).rstrip(b"\x00").translate(_TO_SIXEL)
+            bits = sum(int.from_bytes(line.translate(_bit_table(index, dy))) for dy, line in enumerate(lines))
+            data = bits.to_bytes(right - left).rstrip(b"\x00").translate(_TO_SIXEL)
             if not first:
                 out += b"$"
             first = False
-            out += b"#%d" % register[index] + _rle(line)
-        out += b"-"
-    out += b"\x1b\\"
-    return out.decode("ascii")
+            out += b"#%d" % self._register[index] + _rle(data)
+        band = bytes(out) + b"-"
+        if self._cached > self.MAX_CACHED:
+            self._bands.clear()
+            self._cached = 0
+        self._bands[key] = band
+        self._cached += len(band)
+        return band
+
+    def encode(self, box: tuple[int, int, int, int] | None = None) -> str:
+        """Sixel data (DCS ... ST) for ``box`` (left, top, right, bottom in pixels; the whole picture if None)."""
+        left, top, right, bottom = box or (0, 0, self.width, self.height)
+        out = bytearray(b'\x1bP0;1;0q"1;1;%d;%d' % (right - left, bottom - top))
+        out += self._palette
+        for y in range(top, bottom, 6):
+            out += self._band(y, min(6, bottom - y), left, right)
+        out += b"\x1b\\"
+        return out.decode("ascii")
+
+
+def encode(image: PILImage.Image, colors: int = MAX_REGISTERS, background: tuple[int, int, int] = (0, 0, 0)) -> str:
+    """Sixel data (DCS ... ST) for ``image`` at its own pixel size."""
+    return BandEncoder(image, colors, background).encode()

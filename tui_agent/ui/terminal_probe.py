@@ -33,6 +33,8 @@ from dataclasses import dataclass
 log = logging.getLogger("tui_agent.ui.images")
 
 IMAGE_ENV = "TUI_AGENT_IMAGES"
+# Set by ``tui-agent serve`` for each app process: the page's cell size in CSS pixels ("9.63x19").
+CELL_ENV = "TUI_AGENT_CELL_PX"
 CHOICES = ("auto", "halfcell", "sixel", "kitty", "kitty-direct", "unicode")
 FIRST_TIMEOUT_S = 2.0
 TIMEOUT_S = 1.0
@@ -47,14 +49,14 @@ _KITTY_VERSION = re.compile(r"kitty\((\d+)\.(\d+)")
 
 @dataclass
 class Probe:
-    protocol: str  # sixel, kitty, kitty-direct, halfcell, unicode
+    protocol: str  # sixel, kitty, kitty-direct, halfcell, unicode, web-sixel (our page's image addon)
     reason: str
     colors: int = 256
     cell: tuple[int, int] = (10, 20)
     tmux: bool = False  # wrap graphics in tmux's DCS passthrough
 
     def describe(self) -> str:
-        extra = f", {self.colors} colour registers" if self.protocol == "sixel" else ""
+        extra = f", {self.colors} colour registers" if self.protocol in ("sixel", "web-sixel") else ""
         through = ", through tmux passthrough" if self.tmux else ""
         return f"image protocol: {self.protocol} ({self.reason}{extra}{through}; cell {self.cell[0]}x{self.cell[1]} px)"
 
@@ -62,6 +64,26 @@ class Probe:
 def tmux_wrap(sequence: str) -> str:
     """DCS passthrough for tmux: every ESC inside is doubled."""
     return "\x1bPtmux;" + sequence.replace("\x1b", "\x1b\x1b") + "\x1b\\"
+
+
+def served_probe(choice: str) -> Probe:
+    """Served by ``tui-agent serve``: its page has xterm.js's image addon and sent its cell size.
+
+    One Sixel pixel is one CSS pixel there; the cell size is rounded down so a picture never
+    needs more cells than it was given. Without a cell size (another server's page, e.g. plain
+    ``textual serve``) the terminal has no graphics: half-cells.
+    """
+    raw = os.environ.get(CELL_ENV, "")
+    width, _, height = raw.partition("x")
+    try:
+        cell = (int(float(width)), int(float(height)))
+    except ValueError:
+        cell = (0, 0)
+    if choice != "auto":
+        return Probe(choice, f"{IMAGE_ENV}={choice}, served in a browser", cell=cell if min(cell) > 0 else (10, 20))
+    if min(cell) <= 0:
+        return Probe("halfcell", "served in a browser without tui-agent's page (no image addon)")
+    return Probe("web-sixel", "served in a browser: xterm.js image addon", 256, cell)
 
 
 def tmux_passthrough_allowed() -> bool:
@@ -203,7 +225,7 @@ def probe(first_run: bool = False) -> Probe:
         log.warning("%s=%s is not one of %s: using auto", IMAGE_ENV, choice, ", ".join(CHOICES))
         choice = "auto"
     if served_in_browser():
-        return Probe("halfcell" if choice == "auto" else choice, "served in a browser (xterm.js has no graphics)")
+        return served_probe(choice)
     stdin, stdout = sys.__stdin__, sys.__stdout__
     if stdin is None or stdout is None or not stdin.isatty() or not stdout.isatty():
         return Probe("unicode" if choice == "auto" else choice, "not a terminal")

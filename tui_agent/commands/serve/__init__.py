@@ -1,11 +1,14 @@
 """``tui-agent serve``: the same app in a browser through textual-serve, behind an access token.
 
 Like Jupyter: a random token per start (or ``--token`` / ``$TUI_AGENT_TOKEN``); the printed URL
-carries it; the first page load trades it for a cookie unique to this server and drops it from the
-address bar. Every request must name this server (Host), come from its own page (Origin,
-Sec-Fetch-Site) and carry the token or cookie, or it gets 403 before any handler runs, so no app
-process is ever started for it (``guard.py``). Each browser session gets its own app process on the
-same vault, up to ``--max-sessions``. ``/media/<path>`` serves the vault's images (``media.py``).
+carries it; the page keeps it in its tab's sessionStorage (never a cookie: a browser sends cookies
+to every port of a host), drops it from the address bar and sends it in the websocket handshake.
+Every request must name this server (Host), come from its own page (Origin, Sec-Fetch-Site) and,
+beyond the page and its script, carry the token or a signed link, or it gets 403 before any handler
+runs, so no app process is ever started for it (``guard.py``). The page is ours (``web/``):
+xterm.js with its image addon, so the app draws pictures in Sixel (``session.py``). Each browser
+session gets its own app process on the same vault, up to ``--max-sessions``. ``/media/<path>``
+serves the vault's images (``media.py``).
 """
 
 from __future__ import annotations
@@ -59,9 +62,8 @@ def run_serve(vault_arg: str | None, args: argparse.Namespace) -> int:
         return 1
     port = int(sock.getsockname()[1])
     guard = Guard(token=token, bind_host=args.host, port=port)
-    # The served app's terminal (xterm.js) has no Sixel or Kitty support: colour half-blocks.
+    # The app draws for the page's xterm.js and its image addon (Sixel at the page's cell size).
     os.environ["TUI_AGENT_SERVED"] = "1"
-    os.environ["TUI_AGENT_IMAGES"] = "halfcell"
     os.environ[MEDIA_ENV] = "/media/"
     vault_root = session.vault.root
     url = f"http://{url_host(primary_address(args.host))}:{port}/?token={token}"

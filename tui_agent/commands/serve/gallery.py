@@ -3,6 +3,7 @@
 A small page that shows ``/media/<path>`` (which does every file check) with links to the previous
 and next image of the conversation, the arrow keys doing the same, and a download link. Everything
 on it is escaped; its content security policy allows our own images and one inline script only.
+Its links (the picture, the download, previous and next) are signed like every link the app opens.
 """
 
 from __future__ import annotations
@@ -11,9 +12,12 @@ import asyncio
 import html
 import secrets
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
+
+Sign = Callable[..., str]  # Guard.sign: (path, query="") -> a link that works for a while
 
 IMAGES_SQL = """
 SELECT a.path FROM attachments AS a JOIN messages AS m ON m.id = a.message_id
@@ -59,7 +63,7 @@ def conversation_images(db_path: Path, conversation: int, media: Path) -> list[s
     return found
 
 
-def render(conversation: int, images: list[str], at: str | None, nonce: str) -> str:
+def render(conversation: int, images: list[str], at: str | None, nonce: str, sign: Sign) -> str:
     index = images.index(at) if at in images else len(images) - 1
     current = images[index]
 
@@ -67,10 +71,10 @@ def render(conversation: int, images: list[str], at: str | None, nonce: str) -> 
         if len(images) < 2:
             return ""
         target = images[(index + step) % len(images)]
-        href = f"/gallery/{conversation}?at={quote(target)}"
+        href = sign(f"/gallery/{conversation}", f"at={quote(target, safe='')}")
         return f'<a id="{label}" href="{html.escape(href)}">{"◀ previous" if step < 0 else "next ▶"}</a>'
 
-    src = "/media/" + quote(current)
+    src = sign("/media/" + current)
     return PAGE.format(
         title=html.escape(f"{Path(current).name} · tui-agent"),
         nonce=nonce,
@@ -79,11 +83,11 @@ def render(conversation: int, images: list[str], at: str | None, nonce: str) -> 
         counter=f"{index + 1} / {len(images)}",
         name=html.escape(current),
         src=html.escape(src),
-        download=html.escape(src + "?download=1"),
+        download=html.escape(sign("/media/" + current, "download=1")),
     )
 
 
-def add_gallery_route(app: Any, vault_root: Path) -> None:
+def add_gallery_route(app: Any, vault_root: Path, sign: Sign) -> None:
     from aiohttp import web
 
     from tui_agent.core.vault import Vault
@@ -96,7 +100,7 @@ def add_gallery_route(app: Any, vault_root: Path) -> None:
         if not images:
             return web.Response(status=404, text="404: no images in this conversation\n")
         nonce = secrets.token_urlsafe(16)
-        page = render(conversation, images, request.query.get("at"), nonce)
+        page = render(conversation, images, request.query.get("at"), nonce, sign)
         policy = (
             f"default-src 'none'; img-src 'self'; style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; "
             "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"

@@ -1,17 +1,27 @@
-"""Who may talk to ``tui-agent serve``: the token, the Host and Origin rules, the cookie, the access log.
+"""Who may talk to ``tui-agent serve``: the token, the Host and Origin rules, signed links.
 
-A browser sends our cookie to every port of the same host name (cookies ignore ports), and a page
-on ``http://127.0.0.1:OTHER/`` is "same-site" with ours. So a cookie alone proves nothing: every
-request must also come from our own origin. The rules, for every route and the websocket upgrade:
+A browser sends a host's cookies to every port of it, so any other local web server the user
+visits would receive a cookie of ours: nothing here is a cookie. The credentials, none of which a
+browser ever sends on its own:
+
+- the token itself in ``?token=`` (the printed URL; a script or curl);
+- on the websocket upgrade, the token as a subprotocol (``tui-agent.auth.<hex of the token>``): the
+  page keeps the token in its tab's ``sessionStorage`` and sends it there (``web/src/main.js``);
+- for ``/media/``, ``/gallery/`` and ``/download/``, a short-lived signed link (``?exp=&sig=``, an
+  HMAC of the path and the expiry under a key derived from the token) that the server hands to the
+  page over that session's websocket, or puts in the gallery pages it renders.
+
+The page itself (``/``) and its script and styles (``/static/``) hold no secret: they need no
+credential, and the page without a token in its tab asks for the printed link. Every request must
+also name this server and come from its own page:
 
 - ``Host`` must name this server: ``localhost``, a loopback or local IP literal, the bind name or
   this machine's host name, always with our port. A DNS name an attacker controls (rebinding) fails.
 - ``Origin``, when sent (browsers always send it on a websocket upgrade and on cross-origin
   fetches), must be exactly ``http://<that host>``.
 - ``Sec-Fetch-Site``, when sent, must be ``same-origin`` or ``none`` (typed into the address bar),
-  which refuses ``<img>``/``<iframe>`` loads from other ports that send no ``Origin``. A request
-  carrying the token itself in the query may come from anywhere the user clicked it.
-- the token, from ``?token=`` or the instance's cookie.
+  which refuses ``<img>``/``<iframe>`` loads from other ports that send no ``Origin``; only a
+  top-level navigation to ``/`` (the printed link clicked on another site's page) may be cross-site.
 """
 
 from __future__ import annotations
@@ -20,10 +30,20 @@ import hashlib
 import hmac
 import ipaddress
 import socket
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 SAFE_FETCH_SITES = {"same-origin", "none"}
+PUBLIC_PREFIX = "/static/"
+SIGNED_PREFIXES = ("/media/", "/gallery/", "/download/")
+PROTOCOL = "tui-agent"
+AUTH_PROTOCOL = PROTOCOL + ".auth."
+LINK_TTL_S = 15 * 60
+NO_TOKEN = "missing or wrong access token; use the URL tui-agent serve printed"
+EXPIRED = "this link has expired; open it again from the app"
 
 
 def is_loopback(host: str) -> bool:
@@ -121,20 +141,41 @@ class Guard:
     _local_ips: dict[str, bool] = field(default_factory=dict)
 
     @property
-    def cookie_name(self) -> str:
-        """Unique to this server (port and token): two servers never overwrite each other's cookie."""
-        digest = hashlib.sha256(self.token.encode()).hexdigest()[:10]
-        return f"tui_agent_{self.port}_{digest}"
+    def _link_key(self) -> bytes:
+        """The signing key of links, derived from the token (the token itself never signs)."""
+        return hmac.new(self.token.encode(), b"tui-agent link signing", hashlib.sha256).digest()
 
-    @property
-    def cookie_value(self) -> str:
-        """Derived from the token, so the browser's cookie jar never holds the token itself."""
-        return hmac.new(self.token.encode(), f"cookie {self.cookie_name}".encode(), hashlib.sha256).hexdigest()
+    def _signature(self, path: str, expires: int) -> str:
+        return hmac.new(self._link_key, f"{path}\n{expires}".encode(), hashlib.sha256).hexdigest()[:32]
 
-    def token_ok(self, query_token: str | None, cookie: str | None) -> bool:
-        if query_token is not None:
-            return hmac.compare_digest(query_token.encode(), self.token.encode())
-        return cookie is not None and hmac.compare_digest(cookie.encode(), self.cookie_value.encode())
+    def sign(self, path: str, query: str = "", ttl: float = LINK_TTL_S) -> str:
+        """``path`` (not yet quoted) as a link that works for ``ttl`` seconds: ``/media/a.png?exp=..&sig=..``."""
+        expires = int(time.time() + ttl)
+        extra = f"{query}&" if query else ""
+        return f"{quote(path)}?{extra}exp={expires}&sig={self._signature(path, expires)}"
+
+    def signed_ok(self, path: str, query: Mapping[str, str]) -> bool | None:
+        """True for a good signature in time, False for a good one expired, None for none or a wrong one."""
+        expires, sig = query.get("exp", ""), query.get("sig", "")
+        if not expires.isdigit() or len(expires) > 12 or not sig:
+            return None
+        if not hmac.compare_digest(sig.encode(), self._signature(path, int(expires)).encode()):
+            return None
+        return int(expires) >= time.time()
+
+    def token_ok(self, value: str | None) -> bool:
+        return value is not None and hmac.compare_digest(value.encode(), self.token.encode())
+
+    def protocol_token(self, header: str | None) -> str | None:
+        """The token a page sent as a websocket subprotocol (hex-encoded), if any."""
+        for item in (header or "").split(","):
+            item = item.strip()
+            if item.startswith(AUTH_PROTOCOL):
+                try:
+                    return bytes.fromhex(item.removeprefix(AUTH_PROTOCOL)).decode()
+                except ValueError:
+                    return None
+        return None
 
     def _local(self, ip: str) -> bool:
         if ip not in self._local_ips:
@@ -163,16 +204,35 @@ class Guard:
             return None
         return f"http://{url_host(name)}" + ("" if port == 80 else f":{port}")
 
-    def refusal(self, headers: Any, query_token: str | None, cookie: str | None) -> str | None:
-        """Why this request is refused (a short reason), or None when it may pass."""
+    def refusal(self, method: str, path: str, headers: Any, query: Mapping[str, str]) -> str | None:
+        """Why this request is refused (a short reason), or None when it may pass. No cookie counts."""
         origin = self.origin_for(headers.get("Host"))
         if origin is None:
             return "this server answers only to its own address (Host)"
         sent_origin = headers.get("Origin")
         if sent_origin is not None and sent_origin != origin:
             return "request from another origin"
-        if query_token is None and headers.get("Sec-Fetch-Site", "none") not in SAFE_FETCH_SITES:
+        query_token = query.get("token")
+        site_ok = headers.get("Sec-Fetch-Site", "none") in SAFE_FETCH_SITES
+        if path == "/":
+            if query_token is not None and not self.token_ok(query_token):
+                return NO_TOKEN
+            # The printed link clicked on another site's page is a cross-site top-level navigation.
+            navigation = headers.get("Sec-Fetch-Mode") == "navigate" and headers.get("Sec-Fetch-Dest") == "document"
+            if site_ok or navigation or self.token_ok(query_token):
+                return None
             return "request from another origin"
-        if not self.token_ok(query_token, cookie):
-            return "missing or wrong access token; use the URL tui-agent serve printed"
-        return None
+        if not site_ok:
+            return "request from another origin"
+        if path.startswith(PUBLIC_PREFIX) and method in ("GET", "HEAD"):
+            return None
+        if self.token_ok(query_token):
+            return None
+        if path == "/ws":
+            sent = self.protocol_token(headers.get("Sec-WebSocket-Protocol"))
+            return None if self.token_ok(sent) else NO_TOKEN
+        if path.startswith(SIGNED_PREFIXES) and method in ("GET", "HEAD"):
+            signed = self.signed_ok(path, query)
+            if signed is not None:
+                return None if signed else EXPIRED
+        return NO_TOKEN

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import html
 import logging
 import signal
 import socket
@@ -11,8 +10,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from tui_agent.commands.serve.guard import SAFE_FETCH_SITES, Guard
+from tui_agent.commands.serve.guard import Guard
 
+HERE = Path(__file__).parent
 log = logging.getLogger("tui_agent.serve")
 Handler = Callable[[Any], Awaitable[Any]]
 # What the browser may do with our responses: no framing by other pages, no sniffing, no referrer.
@@ -35,7 +35,6 @@ def make_server(command: str, guard: Guard, vault_root: Path, max_sessions: int,
     from aiohttp import web
     from aiohttp.abc import AbstractAccessLogger
     from textual_serve.server import Server
-    from yarl import URL
 
     from tui_agent.commands.serve.gallery import add_gallery_route
     from tui_agent.commands.serve.media import add_media_routes
@@ -63,17 +62,18 @@ def make_server(command: str, guard: Guard, vault_root: Path, max_sessions: int,
             import aiohttp_jinja2
             import jinja2
 
-            aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(self.templates_path))
+            # Our page and its script (web/, built with the image addon), not textual-serve's.
+            aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(HERE / "templates"))
             app.add_routes(
                 [
                     web.get("/", self.handle_index, name="index"),
                     web.get("/ws", self.handle_websocket, name="websocket"),
                     web.get("/download/{key}", self.handle_download, name="download"),
-                    web.static("/static", self.statics_path, show_index=False, name="static"),
+                    web.static("/static", HERE / "static", show_index=False, name="static"),
                 ]
             )
             add_media_routes(app, vault_root)
-            add_gallery_route(app, vault_root)
+            add_gallery_route(app, vault_root, guard.sign)
             app.on_response_prepare.append(self._headers)
             return app
 
@@ -83,27 +83,10 @@ def make_server(command: str, guard: Guard, vault_root: Path, max_sessions: int,
 
         @web.middleware
         async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-            query_token = request.query.get("token")
-            why = guard.refusal(request.headers, query_token, request.cookies.get(guard.cookie_name))
+            why = guard.refusal(request.method, request.path, request.headers, request.query)
             if why is not None:
                 log.warning("refused %s %s from %s: %s", request.method, request.path, request.remote, why)
                 return web.Response(status=403, text=f"403 Forbidden: {why}.\n")
-            if query_token is not None and request.method == "GET" and request.path != "/ws":
-                # Trade the token for the cookie and take it out of the address bar and the history.
-                query = [(key, value) for key, value in request.query.items() if key != "token"]
-                location = URL.build(path="/" + request.path.lstrip("/"), query=query)
-                if request.headers.get("Sec-Fetch-Site", "none") in SAFE_FETCH_SITES:
-                    redirect = web.Response(status=303, headers={"Location": str(location)})
-                else:
-                    # Clicked on another site's page: a redirect would stay "cross-site" and the browser
-                    # would withhold the SameSite=Strict cookie; a page of ours moving on is same-origin.
-                    target = html.escape(str(location))
-                    redirect = web.Response(
-                        text=f'<!doctype html><meta http-equiv="refresh" content="0;url={target}">',
-                        content_type="text/html",
-                    )
-                redirect.set_cookie(guard.cookie_name, guard.cookie_value, httponly=True, samesite="Strict")
-                return redirect
             response: web.StreamResponse = await handler(request)
             return response
 
@@ -122,7 +105,16 @@ def make_server(command: str, guard: Guard, vault_root: Path, max_sessions: int,
                 "config": {"static": {"url": "/static/"}},
                 "application": {"name": self.title},
             }
-            return aiohttp_jinja2.render_template("app_index.html", request, context)
+            response = aiohttp_jinja2.render_template("app_index.html", request, context)
+            response.headers["Cache-Control"] = "no-store"
+            response.headers["Content-Security-Policy"] = (
+                # The image addon decodes Sixel in WebAssembly (its own, bundled): 'wasm-unsafe-eval'.
+                "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; "
+                "img-src 'self' data: blob:; "
+                f"connect-src 'self' {context['app_websocket_url']}; base-uri 'none'; form-action 'none'; "
+                "frame-ancestors 'none'"
+            )
+            return response
 
         async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
             if self.sessions >= max_sessions:
@@ -130,7 +122,9 @@ def make_server(command: str, guard: Guard, vault_root: Path, max_sessions: int,
                 return web.Response(status=503, text=full_text)  # type: ignore[return-value]
             self.sessions += 1
             try:
-                response: web.WebSocketResponse = await super().handle_websocket(request)
+                from tui_agent.commands.serve.session import run_session
+
+                response: web.WebSocketResponse = await run_session(self, guard, request)
                 return response
             finally:
                 self.sessions -= 1

@@ -222,8 +222,12 @@ class ImageCarousel(Vertical, can_focus=True):
 
     def on_click(self, event: events.Click) -> None:
         """A click on the picture opens it full size (the arrows only turn pages)."""
-        if event.widget is not None and event.widget.has_class("carousel-image"):
-            self.action_open()
+        widget = event.widget
+        while widget is not None and widget is not self:
+            if widget.has_class("carousel-image"):  # the picture, or a part of it (a Sixel widget's inner one)
+                self.action_open()
+                return
+            widget = widget.parent  # type: ignore[assignment]
 
     @on(Button.Pressed, "#prev")
     def _prev_pressed(self, event: Button.Pressed) -> None:

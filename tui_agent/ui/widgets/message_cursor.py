@@ -38,15 +38,21 @@ CURSOR_BINDINGS: list[Binding | tuple[str, str] | tuple[str, str, str]] = [
     Binding("right", "cursor_alternative(1)", "Next alternative", show=False, id="cursor.alt_next"),
     Binding("escape", "cursor_leave", "Back to composer", id="cursor.leave"),
 ]
+LETTER_KEYS = {b.key for b in CURSOR_BINDINGS if isinstance(b, Binding) and b.action.startswith("cursor_do")}
 
 
 class MessageCursorMixin:
     """Mixed into the chat log (a scrollable container whose children are the message widgets)."""
 
     cursor: Widget | None = None
+    clicked = False  # the cursor came from a click (in a browser, the way to focus): letters are text
+    handing_over = False  # typing started here: keys go on to the composer until it has the focus
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """The cursor's keys exist only while there is a cursor (a focused image keeps its own)."""
+        """The cursor's keys exist only while there is a cursor (a focused image keeps its own); its
+        letter commands only on a cursor moved with the keyboard."""
+        if action == "cursor_do":
+            return self.cursor is not None and not self.clicked
         if action.startswith("cursor_") and action not in ("cursor_up", "cursor_down"):
             return self.cursor is not None
         return True
@@ -54,7 +60,8 @@ class MessageCursorMixin:
     def selectable(self) -> list[Widget]:
         return [child for child in self.children if getattr(child, "message_id", None) is not None]  # type: ignore[attr-defined]
 
-    def move_cursor_to(self, widget: Widget | None, *, scroll: bool = True) -> None:
+    def move_cursor_to(self, widget: Widget | None, *, scroll: bool = True, clicked: bool = False) -> None:
+        self.clicked = clicked  # the letter commands follow a keyboard cursor only (the footer below)
         if self.cursor is not None and self.cursor is not widget:
             self.cursor.remove_class("-cursor")
         self.cursor = widget
@@ -132,4 +139,29 @@ class MessageCursorMixin:
             widget = widget.parent  # type: ignore[assignment]
         if widget is not None and getattr(widget, "message_id", None) is not None:
             self.focus()  # type: ignore[attr-defined]
-            self.move_cursor_to(widget)
+            self.move_cursor_to(widget, clicked=True)
+
+    def on_key(self, event: events.Key) -> None:
+        """Nothing typed is lost: a printable key the cursor does not take goes to the composer, and so
+        does every key after it that reaches the log before the composer has the focus (a browser
+        sends a typed word in one burst: Enter included)."""
+        composer = next(iter(self.screen.query("#composer")), None)  # type: ignore[attr-defined]
+        if composer is None:
+            return
+        if not self.handing_over:
+            if not (event.is_printable and event.character):
+                return
+            if self.cursor is not None and event.key in LETTER_KEYS and not self.clicked:
+                return  # a listed command (its binding runs)
+            self.handing_over = True
+            if self.cursor is not None:
+                self.move_cursor_to(None)
+            # After the keys already on their way to the log, so they keep their order.
+            self.call_later(self._hand_over, composer)  # type: ignore[attr-defined]
+        event.stop()
+        event.prevent_default()
+        composer.post_message(events.Key(event.key, event.character))
+
+    def _hand_over(self, composer: Widget) -> None:
+        composer.focus()
+        self.handing_over = False

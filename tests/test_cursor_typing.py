@@ -1,0 +1,46 @@
+"""Typing while the message cursor is on a message is never lost: after a click (the browser's way of
+focusing) every printable key goes to the composer; after Up/Down the listed letters (c, p, r, e)
+are commands and every other printable key goes to the composer."""
+
+from __future__ import annotations
+
+from fake_openai import Reply
+from test_message_actions import make, send
+
+from tui_agent.ui.widgets.bubbles import UserBubble
+
+
+async def test_typing_after_a_click_goes_to_the_composer_not_to_the_commands(env):
+    env.fake.script(Reply(text="one"))
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(app, pilot, "first")
+        requests = len(env.fake.chat_requests)
+        user = app.chat_log.query_one(UserBubble)
+        await pilot.click(user)
+        await pilot.pause()
+        assert app.chat_log.cursor is user
+        await pilot.press(*"copy, regenerate, edit")
+        await pilot.pause()
+        assert app.composer.text == "copy, regenerate, edit"
+        assert app.focused is app.composer and app.chat_log.cursor is None
+        assert len(env.fake.chat_requests) == requests  # no regenerate ran
+        assert not any(n.message.startswith("Copied") for n in app._notifications)
+
+
+async def test_other_printable_keys_in_the_keyboard_cursor_go_to_the_composer(env):
+    env.fake.script(Reply(text="one"))
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(app, pilot, "first")
+        await pilot.press("up")
+        await pilot.pause()
+        assert app.chat_log.cursor is not None and app.focused is app.chat_log
+        await pilot.press(*"hi there")
+        await pilot.pause()
+        assert app.composer.text == "hi there" and app.focused is app.composer
+        # The listed letters stay commands when the cursor was moved with the keyboard.
+        app.composer.load_text("")
+        await pilot.press("up", "p")
+        await pilot.pause()
+        assert app.composer.text == "one"  # "To prompt": the reply's text in the composer
