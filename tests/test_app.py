@@ -86,6 +86,7 @@ async def test_imagine_shows_a_carousel_and_the_vision_follow_up(env):
     assert env.fake.chat_requests[0]["model"] == "vision-model"
 
 
+@pytest.mark.slow
 async def test_search_sql_show_and_tool_errors_render_as_blocks(env):
     (env.vault.media / "a.png").write_bytes(png_bytes())
     env.fake.script(
@@ -156,6 +157,7 @@ async def test_cancel_mid_stream_keeps_the_partial_reply(env):
     assert stored[0] == "cancelled" and 0 < len(stored[1]) < 1500
 
 
+@pytest.mark.slow
 async def test_switching_conversations_while_a_reply_streams(env):
     other = history.new_conversation("other")
     history.add_message(other.id, "user", "old question")
@@ -182,6 +184,7 @@ async def test_switching_conversations_while_a_reply_streams(env):
     assert rows(env.vault.db_path, f"SELECT count(*) FROM messages WHERE conversation_id = {other.id}") == [(2,)]
 
 
+@pytest.mark.slow
 async def test_editing_a_profile_field(env):
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -205,6 +208,7 @@ async def test_editing_a_profile_field(env):
         assert env.reload_profile().chat_model == "another-model"
 
 
+@pytest.mark.slow
 async def test_conversation_list_switch_rename_delete(env):
     a = history.new_conversation("alpha")
     history.add_message(a.id, "user", "in alpha")
@@ -278,6 +282,7 @@ async def test_huge_paste_is_refused_and_kept(env):
         ("/attach /nonexistent/picture.png describe this please", "no such file: /nonexistent/picture.png"),
     ],
 )
+@pytest.mark.slow
 async def test_a_refused_message_shows_an_error_card_and_keeps_the_text(env, text, expected):
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -288,6 +293,7 @@ async def test_a_refused_message_shows_an_error_card_and_keeps_the_text(env, tex
     assert rows(env.vault.db_path, "SELECT count(*) FROM messages") == [(0,)]
 
 
+@pytest.mark.slow
 async def test_unreachable_endpoint_shows_setup_card_and_error_card(env):
     profiles.set_field(env.profile, "base_url", "http://127.0.0.1:9/v1")
     app = make(env, check_endpoint=True)
@@ -331,6 +337,7 @@ async def test_slash_completion(env):
         await asyncio.sleep(0)
 
 
+@pytest.mark.slow
 async def test_attach_picker_then_send(env, tmp_path):
     picture = tmp_path / "holiday.png"
     picture.write_bytes(png_bytes((250, 200, 10)))
@@ -356,6 +363,7 @@ async def test_attach_picker_then_send(env, tmp_path):
     assert content[1]["image_url"]["url"].startswith("data:image/png;base64,")
 
 
+@pytest.mark.slow
 async def test_log_panel_shows_the_image_tool_lines(env):
     env.fake.script(Reply(text="ok"))
     app = make(env)

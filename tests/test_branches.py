@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
+import pytest
 from fake_openai import Reply
 from helpers import done, make_loop, run_turn
 
@@ -212,6 +213,7 @@ def _bulk_conversation(count: int, *, explicit_parents: bool) -> int:
     return conversation
 
 
+@pytest.mark.slow
 def test_a_page_of_a_long_conversation_costs_what_a_page_of_a_short_one_costs(env):
     """Opening, paging up and building the context read one page's messages, not the whole branch."""
     for explicit in (False, True):
@@ -237,6 +239,7 @@ def test_a_page_of_a_long_conversation_costs_what_a_page_of_a_short_one_costs(en
         assert costs[long] <= 2 * costs[short] + 2, (explicit, costs)
 
 
+@pytest.mark.slow
 def test_a_page_deep_in_a_long_conversation_costs_what_a_page_at_its_end_costs(env):
     """Paging up walked the branch from its last message down to the page: 26 ms a page near the
     first of 5,000 messages. The page above a message on screen is walked up from that message."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from fake_openai import png_bytes
 from PIL import Image
 
@@ -73,6 +74,7 @@ def test_fit_keeps_the_aspect_ratio_and_the_limits():
     assert fit((1024, 1024), 90, 100, (10, 20)) == (90, 45)
 
 
+@pytest.mark.slow
 async def test_right_left_resize_and_reopen_keep_the_image_size(env):
     conversation_id = image_conversation(env)
     app = make(env)
@@ -165,6 +167,7 @@ def test_snapshot_after_right_then_left(env, snap_compare):
     assert snap_compare(_snap_app(env), terminal_size=SIZE, run_before=run_before)
 
 
+@pytest.mark.slow
 def test_snapshot_after_reopening(env, snap_compare):
     """You should see the conversation reopened (via a new chat and back) with its image whole."""
     conversation_id = image_conversation(env)
@@ -279,6 +282,7 @@ async def test_the_screen_keeps_drawing_while_the_pictures_are_decoded(env, monk
         release.set()
 
 
+@pytest.mark.slow
 async def test_nothing_waits_among_the_screens_after_refresh_callbacks(env, monkeypatch):
     """A screen runs its after-refresh callbacks one after the other, awaiting each: a coroutine
     there that waits for a picture being shown (which needs the screen) held the screen's updates

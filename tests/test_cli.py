@@ -35,6 +35,7 @@ def test_ask_streams_to_stdout_and_tools_to_stderr(env):
     assert env.fake.chat_requests[0]["messages"][-1]["content"] == "draw a boat"
 
 
+@pytest.mark.slow
 def test_ask_continues_the_last_conversation_unless_new(env):
     cli("ask", "one", vault=env.vault.root, check=True)
     cli("ask", "two", vault=env.vault.root, check=True)

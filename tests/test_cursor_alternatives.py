@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from fake_openai import Reply
 from test_follow import make, on_screen, until
 
@@ -10,6 +11,7 @@ from tui_agent.ui.widgets.alternatives import AlternativesBar
 from tui_agent.ui.widgets.bubbles import AssistantBubble
 
 
+@pytest.mark.slow
 async def test_after_regenerate_the_cursor_is_on_the_new_reply_and_left_right_work(env):
     env.fake.script(Reply(text="first answer"), Reply(text="second answer"))
     app = make(env)
@@ -49,6 +51,7 @@ def forked_chat() -> tuple[int, int, int]:
     return conversation.id, first.id, second.id
 
 
+@pytest.mark.slow
 async def test_switching_alternatives_on_an_early_reply_keeps_it_and_the_cursor_in_place(env):
     _, first, second = forked_chat()
     app = make(env)

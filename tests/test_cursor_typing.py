@@ -4,12 +4,14 @@ are commands and every other printable key goes to the composer."""
 
 from __future__ import annotations
 
+import pytest
 from fake_openai import Reply
 from test_message_actions import make, send
 
 from tui_agent.ui.widgets.bubbles import UserBubble
 
 
+@pytest.mark.slow
 async def test_typing_after_a_click_goes_to_the_composer_not_to_the_commands(env):
     env.fake.script(Reply(text="one"))
     app = make(env)
@@ -28,6 +30,7 @@ async def test_typing_after_a_click_goes_to_the_composer_not_to_the_commands(env
         assert not any(n.message.startswith("Copied") for n in app._notifications)
 
 
+@pytest.mark.slow
 async def test_other_printable_keys_in_the_keyboard_cursor_go_to_the_composer(env):
     env.fake.script(Reply(text="one"))
     app = make(env)

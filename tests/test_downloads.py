@@ -154,6 +154,7 @@ async def test_a_declared_length_over_the_cap_is_refused_before_the_body(vault, 
     assert message == f"attach: {base}/huge.png is larger than 20 MB (3,221,225,472 bytes)"
 
 
+@pytest.mark.slow
 async def test_a_trickling_server_meets_the_total_deadline(vault, hostile, monkeypatch):
     # One byte every 0.2 s of a 10,000-byte body would take over half an hour; each read is quick.
     monkeypatch.setattr(attachments, "DOWNLOAD_DEADLINE_S", 1.5)

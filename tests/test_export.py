@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from fake_openai import Reply
 
 
@@ -161,6 +162,7 @@ def test_export_refuses_an_existing_file_and_replaces_it_only_with_force(env, tm
     assert "![image](mine_files/fox_red-1.png)" in (tmp_path / "mine.md").read_text()
 
 
+@pytest.mark.slow
 def test_export_never_follows_a_symlink(env, tmp_path):
     conversation_id = make_conversation(env)
     victim = tmp_path / "victim.txt"

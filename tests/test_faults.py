@@ -76,6 +76,7 @@ async def test_connection_dropped_mid_stream_keeps_partial_reply_without_duplica
     assert stored[1][2] == "partial answer "
 
 
+@pytest.mark.slow
 async def test_hang_times_out_with_a_clear_error(env):
     env.profile.request_timeout_s = 1
     env.profile.save()

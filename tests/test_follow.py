@@ -3,6 +3,7 @@ end from the composer; paging after a jump (item 12)."""
 
 from __future__ import annotations
 
+import pytest
 from fake_openai import Reply
 
 from tui_agent.core.store import history
@@ -44,6 +45,7 @@ async def type_and_send(app, pilot, text: str) -> None:
     await pilot.pause()
 
 
+@pytest.mark.slow
 async def test_sending_after_the_message_cursor_shows_the_message_and_reply(env):
     env.fake.script(Reply(text="the reply to hi"))
     long_chat()
@@ -59,6 +61,7 @@ async def test_sending_after_the_message_cursor_shows_the_message_and_reply(env)
         assert app.chat_log.following
 
 
+@pytest.mark.slow
 async def test_a_long_reply_is_followed_to_its_end_after_the_cursor(env):
     long = "\n\n".join(f"paragraph {i} of the reply" for i in range(60))
     env.fake.script(Reply(text=long, chunk_size=40, chunk_delay_s=0.01))
@@ -73,6 +76,7 @@ async def test_a_long_reply_is_followed_to_its_end_after_the_cursor(env):
         assert on_screen(app, log.query(AssistantBubble).last().query("Markdown").last().children[-1])
 
 
+@pytest.mark.slow
 async def test_sending_after_ctrl_o_shows_the_message_and_reply(env):
     env.fake.script(Reply(text="the reply to hi"))
     long_chat()
@@ -84,6 +88,7 @@ async def test_sending_after_ctrl_o_shows_the_message_and_reply(env):
         await until(pilot, lambda: on_screen(app, app.chat_log.query(AssistantBubble).last()))
 
 
+@pytest.mark.slow
 async def test_end_and_page_down_from_the_composer_reach_the_end(env):
     long_chat()
     app = make(env)
@@ -103,6 +108,7 @@ async def test_end_and_page_down_from_the_composer_reach_the_end(env):
         assert log.following
 
 
+@pytest.mark.slow
 async def test_scrolling_up_during_a_reply_stops_following_it(env):
     import threading
 

@@ -189,6 +189,7 @@ def test_the_app_draws_hostile_text_only_as_text(env, tmp_path):
         tmux.kill()
 
 
+@pytest.mark.slow
 async def test_every_widget_of_the_hostile_conversation_renders_text_only(env):
     """The same vault on a Pilot screen, every collapsible open (thinking, tool blocks), the
     sidebar shown: no widget renders a control character or a bidi override."""

@@ -73,6 +73,7 @@ async def test_a_full_collection_runs_after_a_reply_once_the_app_is_idle(env, mo
         assert collected == [2] and app.idle_gc.collections == 1
 
 
+@pytest.mark.slow
 async def test_typing_puts_it_off_and_a_collector_far_from_its_own_skips_it(env, monkeypatch, clock):
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -107,6 +108,7 @@ async def test_it_can_be_turned_off_for_measurements(env, monkeypatch, clock):
         assert collected == []
 
 
+@pytest.mark.slow
 async def test_pages_released_by_scrolling_are_collected_once_the_scrolling_pauses(env, monkeypatch, clock):
     """Scrolling far releases pages of widgets, whose reference cycles only a full collection frees:
     left to the collector, ~200 messages' worth came due at once under the user's PageUps. Once

@@ -36,6 +36,7 @@ def _image_urls(messages: list[dict]) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_second_build_reads_no_image_from_disk(env):
     image_cache.cache.clear()
     conversation = _conversation_with_images(env, images=50, messages=400)

@@ -161,6 +161,7 @@ def test_templates_that_run_an_image_program_directly_are_accepted(template):
 HOSTILE = ["$(touch {m})", "; touch {m}", "`touch {m}`", "a cat' ; touch {m} ; echo '", 'x" && touch {m} && "']
 
 
+@pytest.mark.slow
 async def test_hostile_prompts_arrive_as_text_through_the_default_template(env, tmp_path):
     marker = tmp_path / "ran"
     assert json.loads(env.reload_profile().image_command) == ["flux2", "{prompt}", "{output}"]

@@ -143,6 +143,7 @@ def kitty_commands(text: str) -> list[tuple[dict[str, str], str]]:
     return out
 
 
+@pytest.mark.slow
 async def test_kitty_direct_placement_sends_the_file_and_places_it(env, monkeypatch):
     """For kitty 0.26: the PNG goes over once (decoded here to the same pixels) and is placed over
     exactly the widget's cells; covering, leaving or closing deletes the placement."""

@@ -6,6 +6,7 @@ import os
 import stat
 from pathlib import Path
 
+import pytest
 from test_carousel import image_conversation, make, settle
 
 from tui_agent.ui import image_open
@@ -42,6 +43,7 @@ def fake_viewer(tmp_path: Path, exit_code: int, message: str = "") -> Path:
     return folder
 
 
+@pytest.mark.slow
 async def test_f3_opens_the_full_size_screen_and_moves_through_the_images(env):
     image_conversation(env)
     app = make(env)
@@ -63,6 +65,7 @@ async def test_f3_opens_the_full_size_screen_and_moves_through_the_images(env):
         assert not isinstance(app.screen, ImageViewerScreen)
 
 
+@pytest.mark.slow
 async def test_save_a_copy_names_the_real_file(env, tmp_path, monkeypatch):
     image_conversation(env)
     downloads = tmp_path / "Downloads"
@@ -94,6 +97,7 @@ async def test_save_into_an_unwritable_place_says_so(env, tmp_path, monkeypatch)
         assert message.startswith("Could not save a copy of shape-1.png")
 
 
+@pytest.mark.slow
 async def test_no_viewer_installed_says_so(env, monkeypatch, tmp_path):
     image_conversation(env)
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
@@ -127,6 +131,7 @@ async def test_the_viewer_runs_and_is_reaped(env, monkeypatch, tmp_path):
         assert "Asked xdg-open to open shape-1.png" in notifications(app)
 
 
+@pytest.mark.slow
 async def test_a_failing_viewer_is_reported(env, monkeypatch, tmp_path):
     image_conversation(env)
     monkeypatch.setenv("PATH", f"{fake_viewer(tmp_path, 4, 'no method available for opening it')}{os.pathsep}/usr/bin")

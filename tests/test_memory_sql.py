@@ -184,6 +184,7 @@ HOSTILE = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("query", HOSTILE)
 async def test_hostile_statements_are_refused_and_change_nothing(mem, query):
     profiles.set_field(mem.profile, "sql_update_approval", "auto")
@@ -247,6 +248,7 @@ HIDING = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("query", HIDING)
 async def test_memory_tool_rows_are_never_returned(mem, query):
     result = await sql(mem, query)

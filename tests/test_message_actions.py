@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 
+import pytest
 from fake_openai import Reply
 from helpers import rows
 
@@ -52,6 +53,7 @@ def copied(written: list[str]) -> list[str]:
     return [base64.b64decode(w[len(prefix) : -1]).decode() for w in written if w.startswith(prefix)]
 
 
+@pytest.mark.slow
 async def test_cursor_moves_through_messages_and_back_to_the_composer(env):
     env.fake.script(Reply(text="one"), Reply(text="two"))
     app = make(env)
@@ -84,6 +86,7 @@ async def test_click_selects_a_message(env):
         assert app.chat_log.cursor is user and user.has_class("-cursor")
 
 
+@pytest.mark.slow
 async def test_copy_message_and_code_block_send_osc52(env):
     env.fake.script(Reply(text=REPLY))
     app = make(env)
@@ -118,6 +121,7 @@ async def test_copy_to_prompt(env):
         assert app.composer.text == "reuse me" and app.focused is app.composer
 
 
+@pytest.mark.slow
 async def test_regenerate_keeps_alternatives_and_left_right_switch(env):
     env.fake.script(Reply(text="first answer"), Reply(text="second answer"), Reply(text="later"))
     app = make(env)
@@ -150,6 +154,7 @@ async def test_regenerate_keeps_alternatives_and_left_right_switch(env):
     ]
 
 
+@pytest.mark.slow
 async def test_edit_and_resend_branches_and_the_marker_switches_back(env):
     env.fake.script(Reply(text="A"), Reply(text="B"), Reply(text="C"))
     app = make(env)
@@ -226,6 +231,7 @@ async def test_export_from_the_app_never_overwrites_or_follows_a_link(env, tmp_p
     assert all("## Assistant\n\nexported" in p.read_text() for p in written)
 
 
+@pytest.mark.slow
 async def test_theme_is_remembered_across_runs_from_palette_or_sidebar(env):
     from textual.widgets import Select
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from fake_openai import Reply
 from helpers import done, rows, run_turn
 from textual.widgets import Input, Markdown, TextArea
@@ -130,6 +131,7 @@ async def test_brackets_survive_in_search_hits_and_slash_hints(env):
 
 
 # ------------------------------------------------------------------ 5. focus
+@pytest.mark.slow
 async def test_closing_panels_and_modals_returns_focus_to_the_composer(env):
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -201,6 +203,7 @@ async def test_the_profile_option_applies_to_this_run_only(env):
 
 
 # ------------------------------------------------------------------ 8. status line
+@pytest.mark.slow
 async def test_status_line_states(env):
     env.fake.script(
         Reply(text="slow start", hang_s=1.0),

@@ -160,6 +160,7 @@ async def test_server_refusing_tools_with_stream_gets_a_non_streaming_request(pe
     assert [(c["name"], c["id"]) for c in _calls(stored)] == [("get_weather", "7MVSuZzOqGSx8G5fMdjzBRJxMP5xLfZe")]
 
 
+@pytest.mark.slow
 async def test_a_timeout_after_the_request_went_out_is_not_sent_again(env):
     from fake_openai import Reply
 

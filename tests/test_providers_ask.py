@@ -111,6 +111,7 @@ def test_ask_reasoning_is_dimmed_when_stderr_is_a_terminal(replay_vault):
     assert b"\x1b[2mthinking: Greet back briefly.\x1b[0m" in captured
 
 
+@pytest.mark.slow
 def test_ask_runs_gemini_parallel_calls_and_sends_the_signature_back(replay_vault):
     replay, vault = replay_vault
     replay.script("gemini_no_index_signature.sse")
@@ -160,6 +161,7 @@ def test_ask_errors_are_one_line_naming_the_servers_message(replay_vault, fixtur
     assert all(r[3] != "streaming" for r in stored(vault))
 
 
+@pytest.mark.slow
 def test_ask_transient_midstream_error_keeps_the_partial_and_asks_once_more(replay_vault):
     replay, vault = replay_vault
     replay.script("openrouter_midstream_transient.sse")
@@ -175,6 +177,7 @@ def test_ask_transient_midstream_error_keeps_the_partial_and_asks_once_more(repl
     ]
 
 
+@pytest.mark.slow
 def test_ask_keeps_unicode_line_separators_in_the_answer_and_in_tool_arguments(replay_vault):
     """Raw U+2028/U+2029/U+0085 inside a chunk's JSON: the turn completes and stores them as sent."""
     replay, vault = replay_vault

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 from fake_openai import Reply
 from test_follow import make, until
 
@@ -21,6 +22,7 @@ def queued_line(app) -> str:
     return str(lines[0].render()) if lines else ""
 
 
+@pytest.mark.slow
 async def test_a_message_sent_during_a_reply_waits_visibly_and_goes_as_its_own_turn(env):
     hold = threading.Event()
     env.fake.script(Reply(text="first reply", hold=hold), Reply(text="second reply"), Reply(text="third reply"))
@@ -44,6 +46,7 @@ async def test_a_message_sent_during_a_reply_waits_visibly_and_goes_as_its_own_t
         assert queued_line(app) == ""
 
 
+@pytest.mark.slow
 async def test_a_cancelled_reply_gives_the_queued_message_back_unglued(env):
     hold = threading.Event()
     env.fake.script(Reply(text="first reply", hold=hold))

@@ -7,6 +7,7 @@ import asyncio
 import sqlite3
 import threading
 
+import pytest
 from history_filler import fill_history
 from textual.command import CommandInput, CommandList, CommandPalette
 
@@ -31,6 +32,7 @@ def prompts(palette: CommandPalette) -> list[str]:
     return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
 
 
+@pytest.mark.slow
 async def test_typing_cancels_the_search_before_and_never_waits_for_it(env, monkeypatch):
     """The search for "lo" is held in its thread until it is told to stop; meanwhile the rest of
     the word is typed (the input takes each key at once), the held search sees it is cancelled,

@@ -210,6 +210,7 @@ def screen_text(app: AgentApp) -> str:
     return "\n".join("".join(parts) for _, parts in sorted(lines.items()))
 
 
+@pytest.mark.slow
 async def test_tool_arguments_results_and_approval_questions_are_shown_safely(env):
     import json
 

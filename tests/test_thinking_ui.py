@@ -45,6 +45,7 @@ async def run(app, pilot, text: str) -> None:
         ("llamacpp_unopened_think.sse", "Hello! How can I help?", "Okay, the user greets me."),
     ],
 )
+@pytest.mark.slow
 async def test_thinking_block_above_the_reply_collapses_and_reopens(env, replay, fixture, answer, reasoning):
     replay.script(fixture)
     app = make(env)

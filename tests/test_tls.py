@@ -68,12 +68,14 @@ def ask(url: str, env: dict[str, str]) -> list[str]:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_a_certificate_the_system_trusts_is_accepted(https_server):
     server, url, cert = https_server
     server.script(Reply(text="over TLS"))
     assert ask(url, {"SSL_CERT_FILE": str(cert)}) == ["ok", "over TLS"]
 
 
+@pytest.mark.slow
 def test_an_unknown_certificate_is_refused(https_server):
     server, url, _ = https_server
     server.script(Reply(text="must not be read"))

@@ -7,6 +7,7 @@ import asyncio
 import gc
 
 import peewee as pw
+import pytest
 from fake_openai import Reply
 from helpers import EchoTool, make_loop, rows
 
@@ -85,6 +86,7 @@ async def test_a_store_failure_while_closing_does_not_break_the_close(env, monke
         await loop.aclose()
 
 
+@pytest.mark.slow
 async def test_an_unset_api_key_is_reported_and_the_welcome_line_comes_back(env, monkeypatch):
     """The profile names an API key variable that is not set: the app starts and says so (it
     crashed right after the first paint), and a message that cannot go keeps its text and the

@@ -162,6 +162,7 @@ async def test_attach_url_downloads_into_uploads(env, http_files):
         ("bomb", "decompression bomb"),
     ],
 )
+@pytest.mark.slow
 async def test_attach_refuses_bad_downloads(env, http_files, route, expected):
     base, routes = http_files
     if route == "bomb":

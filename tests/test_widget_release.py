@@ -84,6 +84,7 @@ async def test_a_page_released_by_scrolling_is_freed_without_a_full_collection(e
         assert alive <= len(refs) // 4, f"{alive} of {len(refs)} released widgets still alive"
 
 
+@pytest.mark.slow
 async def test_switching_conversations_frees_the_one_shown_before(env, young_collections_only):
     first = _long_conversation(60)
     second = history.new_conversation("other").id
