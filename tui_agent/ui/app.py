@@ -205,7 +205,7 @@ class AgentApp(StartupMixin):
         self.composer.remember(text)
         self.composer.clear()
         attachments, self.pending_attachments = self.pending_attachments, []
-        self._show_pending()
+        self.show_pending_attachments()
         edit_of, self.editing = self.editing, None
         # Scrolled up far (or jumped to a search hit, or moved the message cursor): back to the end,
         # following the message and its reply.
