@@ -163,7 +163,7 @@ class ImageCarousel(Vertical, can_focus=True):
             )
         px = self.pixels(path) or (1, 1)
         cols, rows = fit(px, self._box[0], self._box[1])
-        widget: Widget = self.app.image_class(str(path), classes="carousel-image")  # type: ignore[attr-defined]
+        widget: Widget = host_of(self.app).image_class(str(path), classes="carousel-image")
         widget.styles.width = cols
         widget.styles.height = rows
         return widget

@@ -1,4 +1,4 @@
-"""What a widget reads of the app it is in, typed in one place (a leaf: it imports nothing of ours).
+"""What a widget reads of the app it is in, typed in one place (a leaf: ui/images only inside PLAIN.image_class).
 
 ``AgentApp`` is a ``WidgetHost`` (mypy checks it: see the end of ui/app.py). A plain Textual app
 (a test's, a screen run alone) is not: its widgets get ``PLAIN``'s answers (animated, nothing hidden,
@@ -38,6 +38,10 @@ class WidgetHost(Protocol):
     def idle_gc(self) -> IdleHook | None: ...
     @property
     def mcp(self) -> McpStates | None: ...
+    @property
+    def image_class(self) -> type:
+        """The widget class that draws images on this terminal (ui/images.image_class)."""
+
     def when_painted(self, callback: Callable[[], object]) -> None: ...
 
 
@@ -53,6 +57,12 @@ class _Plain:
     @property
     def clock(self) -> Callable[[], float]:
         return lambda: 0.0
+
+    @property
+    def image_class(self) -> type:
+        from tui_agent.ui.images import image_class  # the terminal's choice, as the app makes it
+
+        return image_class(None)
 
     def when_painted(self, callback: Callable[[], object]) -> None:
         callback()

@@ -39,7 +39,7 @@ class StatusLine(Static):
             self.update(visible(self._live()))
 
     def _now(self) -> float:
-        return float(self.app.clock())  # type: ignore[attr-defined]
+        return float(host_of(self.app).clock())
 
     def show(self, text: str, *, state: str = "idle") -> None:
         self._live = None
