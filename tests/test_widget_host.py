@@ -55,3 +55,19 @@ async def test_a_plain_app_gives_its_widgets_the_defaults() -> None:
         assert spinner._started == 0.0
         assert toggle_all(app) is False  # nothing stored anywhere: PLAIN stays as it is
         assert PLAIN.thinking_hidden is False
+
+
+def test_the_turn_uses_only_the_apps_public_interface() -> None:
+    """turn_runner and turn_view are typed by ui/host.TurnHost (no private member in it) and touch
+    nothing private of the app (it was ``_preloaded()``, ``_preload_done``, ``_show_pending()``, ``_title()``)."""
+    from tui_agent.ui.host import TurnHost
+
+    members = sorted(TurnHost.__protocol_attrs__) if hasattr(TurnHost, "__protocol_attrs__") else None
+    if members is None:  # Python 3.11: what the class defines, less typing's own bookkeeping
+        members = [n for n in vars(TurnHost) if not n.startswith("__") and n not in ("_is_protocol", "_abc_impl")]
+        members += list(TurnHost.__annotations__)
+    assert "client_ready" in members and "show_pending_attachments" in members
+    assert [name for name in members if name.startswith("_")] == []
+    for name in ("turn_runner.py", "turn_view.py"):
+        text = (UI / name).read_text(encoding="utf-8")
+        assert re.findall(r"\bapp\._\w+", text) == [], name

@@ -78,7 +78,7 @@ async def run_turn(
             if bubble is not None and bubble.is_attached:
                 await bubble.remove()
             for welcome in app.chat_log.query(".welcome"):
-                welcome.display = True  # hidden at Enter (app._submitted)
+                welcome.display = True  # hidden at Enter (AgentApp._submitted)
             # Nothing was stored (a bad /attach, say): nothing is lost, the text goes back.
             if not app.composer.text:
                 app.composer.load_text(text)
