@@ -17,7 +17,7 @@ from tui_agent.core import events as ev
 from tui_agent.core import llm, profiles, slash
 from tui_agent.core.ahead import Ahead
 from tui_agent.core.context import ContextBuilder
-from tui_agent.core.limits import MAX_MESSAGE_CHARS
+from tui_agent.core.limits import message_too_long
 from tui_agent.core.reply import Reply as _Reply
 from tui_agent.core.reply import call_dict as _call_dict
 from tui_agent.core.reply import temperature as _temperature
@@ -117,12 +117,8 @@ class AgentLoop:
     async def _turn(
         self, conversation_id: int | None, text: str, attachments: Sequence[str], edit_of: int | None
     ) -> AsyncGenerator[ev.Event, None]:
-        if len(text) > MAX_MESSAGE_CHARS:
-            yield ev.ErrorEvent(
-                f"message too long ({len(text):,} characters; the limit is {MAX_MESSAGE_CHARS:,}): "
-                "nothing was sent; attach long text as a file or shorten it",
-                "usage",
-            )
+        if (too_long := message_too_long(text)) is not None:
+            yield ev.ErrorEvent(too_long, "usage")
             yield ev.Done("error", conversation_id)
             return
         try:
@@ -131,11 +127,11 @@ class AgentLoop:
             yield ev.ErrorEvent(str(exc), "usage")
             yield ev.Done("error", conversation_id)
             return
-        if command is not None and command.name == "help":
+        if command is not None and command.name == slash.HELP:
             yield ev.Notice(slash.help_text())
             yield ev.Done("complete", conversation_id)
             return
-        if command is not None and command.name == "new":
+        if command is not None and command.name == slash.NEW:
             conversation = history.new_conversation()
             yield ev.ConversationChanged(conversation.id)
             yield ev.Done("complete", conversation.id)

@@ -28,6 +28,7 @@ COMMANDS: list[SlashSpec] = [
     SlashSpec("help", "/help", "list commands and key bindings"),
 ]
 _BY_NAME = {spec.name: spec for spec in COMMANDS}
+HELP, NEW = "help", "new"  # answered at once, nothing sent: the TUI shows its help / new chat, the loop and `ask` too
 
 
 class SlashCommand:
@@ -77,7 +78,7 @@ def parse(text: str) -> SlashCommand | None:
     spec = _BY_NAME.get(name)
     if spec is None:
         raise SlashError(f"unknown command /{name}; /help lists the commands (start with // to send a literal /)")
-    if name in ("new", "help"):
+    if name in (NEW, HELP):
         return SlashCommand(name)
     if not rest:
         raise SlashError(f"usage: {spec.usage}")

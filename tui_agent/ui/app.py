@@ -17,7 +17,7 @@ from textual.widgets import Header, Static
 from textual.worker import Worker, WorkerState
 
 from tui_agent.core import profiles, slash
-from tui_agent.core.limits import MAX_MESSAGE_CHARS
+from tui_agent.core.limits import message_too_long
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Profile
 from tui_agent.core.vault import Vault
@@ -38,6 +38,7 @@ from tui_agent.ui.widgets.status import StatusLine
 if TYPE_CHECKING:
     from tui_agent.core.llm import LLMClient
     from tui_agent.core.tools.registry import ToolRegistry
+    from tui_agent.ui.widgets.host import WidgetHost
 
 log = logging.getLogger("tui_agent.ui")
 
@@ -88,6 +89,7 @@ class AgentApp(StartupMixin):
         self._llm_clients: dict[tuple[str, str, float, str], LLMClient] = {}
         self.clock = clock
         self.live_motion = animate
+        self.thinking_hidden = False  # every thinking block hidden (Ctrl+G): widgets/thinking.toggle_all
         self.freeze_gc_after_preload = False  # set by run_app: tests keep the collector as it is
         self.conversation_id: int | None = None
         self.turns: dict[int | None, Worker[None]] = {}
@@ -175,11 +177,8 @@ class AgentApp(StartupMixin):
     @on(Composer.Submitted)
     async def _submitted(self, event: Composer.Submitted) -> None:
         text = event.text.strip()
-        if len(text) > MAX_MESSAGE_CHARS:
-            self.notify(
-                f"Message too long ({len(text):,} characters; limit {MAX_MESSAGE_CHARS:,}). Nothing was sent.",
-                severity="error",
-            )
+        if (too_long := message_too_long(text)) is not None:  # core's rule, as the loop and `ask` apply it
+            self.notify(too_long[:1].upper() + too_long[1:], severity="error")
             return
         if self.conversation_id in self.turns:
             if self.editing is not None:
@@ -190,22 +189,22 @@ class AgentApp(StartupMixin):
             self.composer.clear()
             await self.send_queue.add(self.conversation_id, text)
             return
-        if text in ("/help", "/new"):
+        try:
+            command = slash.parse(text)  # core's parser: the loop reads the same text the same way
+        except slash.SlashError as exc:
+            await self.chat_log.mount(ErrorCard(friendly("usage", str(exc))))
+            return
+        if command is not None and command.name in (slash.HELP, slash.NEW):  # nothing to send: done here
             self.composer.clear()
-            if text == "/help":
+            if command.name == slash.HELP:
                 await self.action_help()
             else:
                 await self.action_new_conversation()
             return
-        try:
-            slash.parse(text)
-        except slash.SlashError as exc:
-            await self.chat_log.mount(ErrorCard(friendly("usage", str(exc))))
-            return
         self.composer.remember(text)
         self.composer.clear()
         attachments, self.pending_attachments = self.pending_attachments, []
-        self._show_pending()
+        self.show_pending_attachments()
         edit_of, self.editing = self.editing, None
         # Scrolled up far (or jumped to a search hit, or moved the message cursor): back to the end,
         # following the message and its reply.
@@ -289,3 +288,9 @@ class AgentApp(StartupMixin):
             pass
         elif any(hints.has_class("-visible") for hints in self.query(SlashHints)):
             self.composer.clear()
+
+
+if TYPE_CHECKING:
+
+    def _gives_widgets_what_they_read(app: AgentApp) -> WidgetHost:
+        return app  # mypy: AgentApp is a WidgetHost (widgets/host.py)

@@ -101,6 +101,14 @@ class ConversationsApp(App[None]):
         self.sub_title = self._title()
         await self._reload_conversation_list()
 
+    async def show_title(self) -> None:
+        """The conversation's title in the header and the sidebar, as stored now (a new one is
+        titled by its first message)."""
+        title = self._title()
+        if title != self.sub_title:
+            self.sub_title = title
+            await self._reload_conversation_list()
+
     async def _reload_conversation_list(self) -> None:
         for conversations in self.query("ConversationList"):
             await conversations.reload(self.conversation_id)  # type: ignore[attr-defined]

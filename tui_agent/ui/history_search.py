@@ -20,7 +20,7 @@ from tui_agent.core.store.models import Message
 from tui_agent.core.textsafe import visible
 
 if TYPE_CHECKING:
-    from tui_agent.ui.app import AgentApp
+    from tui_agent.ui.host import SearchHost
 
 MIN_CHARS = 2
 
@@ -101,7 +101,7 @@ class HistorySearch(Provider):
     async def _page(
         self, text: str, before: int | None
     ) -> AsyncIterator[tuple[float, Content, Callable[[], Any], str]]:
-        app = cast("AgentApp", self.app)
+        app = cast("SearchHost", self.app)
         try:
             page = await self.searcher.page(text, before)
         except store_search.QueryError as exc:
@@ -124,7 +124,7 @@ class HistorySearch(Provider):
             yield (
                 score - 0.0001,
                 Content(f"Older hits for {visible(text)!r}…"),
-                partial(open_older, app, text, page.before),
+                partial(open_older, self.app, text, page.before),
                 escape(f"the next {store_search.PAGE} before message {page.before}{looked}"),
             )
 

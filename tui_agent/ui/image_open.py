@@ -1,4 +1,5 @@
-"""Opening an image from the chat: the full-size screen, an external viewer, a saved copy.
+"""Opening an image from the chat outside the app: an external viewer, a saved copy (the full-size
+screen and the browser tab: ``image_show``).
 
 Each action reports only what really happened: no viewer found says so, a viewer that fails
 says its exit status, a saved copy names its real path. Viewer processes are always reaped.
@@ -18,29 +19,6 @@ if TYPE_CHECKING:
     from textual.app import App
 
 log = logging.getLogger("tui_agent.ui.images")
-
-
-def open_full_size(app: App[Any], path: Path, paths: list[Path]) -> None:
-    """F3 / ``o``: the in-app image screen (in a browser under ``serve``)."""
-    if not path.is_file():
-        app.notify(f"{path.name} is no longer in the vault", severity="error")
-        return
-    from tui_agent.ui.images import served_in_browser
-
-    if served_in_browser():
-        open_in_browser(app, path)
-        return
-    from tui_agent.ui.screens.image_viewer import ImageViewerScreen
-
-    shown = paths if path in paths else [path]
-    app.push_screen(ImageViewerScreen(shown, shown.index(path)))
-
-
-def open_in_browser(app: App[Any], path: Path) -> None:
-    """Under ``serve``: a new browser tab at the guarded ``/media/`` route (a download without it)."""
-    from tui_agent.ui.served_images import open_served_image
-
-    open_served_image(app, app.vault, path)  # type: ignore[attr-defined]
 
 
 def viewer_command() -> str | None:

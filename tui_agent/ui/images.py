@@ -17,7 +17,7 @@ import sys
 import threading
 from typing import Any
 
-from tui_agent.ui.terminal_probe import IMAGE_ENV, Probe
+from tui_agent.ui.terminal_probe import IMAGE_ENV, Probe, served_in_browser
 
 log = logging.getLogger("tui_agent.ui.images")
 
@@ -25,11 +25,6 @@ _probe: Probe | None = None
 _classes: dict[str, type] = {}
 _textual_image_lock = threading.Lock()
 _textual_image_loaded = False
-
-
-def served_in_browser() -> bool:
-    """Run by textual-serve (it sets TERM_PROGRAM) or by ``tui-agent serve``: the terminal is a page."""
-    return os.environ.get("TERM_PROGRAM") == "textual" or os.environ.get("TUI_AGENT_SERVED") == "1"
 
 
 class _NotATty:

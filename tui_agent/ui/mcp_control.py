@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from tui_agent.core.mcp import config as mcp_config
     from tui_agent.core.mcp.manager import McpManager
-    from tui_agent.ui.app import AgentApp
+    from tui_agent.ui.host import McpHost
 
 log = logging.getLogger("tui_agent.ui")
 TURN_WAIT_S = 10.0
@@ -27,7 +27,7 @@ def _import_sdk() -> None:
 
 
 class McpControl:
-    def __init__(self, app: AgentApp) -> None:
+    def __init__(self, app: McpHost) -> None:
         self.app = app
         self.manager: McpManager | None = None
         self._starting: asyncio.Task[None] | None = None

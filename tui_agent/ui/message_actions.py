@@ -116,7 +116,7 @@ class MessageActionsMixin(ConversationsApp):
         """Every copy (ours and Textual's text selection) goes every way available, and says which."""
         from tui_agent.core.textsafe import clipboard_text
         from tui_agent.ui.clipboard import copy_text
-        from tui_agent.ui.images import served_in_browser
+        from tui_agent.ui.terminal_probe import served_in_browser
 
         self._clipboard = clipboard_text(text)
         driver = self._driver
@@ -219,7 +219,7 @@ class MessageActionsMixin(ConversationsApp):
     def _export(self, fmt: str) -> None:
         from tui_agent.core import export
         from tui_agent.core.store import history
-        from tui_agent.ui.images import served_in_browser
+        from tui_agent.ui.terminal_probe import served_in_browser
 
         if self.conversation_id is None:
             self.notify("Nothing to export yet.")

@@ -82,10 +82,10 @@ class PanelActionsMixin(MessageActionsMixin):
             await self.chat_log.mount(ErrorCard(friendly("attachment", str(exc))))
             return
         self.pending_attachments.append(relative)
-        self._show_pending()
+        self.show_pending_attachments()
         self.composer.focus()
 
-    def _show_pending(self) -> None:
+    def show_pending_attachments(self) -> None:
         pending = self.query_one("#pending-attachments", Static)
         text = visible("📎 " + ", ".join(self.pending_attachments)) if self.pending_attachments else ""
         if text != pending.content:  # unchanged (none before, none now): not laid out again
@@ -153,7 +153,7 @@ class PanelActionsMixin(MessageActionsMixin):
 
     @on(ImageCarousel.OpenRequested)
     def _open_image(self, event: ImageCarousel.OpenRequested) -> None:
-        from tui_agent.ui.image_open import open_full_size
+        from tui_agent.ui.image_show import open_full_size
 
         shown = [p for carousel in self.chat_log.query(ImageCarousel) for p in carousel.paths]
-        open_full_size(self, event.path, list(dict.fromkeys(shown)) or event.paths)
+        open_full_size(self, self.vault, event.path, list(dict.fromkeys(shown)) or event.paths)

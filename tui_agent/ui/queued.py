@@ -12,14 +12,14 @@ from textual.widgets import Static
 from tui_agent.core.textsafe import visible
 
 if TYPE_CHECKING:
-    from tui_agent.ui.app import AgentApp
+    from tui_agent.ui.host import QueueHost
 
 LINE_ID = "queued"
 PREVIEW_CHARS = 60
 
 
 class SendQueue:
-    def __init__(self, app: AgentApp) -> None:
+    def __init__(self, app: QueueHost) -> None:
         self.app = app
         self.waiting: list[str] = []
         self.conversation_id: int | None = None  # the conversation they were written in

@@ -56,7 +56,7 @@ def download_image(app: App[Any], path: Path) -> None:
     if not path.is_file():
         app.notify(f"{path.name} is no longer in the vault", severity="error")
         return
-    from tui_agent.ui.images import served_in_browser
+    from tui_agent.ui.terminal_probe import served_in_browser
 
     if not served_in_browser():
         from tui_agent.ui.image_open import save_copy

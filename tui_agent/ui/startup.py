@@ -145,6 +145,12 @@ class StartupMixin(PanelActionsMixin):
         warmup.first_words_shown()
         self.call_later(self._mount_footer)
 
+    async def client_ready(self) -> None:
+        """Wait for the preload (started now if it was not): two threads importing openai at once
+        can see a half-initialised module, so a turn builds nothing before it is done."""
+        self._preloaded()
+        await self._preload_done.wait()
+
     def _preloaded(self) -> Worker[None]:
         if self._preload is None:
             from tui_agent.core.llm_errors import LLMError

@@ -216,10 +216,13 @@ def _tty_cell() -> tuple[int, int] | None:
     return None
 
 
+def served_in_browser() -> bool:
+    """Run by textual-serve (it sets TERM_PROGRAM) or by ``tui-agent serve``: the terminal is a page."""
+    return os.environ.get("TERM_PROGRAM") == "textual" or os.environ.get("TUI_AGENT_SERVED") == "1"
+
+
 def probe(first_run: bool = False) -> Probe:
     """Ask the terminal (only when stdin and stdout are a tty); never after the first paint."""
-    from tui_agent.ui.images import served_in_browser
-
     choice = (os.environ.get(IMAGE_ENV) or "auto").lower()
     if choice not in CHOICES:
         log.warning("%s=%s is not one of %s: using auto", IMAGE_ENV, choice, ", ".join(CHOICES))

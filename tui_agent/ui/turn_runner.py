@@ -19,12 +19,12 @@ from tui_agent.ui.turn_view import TurnView
 from tui_agent.ui.widgets.bubbles import ErrorCard
 
 if TYPE_CHECKING:
-    from tui_agent.ui.app import AgentApp
+    from tui_agent.ui.host import TurnHost
     from tui_agent.ui.widgets.bubbles import UserBubble
 
 
 async def run_turn(
-    app: AgentApp,
+    app: TurnHost,
     conversation_id: int | None,
     text: str,
     attachments: list[str],
@@ -39,9 +39,7 @@ async def run_turn(
     warmup.turn_started()
     view = TurnView(app, conversation_id, user_bubble=bubble)
     started = retry or regenerate is not None  # until the user's message is stored, a failure gives the text back
-    # Two threads importing openai at once can see a half-initialised module: wait for the preload.
-    app._preloaded()
-    await app._preload_done.wait()
+    await app.client_ready()
     await app.mcp.before_turn()
     try:
         profile = app.profile  # read once: each read is two queries
@@ -80,13 +78,13 @@ async def run_turn(
             if bubble is not None and bubble.is_attached:
                 await bubble.remove()
             for welcome in app.chat_log.query(".welcome"):
-                welcome.display = True  # hidden at Enter (app._submitted)
+                welcome.display = True  # hidden at Enter (AgentApp._submitted)
             # Nothing was stored (a bad /attach, say): nothing is lost, the text goes back.
             if not app.composer.text:
                 app.composer.load_text(text)
                 app.composer.move_cursor(app.composer.document.end)
             app.pending_attachments = attachments + app.pending_attachments
-            app._show_pending()
+            app.show_pending_attachments()
         me = get_current_worker()
         for key in {conversation_id, view.conversation_id}:
             if app.turns.get(key) is me:

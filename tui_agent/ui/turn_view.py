@@ -14,7 +14,7 @@ from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard, NoticeCard,
 from tui_agent.ui.widgets.context_meter import ContextMeter
 
 if TYPE_CHECKING:
-    from tui_agent.ui.app import AgentApp
+    from tui_agent.ui.host import TurnHost
     from tui_agent.ui.widgets.tool_block import ToolProgress
 
 THINKING = ".thinking-block"  # a ThinkingBlock (imported with the first one: widgets/thinking)
@@ -39,7 +39,7 @@ class DetachedStatus:
 
 
 class TurnView:
-    def __init__(self, app: AgentApp, conversation_id: int | None, *, user_bubble: UserBubble | None = None) -> None:
+    def __init__(self, app: TurnHost, conversation_id: int | None, *, user_bubble: UserBubble | None = None) -> None:
         self.app = app
         self.user_bubble = user_bubble  # shown when Enter was pressed, adopted when the message is stored
         self.log = app.chat_log
@@ -178,13 +178,8 @@ class TurnView:
             status.done(event.status, self.started)
 
     async def _show_title(self) -> None:
-        app = self.app
-        if app.conversation_id != self.conversation_id:
-            return
-        title = app._title()
-        if title != app.sub_title:
-            app.sub_title = title
-            await app._reload_conversation_list()
+        if self.app.conversation_id == self.conversation_id:
+            await self.app.show_title()
 
     async def _show_alternatives(self, bubble: AssistantBubble) -> None:
         from tui_agent.core.store import branches

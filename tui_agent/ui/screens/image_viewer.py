@@ -17,6 +17,7 @@ from textual.widgets import Footer, Static
 
 from tui_agent.core.textsafe import visible
 from tui_agent.ui.widgets.carousel import image_pixels
+from tui_agent.ui.widgets.host import host_of
 
 
 class ImageViewerScreen(Screen[None]):
@@ -66,7 +67,7 @@ class ImageViewerScreen(Screen[None]):
         if pixels is None:
             return Static(visible(f"image unavailable: {self.current.name}"), classes="viewer-missing", markup=False)
         cols, rows = fit(pixels, *room)
-        widget: Widget = self.app.image_class(str(self.current), classes="viewer-image")  # type: ignore[attr-defined]
+        widget: Widget = host_of(self.app).image_class(str(self.current), classes="viewer-image")
         widget.styles.width = cols
         widget.styles.height = rows
         return widget

@@ -24,6 +24,7 @@ from textual.widgets import Button, Static
 
 from tui_agent.core.images import ImageCheckError, header_size, verify_image
 from tui_agent.core.textsafe import visible
+from tui_agent.ui.widgets.host import host_of
 
 MAX_COLS = 100  # wider than this, a picture is too much for a chat bubble
 MAX_ROWS_SHARE = 0.45  # of the screen height
@@ -85,11 +86,7 @@ class ImageCarousel(Vertical, can_focus=True):
         # paint (text first: the image library and the encoding do not hold up the screen).
         self._box = self._slot_size()
         self.query_one(".carousel-slot", Center).styles.height = self._box[1] if self._box[1] else "auto"
-        when_painted = getattr(self.app, "when_painted", None)
-        if callable(when_painted):
-            when_painted(self._show_soon)
-        else:
-            self._show_soon()
+        host_of(self.app).when_painted(self._show_soon)  # at once in an app that is not ours
         # The terminal's size changes the rows allowed even when this widget's width does not.
         self.screen.screen_layout_refresh_signal.subscribe(self, self._layout_refreshed)
 
@@ -166,7 +163,7 @@ class ImageCarousel(Vertical, can_focus=True):
             )
         px = self.pixels(path) or (1, 1)
         cols, rows = fit(px, self._box[0], self._box[1])
-        widget: Widget = self.app.image_class(str(path), classes="carousel-image")  # type: ignore[attr-defined]
+        widget: Widget = host_of(self.app).image_class(str(path), classes="carousel-image")
         widget.styles.width = cols
         widget.styles.height = rows
         return widget

@@ -16,6 +16,7 @@ from tui_agent.core.store.models import Message
 from tui_agent.core.vault import Vault
 from tui_agent.ui.reply_preview import preview
 from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard, UserBubble
+from tui_agent.ui.widgets.host import host_of
 from tui_agent.ui.widgets.log_release import KEEP, PAGE, Card, PageReleaseMixin, is_marker, message_id_of
 from tui_agent.ui.widgets.message_cursor import CURSOR_BINDINGS, MessageCursorMixin
 
@@ -363,7 +364,7 @@ class ChatLog(PageReleaseMixin, MessageCursorMixin, VerticalScroll):
             self._anchor_released = True  # the end of what is mounted is not the end: do not follow it
         if self._settling:
             return
-        idle_gc = getattr(self.app, "idle_gc", None)
+        idle_gc = host_of(self.app).idle_gc
         if idle_gc is not None:
             idle_gc.input_seen()  # scrolling is input: no collection under it
         if new_value < old_value and new_value <= self.size.height and self.has_older and not self._loading:

@@ -15,6 +15,7 @@ from textual.widgets.option_list import Option
 
 from tui_agent.core import slash
 from tui_agent.core.textsafe import clipboard_text
+from tui_agent.ui.widgets.host import host_of
 
 
 class Composer(TextArea):
@@ -58,7 +59,7 @@ class Composer(TextArea):
         self._recall, self._recall_source, self._recall_index = [], source, None
 
     def on_mount(self) -> None:
-        self.cursor_blink = getattr(self.app, "live_motion", True)
+        self.cursor_blink = host_of(self.app).live_motion
 
     async def _on_key(self, event: events.Key) -> None:
         key = event.key

@@ -16,6 +16,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from tui_agent.ui.gc_tuning import nodes_to_unlink, unlink_removed
+from tui_agent.ui.widgets.host import host_of
 
 if TYPE_CHECKING:
     from textual.containers import VerticalScroll
@@ -80,7 +81,7 @@ class PageReleaseMixin(_Base):
     def _released_while_scrolling(self) -> None:
         """The pages just released are garbage the collector frees only in a full collection: the
         app runs it once the user stops scrolling for a moment (gc_tuning.IdleCollector)."""
-        idle_gc = getattr(self.app, "idle_gc", None)
+        idle_gc = host_of(self.app).idle_gc
         if idle_gc is not None:
             idle_gc.released()
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from textual import on
 from textual.app import ComposeResult
@@ -13,6 +12,7 @@ from textual.widgets import Label, Static, Switch
 from tui_agent.core import profiles
 from tui_agent.core.mcp import config as mcp_config
 from tui_agent.core.textsafe import visible
+from tui_agent.ui.widgets.host import host_of
 from tui_agent.ui.widgets.sidebar_messages import McpStateChanged
 
 STATE_TEXT = {
@@ -56,7 +56,7 @@ class McpServerList(Vertical):
         self.refresh_states()
 
     def _states(self) -> dict[str, tuple[str, str]]:
-        control: Any = getattr(self.app, "mcp", None)
+        control = host_of(self.app).mcp
         return control.states() if control is not None else {}
 
     def _text(self, server: mcp_config.ServerConfig, states: dict[str, tuple[str, str]]) -> str:
@@ -91,7 +91,7 @@ class McpServerList(Vertical):
         name = event.switch.name or ""
         mcp_config.set_enabled(name, event.value, profiles.active_profile())
         self.notify(f"MCP server {name} {'on' if event.value else 'off'} for this profile", timeout=3)
-        control: Any = getattr(self.app, "mcp", None)
+        control = host_of(self.app).mcp
         if control is not None:
             control.start_in_background()
         self.refresh_states()

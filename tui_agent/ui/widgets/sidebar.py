@@ -12,6 +12,7 @@ from tui_agent.core import profiles
 from tui_agent.core.store import history
 from tui_agent.core.store.models import McpServer, Profile
 from tui_agent.core.textsafe import visible
+from tui_agent.ui.widgets.host import host_of
 from tui_agent.ui.widgets.sidebar_messages import ConversationsAction, ConversationSelected, ProfileChanged
 
 
@@ -41,7 +42,7 @@ class ProfileEditor(VerticalScroll):
             yield Static("", id=f"error-{spec.name}", classes="field-error", markup=False)
 
     def on_mount(self) -> None:
-        if not getattr(self.app, "live_motion", True):
+        if not host_of(self.app).live_motion:
             for field in self.query(Input):
                 field.cursor_blink = False
             for area in self.query(TextArea):
@@ -114,7 +115,7 @@ class ConversationList(Vertical):
         yield ListView(id="conversation-list")
 
     async def on_mount(self) -> None:
-        await self.reload(getattr(self.app, "conversation_id", None))
+        await self.reload(host_of(self.app).conversation_id)
 
     async def reload(self, current: int | None) -> None:
         view = self.query_one(ListView)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from textual.widgets import Static
 
+from tui_agent.ui.widgets.host import host_of
+
 FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 
@@ -19,13 +21,14 @@ class Spinner(Static):
         self._started = 0.0
 
     def on_mount(self) -> None:
-        self._started = self.app.clock()  # type: ignore[attr-defined]
+        self._started = host_of(self.app).clock()
         self._tick()
-        if getattr(self.app, "live_motion", True):
+        if host_of(self.app).live_motion:
             self.set_interval(0.1, self._tick)
 
     def _tick(self) -> None:
         self._frame = (self._frame + 1) % len(FRAMES)
-        elapsed = self.app.clock() - self._started  # type: ignore[attr-defined]
-        frame = FRAMES[self._frame] if getattr(self.app, "live_motion", True) else FRAMES[0]
+        host = host_of(self.app)
+        elapsed = host.clock() - self._started
+        frame = FRAMES[self._frame] if host.live_motion else FRAMES[0]
         self.update(f"{frame} {self.label} · {elapsed:.0f}s")

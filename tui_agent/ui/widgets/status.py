@@ -13,6 +13,7 @@ from textual.visual import VisualType
 from textual.widgets import Static
 
 from tui_agent.core.textsafe import visible
+from tui_agent.ui.widgets.host import host_of
 
 STATES = ("idle", "connecting", "offline", "busy", "vision", "error")
 TICK_S = 0.5
@@ -30,7 +31,7 @@ class StatusLine(Static):
         super().update(content, layout=layout)
 
     def on_mount(self) -> None:
-        if getattr(self.app, "live_motion", True):
+        if host_of(self.app).live_motion:
             self.set_interval(TICK_S, self._tick)
 
     def _tick(self) -> None:
@@ -38,7 +39,7 @@ class StatusLine(Static):
             self.update(visible(self._live()))
 
     def _now(self) -> float:
-        return float(self.app.clock())  # type: ignore[attr-defined]
+        return float(host_of(self.app).clock())
 
     def show(self, text: str, *, state: str = "idle") -> None:
         self._live = None

@@ -14,9 +14,9 @@ from textual.app import App
 from textual.widgets import Collapsible, Static
 
 from tui_agent.core.textsafe import visible
+from tui_agent.ui.widgets.host import PLAIN, host_of
 
 TITLE = "Thinking"  # a finished block's label, live or reloaded
-HIDDEN_ATTR = "thinking_hidden"  # on the app: every thinking block hidden (the toggle key)
 
 
 class ThinkingBlock(Collapsible):
@@ -39,16 +39,16 @@ class ThinkingBlock(Collapsible):
         self._timer: Any = None
 
     def on_mount(self) -> None:
-        self.display = not getattr(self.app, HIDDEN_ATTR, False)
+        host = host_of(self.app)
+        self.display = not host.thinking_hidden
         if self.live:
             self._started = self._clock()
             self._tick()
-            if getattr(self.app, "live_motion", True):
+            if host.live_motion:
                 self._timer = self.set_interval(1.0, self._tick)
 
     def _clock(self) -> float:
-        clock = getattr(self.app, "clock", None)
-        return float(clock()) if callable(clock) else 0.0
+        return float(host_of(self.app).clock())
 
     def _tick(self) -> None:
         elapsed = self._clock() - self._started
@@ -79,8 +79,10 @@ class ThinkingBlock(Collapsible):
 
 def toggle_all(app: App[Any]) -> bool:
     """Show or hide every thinking block (and those still to come); returns True when shown."""
-    hidden = not getattr(app, HIDDEN_ATTR, False)
-    setattr(app, HIDDEN_ATTR, hidden)
+    host = host_of(app)
+    hidden = not host.thinking_hidden
+    if host is not PLAIN:  # blocks still to come read it from the app
+        host.thinking_hidden = hidden
     for block in app.query(ThinkingBlock):
         block.display = not hidden
     return not hidden

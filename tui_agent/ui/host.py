@@ -1,0 +1,127 @@
+"""What the app's parts need of the app, as Protocols (a leaf: nothing here imports the app).
+
+The turn (``turn_runner``, ``turn_view``), the send queue, the MCP control and the history search
+are typed by these, never by ``AgentApp``, which builds them: attributes go down, messages go up
+(Textual's guide), and no module imports back the app that imports it (tests/test_import_graph.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from textual.css.query import DOMQuery
+    from textual.message import Message
+    from textual.notifications import SeverityLevel
+    from textual.widget import Widget
+    from textual.worker import Worker
+
+    from tui_agent.core.llm import LLMClient
+    from tui_agent.core.store.models import Profile
+    from tui_agent.core.tools.registry import ToolRegistry
+    from tui_agent.core.vault import Vault
+    from tui_agent.ui.widgets.chat_log import ChatLog
+    from tui_agent.ui.widgets.composer import Composer
+    from tui_agent.ui.widgets.status import StatusLine
+
+W = TypeVar("W", bound="Widget")
+
+
+class Notifier(Protocol):
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = ...,
+        severity: SeverityLevel = ...,
+        timeout: float | None = ...,
+        markup: bool = ...,
+    ) -> None: ...
+
+
+class McpHost(Notifier, Protocol):
+    """What ``McpControl`` needs: the vault, tools and profile its servers start with; a way out."""
+
+    @property
+    def vault(self) -> Vault: ...
+    @property
+    def registry(self) -> ToolRegistry: ...
+    @property
+    def profile(self) -> Profile: ...
+    def exit(self) -> None: ...
+    def query(self, selector: str) -> DOMQuery[Widget]: ...
+
+
+class QueueHost(Notifier, Protocol):
+    """What ``SendQueue`` needs: the conversation on screen, the composer, a place for its line."""
+
+    @property
+    def conversation_id(self) -> int | None: ...
+    @property
+    def composer(self) -> Composer: ...
+    def post_message(self, message: Message) -> bool: ...
+    def query(self, selector: str) -> DOMQuery[Widget]: ...
+    def query_one(self, selector: str) -> Widget: ...
+
+
+class SearchHost(Protocol):
+    """What a history-search hit does: open its conversation at the message."""
+
+    async def jump_to_message(self, conversation_id: int, message_id: int) -> None: ...
+
+
+class TurnMcp(Protocol):
+    async def before_turn(self) -> None: ...
+
+
+class TurnIdle(Protocol):
+    def turn_ended(self) -> None: ...
+
+
+class TurnQueue(Protocol):
+    async def turn_ended(self, conversation_ids: Iterable[int | None], status: str | None) -> None: ...
+
+
+class TurnHost(Protocol):
+    """What one turn on screen needs (``turn_runner.run_turn`` and ``TurnView``)."""
+
+    pending_attachments: list[str]
+    turns: dict[int | None, Worker[Any]]
+
+    @property
+    def vault(self) -> Vault: ...
+    @property
+    def registry(self) -> ToolRegistry: ...
+    @property
+    def profile(self) -> Profile: ...
+    @property
+    def conversation_id(self) -> int | None: ...
+    @property
+    def clock(self) -> Callable[[], float]: ...
+    @property
+    def chat_log(self) -> ChatLog: ...
+    @property
+    def composer(self) -> Composer: ...
+    @property
+    def status_line(self) -> StatusLine: ...
+    @property
+    def mcp(self) -> TurnMcp: ...
+    @property
+    def idle_gc(self) -> TurnIdle: ...
+    @property
+    def send_queue(self) -> TurnQueue: ...
+
+    async def client_ready(self) -> None:
+        """The client is built (a turn waits for the preload: two threads must not import openai at once)."""
+
+    def llm_client(self, profile: Profile | None = None) -> LLMClient: ...
+    async def approve(self, tool: str, question: str) -> bool: ...
+    def first_words_shown(self) -> None: ...
+    async def conversation_started(self, conversation_id: int) -> None: ...
+    async def show_title(self) -> None:
+        """The conversation's title in the header and the sidebar, as stored now."""
+
+    def show_pending_attachments(self) -> None: ...
+    def call_after_refresh(self, callback: Callable[[], object]) -> bool: ...
+    def query_one(self, selector: type[W]) -> W: ...
