@@ -8,6 +8,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -169,16 +170,22 @@ def test_sigkill_mid_stream_leaves_a_consistent_database(env, tmp_path):
 
 @pytest.mark.slow
 def test_ctrl_c_during_ask_keeps_the_partial_reply_as_cancelled(env):
-    env.fake.script(Reply(text="word " * 400, chunk_size=5, chunk_delay_s=0.01))
+    # The reply's last chunk waits for the Ctrl+C: on a loaded machine the whole reply could
+    # otherwise arrive before this test gets to send it.
+    interrupted = threading.Event()
+    env.fake.script(Reply(text="word " * 400, chunk_size=5, chunk_delay_s=0.01, hold=interrupted))
     proc = subprocess.Popen(
         [sys.executable, "-m", "tui_agent", "ask", "--vault", str(env.vault.root), "--new", "interrupt me"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    assert proc.stdout is not None
-    assert proc.stdout.read(20).startswith(b"word")
-    proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=20) == 130
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.read(20).startswith(b"word")
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 130
+    finally:
+        interrupted.set()
     conn = sqlite3.connect(env.vault.db_path)
     stored = conn.execute("SELECT role, status, length(content) FROM messages ORDER BY id").fetchall()
     conn.close()

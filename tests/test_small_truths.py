@@ -29,8 +29,7 @@ async def test_the_status_says_it_waits_for_approval_and_the_edited_message_show
         await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         status = str(app.status_line.render())
         assert "waiting for your approval" in status and "running" not in status
-        app.screen.arm()
-        await pilot.pause()
+        await until(pilot, lambda: app.screen.armed)  # keys in the dialog's first half second are ignored
         await pilot.press("y")
         await until(pilot, lambda: not app.turns)
         await pilot.pause()
