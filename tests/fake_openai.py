@@ -33,6 +33,7 @@ class Reply:
     chunk_size: int = 8  # characters of text per streamed chunk
     tokens: list[str] | None = None  # explicit stream pieces (overrides chunk_size)
     hold: threading.Event | None = None  # wait (up to 300 s) for this before the finishing chunk
+    hold_after_chunks: int | None = None  # with hold: wait before this chunk instead (mid-reply)
 
 
 def png_bytes(color: tuple[int, int, int] = (200, 30, 30), size: tuple[int, int] = (16, 12)) -> bytes:
@@ -152,7 +153,11 @@ class FakeOpenAI:
                             self.wfile.flush()
                             self.connection.shutdown(2)
                             return
-                        if reply.hold is not None and chunk["choices"] and chunk["choices"][0]["finish_reason"]:
+                        if reply.hold is not None and (
+                            index == reply.hold_after_chunks
+                            if reply.hold_after_chunks is not None
+                            else bool(chunk["choices"] and chunk["choices"][0]["finish_reason"])
+                        ):
                             reply.hold.wait(300)
                         self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
                         self.wfile.flush()

@@ -170,10 +170,10 @@ def test_sigkill_mid_stream_leaves_a_consistent_database(env, tmp_path):
 
 @pytest.mark.slow
 def test_ctrl_c_during_ask_keeps_the_partial_reply_as_cancelled(env):
-    # The reply's last chunk waits for the Ctrl+C: on a loaded machine the whole reply could
-    # otherwise arrive before this test gets to send it.
+    # The reply stops after its tenth chunk until the Ctrl+C is sent: on a loaded machine the whole
+    # reply could otherwise arrive before this test gets to send it.
     interrupted = threading.Event()
-    env.fake.script(Reply(text="word " * 400, chunk_size=5, chunk_delay_s=0.01, hold=interrupted))
+    env.fake.script(Reply(text="word " * 400, chunk_size=5, hold=interrupted, hold_after_chunks=10))
     proc = subprocess.Popen(
         [sys.executable, "-m", "tui_agent", "ask", "--vault", str(env.vault.root), "--new", "interrupt me"],
         stdout=subprocess.PIPE,
