@@ -60,11 +60,21 @@ def run_ask(vault_arg: str | None, args: argparse.Namespace) -> int:
     text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
     interactive = args.text != ["-"] and sys.stdin.isatty() and sys.stderr.isatty()
     show_reasoning = not getattr(args, "no_reasoning", False)
+    signals: list[int] = []  # what ended the turn early (SIGINT, SIGTERM), in order
     try:
-        return asyncio.run(_turn(session, profile, conversation_id, text, args.yes, interactive, show_reasoning))
-    except asyncio.CancelledError:  # SIGTERM: the turn was cancelled and the MCP servers stopped
+        code = asyncio.run(
+            _turn(session, profile, conversation_id, text, args.yes, interactive, show_reasoning, signals)
+        )
+    except asyncio.CancelledError:
+        code = 1
+    # Decided by the signal, not by where its cancellation landed: a turn may end normally (stored
+    # as cancelled) when the cancellation reaches it inside a step that handles it.
+    if signal.SIGINT in signals:
+        raise KeyboardInterrupt  # one line and 130, by cli's guard
+    if signal.SIGTERM in signals:  # the turn was cancelled and the MCP servers stopped
         _err("terminated")
         return 143
+    return code
 
 
 async def _turn(
@@ -75,6 +85,7 @@ async def _turn(
     yes: bool,
     interactive: bool = False,
     show_reasoning: bool = True,
+    signals: list[int] | None = None,
 ) -> int:
     from tui_agent.core.loop import AgentLoop
     from tui_agent.core.mcp.manager import McpManager
@@ -93,9 +104,17 @@ async def _turn(
         return answer.strip().lower() in ("y", "yes")
 
     task = asyncio.current_task()
+    received = signals if signals is not None else []
+
+    def stop(signum: int) -> None:
+        received.append(signum)
+        if task is not None:
+            task.cancel()
+
     if task is not None:
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        for signum in (signal.SIGINT, signal.SIGTERM):  # Ctrl+C and SIGTERM end the turn the same way
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                asyncio.get_running_loop().add_signal_handler(signum, stop, signum)
     registry = default_registry()
     servers = McpManager(session.vault, registry, notice=lambda notice: _err(f"⚠ {notice}"))
     await servers.start(profile)  # MCP servers start before the turn (none configured: nothing happens)
