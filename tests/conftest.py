@@ -16,10 +16,12 @@ import pytest
 TESTS = Path(__file__).parent
 sys.path.insert(0, str(TESTS))
 
+import pg_cluster as pg_cluster_module  # noqa: E402
 from fake_openai import FakeOpenAI  # noqa: E402
 
 from tui_agent.core import profiles  # noqa: E402
-from tui_agent.core.store import open_database  # noqa: E402
+from tui_agent.core.store import location  # noqa: E402
+from tui_agent.core.store.db import open_store  # noqa: E402
 from tui_agent.core.store.models import Profile  # noqa: E402
 from tui_agent.core.vault import Vault, setup_logging  # noqa: E402
 
@@ -51,7 +53,20 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, shared_cache_home
     could change: each test has its own user config and data folders, and its own tmux server
     (``TMUX_TMPDIR``: a plain ``tmux`` command in a test talks to a server only that test sees, which
     is killed when the test ends)."""
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TUI_AGENT_VAULT", "TUI_AGENT_TOKEN", "TMUX", "TMUX_PANE"):
+    for name in (
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "TUI_AGENT_VAULT",
+        "TUI_AGENT_TOKEN",
+        "TUI_AGENT_DB",
+        "TMUX",
+        "TMUX_PANE",
+        "PGPASSWORD",
+        "PGHOST",
+        "PGPORT",
+        "PGUSER",
+        "PGDATABASE",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv(
         "PATH", f"{TESTS / 'bin'}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
@@ -98,11 +113,46 @@ class VaultEnv:
         return self.profile
 
 
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[pg_cluster_module.Cluster]:
+    """One throwaway PostgreSQL cluster per test process (see tests/pg_cluster.py)."""
+    try:
+        cluster = pg_cluster_module.start_cluster()
+    except FileNotFoundError as exc:
+        pytest.skip(str(exc))
+    yield cluster
+    cluster.remove()
+
+
 @pytest.fixture
-def env(tmp_path: Path, fake_llm: FakeOpenAI) -> Iterator[VaultEnv]:
+def pg_url(pg_cluster: pg_cluster_module.Cluster, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A new, empty PostgreSQL database for this test; ``$TUI_AGENT_DB`` names it, so that every
+    command and child process the test starts uses it."""
+    name = pg_cluster.create_database()
+    url = pg_cluster.url(name)
+    monkeypatch.setenv("TUI_AGENT_DB", url)
+    yield url
+    from tui_agent.core.store.models import MODELS
+
+    database = MODELS[0]._meta.database
+    if database is not None and getattr(database, "store_url", None) is not None:
+        database.close()
+    pg_cluster.drop_database(name)
+
+
+@pytest.fixture
+def store_backend(request: pytest.FixtureRequest) -> str:
+    backend = getattr(request, "param", "sqlite")
+    if backend == "postgresql":
+        request.getfixturevalue("pg_url")
+    return str(backend)
+
+
+@pytest.fixture
+def env(tmp_path: Path, fake_llm: FakeOpenAI, store_backend: str) -> Iterator[VaultEnv]:
     vault = Vault(tmp_path / "vault").init()
     setup_logging(vault)
-    db = open_database(vault.db_path)
+    db = open_store(location.resolve(vault.root))
     profile = profiles.create_profile(
         "test",
         {

@@ -6,6 +6,7 @@ import json
 import sqlite3
 
 import pytest
+from backends import BOTH_BACKENDS
 from fake_openai import Reply
 from helpers import done, make_loop, run_turn
 
@@ -60,6 +61,7 @@ def test_upgrade_makes_each_conversation_one_straight_branch(tmp_path):
         db.close()
 
 
+@BOTH_BACKENDS
 async def test_regenerate_keeps_alternatives_and_later_context_uses_the_chosen_one(env):
     env.fake.script(Reply(text="first answer"), Reply(text="second answer"))
     events = await run_turn(env, "hello")
@@ -90,6 +92,7 @@ async def test_regenerate_keeps_alternatives_and_later_context_uses_the_chosen_o
     assert Message.select().where(Message.conversation == conversation_id).count() == 7
 
 
+@BOTH_BACKENDS
 async def test_regenerating_the_reply_after_an_image_uses_the_vision_model_again(env):
     env.fake.script(Reply(text="A fox."), Reply(text="A red fox, again."))
     events = await run_turn(env, "/imagine a red fox")
@@ -104,6 +107,7 @@ async def test_regenerating_the_reply_after_an_image_uses_the_vision_model_again
     assert again["messages"] == first["messages"]
 
 
+@BOTH_BACKENDS
 async def test_regenerate_refuses_what_is_not_a_reply(env):
     events = await run_turn(env, "hello")
     user_id = next(e for e in events if isinstance(e, ev.TurnStarted)).user_message_id
@@ -116,6 +120,7 @@ async def test_regenerate_refuses_what_is_not_a_reply(env):
     assert len(env.fake.chat_requests) == 1
 
 
+@BOTH_BACKENDS
 async def test_edit_and_resend_forks_and_the_old_branch_can_be_chosen_again(env):
     env.fake.script(Reply(text="A"), Reply(text="B"), Reply(text="C"))
     events = await run_turn(env, "a")
@@ -146,6 +151,7 @@ async def test_edit_and_resend_forks_and_the_old_branch_can_be_chosen_again(env)
     assert "a,b,c" in json.dumps(result.data)
 
 
+@BOTH_BACKENDS
 async def test_editing_the_first_message_starts_a_new_root(env):
     env.fake.script(Reply(text="A"), Reply(text="Z"))
     events = await run_turn(env, "a")
@@ -161,6 +167,7 @@ async def test_editing_the_first_message_starts_a_new_root(env):
     assert [m.content for m in branches.siblings(a_id)] == ["a", "z"]
 
 
+@BOTH_BACKENDS
 async def test_json_export_keeps_every_branch_and_imports_them_back(env):
     env.fake.script(Reply(text="one"), Reply(text="two"))
     events = await run_turn(env, "q")
@@ -258,18 +265,20 @@ def test_a_page_deep_in_a_long_conversation_costs_what_a_page_at_its_end_costs(e
         assert deep <= 2 * at_end + 2 < from_leaf, (explicit, at_end, deep, from_leaf)
 
 
+@BOTH_BACKENDS
 def test_the_page_above_a_message_follows_its_branch(env):
     """A fork: 1-2-3-4-5-6 and, edited after 3, 3-7-8 (the active one). Above 8: its own branch."""
     conversation = history.new_conversation("forked").id
-    conn = Message._meta.database.connection()
     ids = []
     for i, parent in enumerate([0, 1, 2, 3, 4, 5, 3, 7]):
-        cursor = conn.execute(
-            "INSERT INTO messages(conversation_id, role, content, created_at, parent_id) VALUES (?, ?, ?, 'x', ?)",
-            (conversation, "user" if i % 2 == 0 else "assistant", f"m{i + 1}", ids[parent - 1] if parent else 0),
+        row = Message.create(
+            conversation=conversation,
+            role="user" if i % 2 == 0 else "assistant",
+            content=f"m{i + 1}",
+            created_at="x",
+            parent_id=ids[parent - 1] if parent else 0,
         )
-        ids.append(cursor.lastrowid)
-    conn.commit()
+        ids.append(row.id)
     branches.set_leaf(conversation, ids[7])
     active = [m.content for m in history.recent_messages(conversation)]
     assert active == ["m1", "m2", "m3", "m7", "m8"]

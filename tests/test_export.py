@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import store_rows
+from backends import BOTH_BACKENDS
 from fake_openai import Reply
+
+pytestmark = BOTH_BACKENDS
 
 
 def cli(*args, vault, cwd=None, stdin=None):
@@ -29,11 +32,7 @@ def make_conversation(env) -> int:
     )
     result = cli("ask", "--new", "draw a fox", vault=env.vault.root)
     assert result.returncode == 0, result.stderr
-    conn = sqlite3.connect(env.vault.db_path)
-    try:
-        return int(conn.execute("SELECT max(id) FROM conversations").fetchone()[0])
-    finally:
-        conn.close()
+    return int(store_rows.value("SELECT max(id) FROM conversations"))
 
 
 def test_markdown_export_copies_images_beside_and_links_them(env, tmp_path):
@@ -72,15 +71,7 @@ def test_json_export_has_every_stored_field_and_imports_back(env, tmp_path):
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["format"] == "tui-agent-conversation" and data["conversation"]["id"] == conversation_id
-    conn = sqlite3.connect(env.vault.db_path)
-    conn.row_factory = sqlite3.Row
-    try:
-        stored = [
-            dict(r)
-            for r in conn.execute("SELECT * FROM messages WHERE conversation_id=? ORDER BY id", (conversation_id,))
-        ]
-    finally:
-        conn.close()
+    stored = store_rows.rows("SELECT * FROM messages WHERE conversation_id=? ORDER BY id", conversation_id)
     assert len(data["messages"]) == len(stored) >= 4
     for exported, row in zip(data["messages"], stored, strict=True):
         for column, value in row.items():

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from backends import BOTH_BACKENDS
+
 from tui_agent.core import profiles
 from tui_agent.core.store import history, migrations, open_database
 from tui_agent.core.store.models import Message, Profile
@@ -34,6 +36,7 @@ def test_reasoning_step_upgrades_an_old_database_keeping_its_messages(tmp_path):
         db.close()
 
 
+@BOTH_BACKENDS
 def test_empty_temperature_is_stored_as_nothing_and_shown_empty(env):
     profiles.set_field(env.profile, "temperature", "")
     profile = Profile.get_by_id(env.profile.id)

@@ -25,9 +25,11 @@ commands:
   serve      serve the app in a browser (textual-serve) behind a token
   mcp        MCP servers: list, add, remove, enable, disable, policy, test
   vault      trust a vault that came with the current folder: trust, untrust, status
+  db         where the history lives: use, show, forget (SQLite by default, or PostgreSQL)
 
 The vault (all data) is --vault > $TUI_AGENT_VAULT > ./jj_vault > the user data dir. A ./jj_vault
 runs no program and sends no API key until you trust it (tui-agent vault trust).
+The store is --db > $TUI_AGENT_DB > `tui-agent db use` > the vault's agent.db.
 """
 
 
@@ -36,6 +38,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--vault", metavar="PATH", default=argparse.SUPPRESS, help="vault folder (all user data)")
+    common.add_argument(
+        "--db",
+        metavar="URL",
+        default=argparse.SUPPRESS,
+        help="the store: sqlite:///path/agent.db (default: the vault's) or postgresql://user@host/dbname",
+    )
     parser = argparse.ArgumentParser(
         prog="tui-agent",
         description="A full-screen terminal chat agent: one LLM, tools as its hands.",
@@ -118,11 +126,14 @@ def build_parser() -> argparse.ArgumentParser:
     from tui_agent.commands.vault import add_parser as add_vault_parser
 
     add_vault_parser(sub, common)
+    from tui_agent.commands.db import add_parser as add_db_parser
+
+    add_db_parser(sub, common)
     _globals_win(parser, top=True)
     return parser
 
 
-GLOBAL_OPTIONS = ("profile", "vault")
+GLOBAL_OPTIONS = ("profile", "vault", "db")
 
 
 def _globals_win(parser: argparse.ArgumentParser, top: bool = False) -> None:
@@ -177,6 +188,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if mcp_command_line is not None:
         args.command_line = mcp_command_line
     vault = getattr(args, "vault", None)
+    if getattr(args, "db", None):
+        import os
+
+        from tui_agent.core.store import location
+        from tui_agent.core.store.errors import StoreError
+
+        try:
+            location.parse(args.db)
+        except StoreError as exc:
+            parser.error(f"--db: {exc}")
+        # Through the environment: every process this one starts (serve's apps, the memory tool's
+        # worker) uses the same store.
+        os.environ[location.DB_ENV] = args.db
     command = args.command
     found = _guarded(lambda: _dispatch(command, vault, args))
     if found is not None:
@@ -220,6 +244,10 @@ def _dispatch(command: str | None, vault: str | None, args: argparse.Namespace) 
         from tui_agent.commands.vault import run_vault
 
         return run_vault(vault, args)
+    if command == "db":
+        from tui_agent.commands.db import run_db
+
+        return run_db(vault, args)
     return None
 
 

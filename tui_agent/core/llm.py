@@ -38,6 +38,7 @@ from tui_agent.core.sse import payloads as _payloads
 from tui_agent.core.sse import sse_data as _sse_data
 from tui_agent.core.sse import whole_reply as _whole_reply
 from tui_agent.core.store.models import Profile
+from tui_agent.core.store.portable import upsert
 from tui_agent.core.stream_assembly import (
     Completion,
     ReasoningDelta,
@@ -97,7 +98,7 @@ def remember_quirk(base_url: str, quirk: str, *, persist: bool) -> None:
 
         key = QUIRKS_KEY + base_url.rstrip("/")
         saved = sorted(q for q in quirks if q == NO_STREAM_OPTIONS)
-        Setting.insert(key=key, value=json.dumps(saved)).on_conflict_replace().execute()
+        upsert(Setting, key=key, value=json.dumps(saved))
     except Exception as exc:
         log.debug("endpoint quirk %s not saved for %s: %s", quirk, base_url, exc)
 

@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 from urllib.parse import urlparse
 
 from tui_agent.core.store.models import Profile, Setting, utcnow
+from tui_agent.core.store.portable import upsert
 
 OLLAMA_URL = "http://localhost:11434/v1"
 ACTIVE_PROFILE_KEY = "active_profile"
@@ -302,7 +303,7 @@ def active_profile() -> Profile:
 
 def use_profile(name: str) -> Profile:
     profile = get_profile(name)
-    Setting.insert(key=ACTIVE_PROFILE_KEY, value=name).on_conflict_replace().execute()
+    upsert(Setting, key=ACTIVE_PROFILE_KEY, value=name)
     _RunProfile.name = None
     return profile
 

@@ -7,7 +7,8 @@ import logging
 import peewee as pw
 
 from tui_agent.core import profiles, trust
-from tui_agent.core.store import open_database
+from tui_agent.core.store import location
+from tui_agent.core.store.db import open_store
 from tui_agent.core.store.errors import DATABASE_ERRORS, describe
 from tui_agent.core.store.models import Profile
 from tui_agent.core.vault import Vault, resolve_vault, setup_logging
@@ -16,9 +17,10 @@ log = logging.getLogger("tui_agent")
 
 
 class Session:
-    def __init__(self, vault: Vault, db: pw.SqliteDatabase) -> None:
+    def __init__(self, vault: Vault, db: pw.Database, url: location.StoreURL | None = None) -> None:
         self.vault = vault
         self.db = db
+        self.url = url or location.default_url(vault.root)
 
     def profile(self, name: str | None = None) -> Profile:
         """The named or active profile, validated (raises ProfileError naming the field)."""
@@ -35,7 +37,8 @@ def open_session(vault_arg: str | None = None) -> Session:
     # A vault that came with the current folder runs no program and sends no key until trusted.
     trust.set_current(vault.root, trusted=not found_here or trust.is_trusted(vault.root))
     setup_logging(vault)
-    db = open_database(vault.db_path)
+    url = location.resolve(vault.root)
+    db = open_store(url)
     try:
         if not Profile.select().exists():
             # The first run: of many processes starting at once, exactly one creates the profile
@@ -45,5 +48,5 @@ def open_session(vault_arg: str | None = None) -> Session:
         profiles.active_profile()  # one is active (the first, if none was chosen)
     except DATABASE_ERRORS as exc:
         db.close()
-        raise describe(exc, vault.db_path) from None
-    return Session(vault, db)
+        raise describe(exc, url.where()) from None
+    return Session(vault, db, url)

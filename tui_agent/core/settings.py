@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tui_agent.core.store.models import Setting
+from tui_agent.core.store.portable import upsert
 
 THEME_KEY = "theme"
 
@@ -13,4 +14,4 @@ def get_setting(key: str) -> str | None:
 
 
 def set_setting(key: str, value: str) -> None:
-    Setting.insert(key=key, value=value).on_conflict_replace().execute()
+    upsert(Setting, key=key, value=value)

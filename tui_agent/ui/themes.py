@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tui_agent.core.store.models import Setting
+from tui_agent.core.store.portable import upsert
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -19,7 +20,7 @@ def saved_theme() -> str | None:
 
 
 def save_theme(name: str) -> None:
-    Setting.insert(key=THEME_KEY, value=name).on_conflict_replace().execute()
+    upsert(Setting, key=THEME_KEY, value=name)
 
 
 def apply_saved_theme(app: App[Any]) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from tui_agent.core.store.models import McpServer, McpServerProfile, Profile
+from tui_agent.core.store.portable import upsert
 
 SERVER_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -203,7 +204,7 @@ def set_enabled(name: str, enabled: bool, profile: Profile | None = None) -> Non
         row.enabled = enabled
         row.save()
         return
-    McpServerProfile.insert(server=row.id, profile=profile.id, enabled=enabled).on_conflict_replace().execute()
+    upsert(McpServerProfile, server=row.id, profile=profile.id, enabled=enabled)
 
 
 def set_policy(name: str, policy: str, tool: str | None = None) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 import peewee as pw
 
+from tui_agent.core.store import portable
 from tui_agent.core.store.models import Conversation, Message
 
 # Each message of one conversation with its effective parent (0: none).
@@ -35,7 +36,7 @@ eff(id, parent) AS (
 # newer: nothing at or below ``after`` can be used). Parameters: leaf, before, before, wanted, stop.
 PATH_SQL = """
 WITH RECURSIVE path(id, wanted) AS (
-    SELECT ?1, CASE WHEN ?1 < ?2 THEN 1 ELSE 0 END
+    SELECT CAST(?1 AS BIGINT), CASE WHEN ?1 < ?2 THEN 1 ELSE 0 END
     UNION ALL
     SELECT step.parent, path.wanted + CASE WHEN step.parent < ?2 THEN 1 ELSE 0 END
     FROM path JOIN (
@@ -54,7 +55,7 @@ NEWEST_DESCENDANT_SQL = (
     + EFFECTIVE
     + """,
 down(id, depth) AS (
-    SELECT ?, 0
+    SELECT CAST(? AS BIGINT), 0
     UNION ALL
     SELECT (SELECT max(eff.id) FROM eff WHERE eff.parent = down.id), depth + 1
     FROM down WHERE EXISTS (SELECT 1 FROM eff WHERE eff.parent = down.id)
@@ -124,7 +125,7 @@ def _walk(
     if limit is not None:
         sql += " LIMIT ?"
         params.append(limit)
-    query = Message.raw(sql, *params)
+    query = portable.raw(Message, sql, *params)
     rows = list(query.namedtuples() if light else query)
     return rows if after_id is not None else list(reversed(rows))
 
@@ -154,14 +155,14 @@ def siblings(message_id: int) -> list[Message]:
         + ", ".join("?" for _ in roles)
         + ") ORDER BY id"
     )
-    return list(Message.raw(sql, message.conversation_id, parent, *roles))
+    return list(portable.raw(Message, sql, message.conversation_id, parent, *roles))
 
 
 def choose(message_id: int) -> int:
     """Make the branch through ``message_id`` the active one (down to its newest descendant);
     returns the new leaf."""
     message = Message.get_by_id(message_id)
-    cursor = Message._meta.database.execute_sql(NEWEST_DESCENDANT_SQL, (message.conversation_id, message_id))
+    cursor = portable.execute(Message._meta.database, NEWEST_DESCENDANT_SQL, (message.conversation_id, message_id))
     leaf = int(cursor.fetchone()[0])
     set_leaf(message.conversation_id, leaf)
     return leaf
@@ -202,7 +203,7 @@ def fork_parents(conversation_id: int, among: Iterable[int | None] | None = None
         + ", ".join("?" for _ in wanted)
         + ") AND +conversation_id = ? GROUP BY parent_id HAVING count(*) > 1"
     )
-    cursor = Message._meta.database.execute_sql(sql, (*wanted, conversation_id))
+    cursor = portable.execute(Message._meta.database, sql, (*wanted, conversation_id))
     return {int(row[0] or 0) for row in cursor.fetchall()}
 
 

@@ -10,6 +10,7 @@ import peewee as pw
 
 from tui_agent.core.store import migrations
 from tui_agent.core.store.errors import DATABASE_ERRORS, NOT_CHANGED, StoreError, describe
+from tui_agent.core.store.location import StoreURL
 from tui_agent.core.store.models import MODELS
 from tui_agent.core.store.recovery import make_reserve
 
@@ -20,6 +21,16 @@ PRAGMAS = {
     "busy_timeout": BUSY_TIMEOUT_S * 1000,
 }
 SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def open_store(url: StoreURL) -> pw.Database:
+    """Open the store a URL names (see store/location.py): a SQLite file or a PostgreSQL database."""
+    if url.is_postgresql:
+        from tui_agent.core.store.pg import open_postgres
+
+        return open_postgres(url)
+    assert url.path is not None
+    return open_database(url.path)
 
 
 def open_database(path: Path, *, target_version: int = migrations.LATEST) -> pw.SqliteDatabase:

@@ -61,6 +61,9 @@ def describe(exc: BaseException, path: Path | str | None = None) -> StoreError:
             f"{where} is damaged (SQLite says: {text}): restore it from a backup, or salvage it with "
             f"`sqlite3 {where} .recover | sqlite3 recovered.db` and put recovered.db in its place"
         )
+    postgres = _postgres_message(where, text, lower)
+    if postgres is not None:
+        return postgres
     if "locked" in lower or "busy" in lower:
         return StoreError(
             f"{where} stayed locked by another program for too long ({text}): close the other "
@@ -74,11 +77,46 @@ def describe(exc: BaseException, path: Path | str | None = None) -> StoreError:
     return StoreError(f"database error in {where}: {text}")
 
 
+def _postgres_message(where: str, text: str, lower: str) -> StoreError | None:
+    """PostgreSQL's failures to reach or use the server, in one line with what to do."""
+    first = text.splitlines()[0] if text else text
+    if "password authentication failed" in lower or "no password supplied" in lower:
+        return StoreError(
+            f"PostgreSQL at {where} refused the login ({first}): put the password in $PGPASSWORD or "
+            "~/.pgpass, or write ${VARIABLE} in the URL's password place"
+        )
+    if "does not exist" in lower and "database" in lower and "connection" in lower:
+        return StoreError(f"PostgreSQL at {where}: {first}: create it (createdb NAME) or fix the URL")
+    if any(
+        phrase in lower
+        for phrase in (
+            "connection refused",
+            "could not connect",
+            "connection failed",
+            "timeout expired",
+            "server closed the connection",
+            "terminating connection",
+            "connection is lost",
+            "connection already closed",
+            "the connection is closed",
+            "consuming input failed",
+        )
+    ):
+        return StoreError(
+            f"cannot reach PostgreSQL at {where} ({first}): check that the server runs and that the URL "
+            "(--db, $TUI_AGENT_DB or `tui-agent db show`) is right; what was saved before stays saved"
+        )
+    return None
+
+
 def bound_path() -> str:
     """The file the models are bound to (for messages raised away from ``open_database``)."""
     from tui_agent.core.store.models import Message
 
     database = Message._meta.database
+    url = getattr(database, "store_url", None)
+    if url is not None:
+        return str(url.where())
     name = getattr(database, "database", None) if database is not None else None
     return str(name) if name else "the vault database (agent.db)"
 

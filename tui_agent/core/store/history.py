@@ -6,9 +6,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from tui_agent.core.store import branches
+from tui_agent.core.store import branches, portable
 from tui_agent.core.store import search as search_store
 from tui_agent.core.store.models import Attachment, Conversation, Message, MessageRevision, Setting, utcnow
+from tui_agent.core.store.portable import upsert
 
 LAST_CONVERSATION_KEY = "last_conversation"
 SQL_VARIABLES = 900  # per statement: older SQLite builds allow 999
@@ -21,7 +22,7 @@ def new_conversation(title: str = "") -> Conversation:
 
 
 def remember_conversation(conversation_id: int) -> None:
-    Setting.insert(key=LAST_CONVERSATION_KEY, value=str(conversation_id)).on_conflict_replace().execute()
+    upsert(Setting, key=LAST_CONVERSATION_KEY, value=str(conversation_id))
 
 
 def last_conversation() -> Conversation | None:
@@ -133,7 +134,8 @@ def attachments_for(message_ids: Sequence[int]) -> dict[int, list[str]]:
     db = Attachment._meta.database
     for start in range(0, len(ids), SQL_VARIABLES):
         chunk = ids[start : start + SQL_VARIABLES]
-        rows = db.execute_sql(
+        rows = portable.execute(
+            db,
             f"SELECT message_id, path FROM attachments WHERE message_id IN ({','.join('?' * len(chunk))})"
             " ORDER BY message_id, position",
             chunk,

@@ -1,0 +1,67 @@
+"""``tui-agent db use | show | forget``: which store holds the history (see core/store/location.py).
+``db copy`` and ``db setup`` live in their own modules."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    db = sub.add_parser("db", parents=[common], help="where the history lives: SQLite (default) or PostgreSQL")
+    dsub = db.add_subparsers(dest="action", metavar="ACTION", required=True)
+    use = dsub.add_parser(
+        "use", parents=[common], help="keep the history in this store from now on (remembered in the vault)"
+    )
+    use.add_argument("url", help="sqlite:///path/agent.db or postgresql://user@host:5432/dbname")
+    dsub.add_parser("show", parents=[common], help="the store in use, where that choice comes from, its schema")
+    dsub.add_parser("forget", parents=[common], help="go back to the vault's own agent.db")
+
+
+def run_db(vault_arg: str | None, args: argparse.Namespace) -> int:
+    from tui_agent.core.store import location
+    from tui_agent.core.store.errors import StoreError
+    from tui_agent.core.textsafe import visible
+    from tui_agent.core.vault import Vault, resolve_vault
+
+    root, _ = resolve_vault(vault_arg)
+    try:
+        if args.action == "use":
+            url = location.parse(args.url, base=Path.cwd())
+            if url.password:  # checked before connecting: nothing is written
+                location.remember(root, url)
+            Vault(root).init()
+            _open_and_close(url)
+            location.remember(root, url)
+            note = ""
+            if os.environ.get(location.DB_ENV):
+                note = f" (this shell's ${location.DB_ENV} still wins while it is set)"
+            print(f"the history of {visible(str(root))} is now kept in {visible(url.where())}{note}")
+            return 0
+        if args.action == "forget":
+            location.remember(root, None)
+            print(f"the history of {visible(str(root))} is kept in its own agent.db again")
+            return 0
+        url = location.resolve(root)
+        if os.environ.get(location.DB_ENV):
+            source = f"${location.DB_ENV} (or --db)"
+        elif location.remembered(root):
+            source = f"`tui-agent db use` (kept in {location.LOCAL_SETTINGS})"
+        else:
+            source = "the default: the vault's own file"
+        print(f"store:  {visible(url.text)}")
+        print(f"kind:   {'PostgreSQL' if url.is_postgresql else 'SQLite'}")
+        print(f"chosen: {source}")
+        return 0
+    except StoreError as exc:
+        print(f"error: {visible(str(exc))}", file=sys.stderr)
+        return 1
+
+
+def _open_and_close(url: object) -> None:
+    """Reach the store and bring its schema up to date: `db use` fails now, not at the next start."""
+    from tui_agent.core.store.db import open_store
+
+    open_store(url).close()  # type: ignore[arg-type]

@@ -1,0 +1,76 @@
+"""Opening a PostgreSQL store: connect, check the schema version, migrate, bind the models.
+
+psycopg 3 is imported only here (and only when a postgresql:// URL is used): SQLite users never
+load it. Peewee's PostgresqlDatabase keeps one connection per thread, as SqliteDatabase does.
+"""
+
+from __future__ import annotations
+
+import peewee as pw
+
+from tui_agent.core.store import pg_migrations
+from tui_agent.core.store.errors import DATABASE_ERRORS, NOT_CHANGED, StoreError, describe
+from tui_agent.core.store.location import StoreURL
+from tui_agent.core.store.models import MODELS
+
+INSTALL = "pip install 'tui-agent[postgresql]'"
+CONNECT_TIMEOUT_S = 5
+
+
+def driver_missing() -> str | None:
+    """Why PostgreSQL cannot be used from this install (None: it can)."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        return f"a postgresql:// store needs the psycopg package: {INSTALL}"
+    return None
+
+
+def connect_database(url: StoreURL) -> pw.PostgresqlDatabase:
+    """An unconnected peewee database for ``url`` (psycopg 3, libpq's defaults for the rest)."""
+    missing = driver_missing()
+    if missing:
+        raise StoreError(missing)
+    db = pw.PostgresqlDatabase(
+        url.dbname,
+        autoconnect=True,
+        prefer_psycopg3=True,
+        connect_timeout=CONNECT_TIMEOUT_S,
+        application_name="tui-agent",
+        **url.connect_args(),
+    )
+    db.store_url = url  # type: ignore[attr-defined]  # for messages (errors.bound_path)
+    return db
+
+
+def open_postgres(url: StoreURL, *, target_version: int = pg_migrations.LATEST) -> pw.PostgresqlDatabase:
+    """Connect, refuse a schema this tui-agent does not know (nothing written), migrate, bind."""
+    db = connect_database(url)
+    try:
+        db.connect(reuse_if_open=True)
+        conn = db.connection()
+        check_schema(conn, url)
+        pg_migrations.migrate(conn, target_version)
+    except StoreError:
+        db.close()
+        raise
+    except DATABASE_ERRORS as exc:
+        db.close()
+        raise describe(exc, url.where()) from None
+    db.bind(MODELS, bind_refs=False, bind_backrefs=False)
+    return db
+
+
+def check_schema(conn: object, url: StoreURL) -> None:
+    version = pg_migrations.current_version(conn)
+    if version > pg_migrations.LATEST:
+        raise StoreError(
+            f"the PostgreSQL database {url.where()} was set up by a newer tui-agent: its schema version "
+            f"{version} is newer than this tui-agent ({pg_migrations.LATEST}): upgrade tui-agent "
+            f"(pip install -U tui-agent) on this machine; {NOT_CHANGED}"
+        )
+    if version == 0 and pg_migrations.foreign_tables(conn):
+        raise StoreError(
+            f"the PostgreSQL database {url.where()} holds another program's tables and no tui-agent schema: "
+            f"create a database for tui-agent (createdb tui_agent) and use that; {NOT_CHANGED}"
+        )
