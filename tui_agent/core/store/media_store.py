@@ -1,0 +1,92 @@
+"""Pictures in the database (PostgreSQL stores): content-addressed blobs, written once, and the
+vault-relative path each picture has (``media/fox/red-1.png``).
+
+With a SQLite store the vault's ``media/`` folder is where pictures live (nothing here is used).
+With PostgreSQL the database holds every picture, so that a picture made on machine A shows on
+machine B; each vault's ``media/`` is then a cache, filled on demand (``cached``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import peewee as pw
+
+from tui_agent.core.store import portable
+from tui_agent.core.store.models import Message, utcnow
+
+MIME_BY_SUFFIX = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".webp": "image/webp",
+    ".gif": "image/gif",
+}
+
+
+def _db() -> pw.Database:
+    return Message._meta.database
+
+
+def in_database() -> bool:
+    """Whether pictures are kept in the bound store (PostgreSQL) rather than only in media/."""
+    database = _db()
+    return database is not None and portable.is_postgresql(database)
+
+
+def put(relative_path: str, data: bytes, mime: str | None = None) -> str:
+    """Store a picture under its vault-relative path (``media/...``); returns its sha256. The
+    bytes are written once whatever the number of paths naming them; a path keeps its first
+    picture (the seed's rule: a path that exists is never overwritten)."""
+    digest = hashlib.sha256(data).hexdigest()
+    kind = mime or MIME_BY_SUFFIX.get(Path(relative_path).suffix.lower(), "application/octet-stream")
+    database = _db()
+    with database.atomic():
+        portable.execute(
+            database,
+            "INSERT INTO media_blobs (sha256, size, mime, data, created_at) VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT (sha256) DO NOTHING",
+            (digest, len(data), kind, data, utcnow()),
+        )
+        portable.execute(
+            database,
+            "INSERT INTO media_paths (path, sha256, created_at) VALUES (?, ?, ?) ON CONFLICT (path) DO NOTHING",
+            (relative_path, digest, utcnow()),
+        )
+    return digest
+
+
+def get(relative_path: str) -> bytes | None:
+    """The picture stored under ``relative_path``, or None."""
+    cursor = portable.execute(
+        _db(),
+        "SELECT b.data FROM media_paths p JOIN media_blobs b ON b.sha256 = p.sha256 WHERE p.path = ?",
+        (relative_path,),
+    )
+    row = cursor.fetchone()
+    return bytes(row[0]) if row is not None else None
+
+
+def exists(relative_path: str) -> bool:
+    cursor = portable.execute(_db(), "SELECT 1 FROM media_paths WHERE path = ?", (relative_path,))
+    return cursor.fetchone() is not None
+
+
+def cached(vault_root: Path, relative_path: str) -> Path | None:
+    """The picture's file in this vault, fetched from the database first when it is not there
+    (another machine made it). None when neither has it."""
+    target = vault_root / relative_path
+    if target.is_file():
+        return target
+    if not in_database():
+        return None
+    data = get(relative_path)
+    if data is None:
+        return None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.part")
+    temporary.write_bytes(data)
+    os.replace(temporary, target)
+    return target
