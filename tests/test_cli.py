@@ -7,7 +7,10 @@ import subprocess
 import sys
 
 import pytest
+from backends import BOTH_BACKENDS
 from fake_openai import Reply
+
+pytestmark = BOTH_BACKENDS
 
 
 def cli(*args, vault=None, check=False, env=None):
@@ -112,6 +115,7 @@ def test_tool_exit_codes(env):
 
 
 @pytest.mark.slow
+@pytest.mark.sqlite_only("a new vault's first run: on PostgreSQL a new vault shares the env's database")
 def test_profile_commands(env, tmp_path):
     vault = tmp_path / "v"
     created = cli("profile", "create", "work", vault=vault)
