@@ -150,7 +150,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.fixture
 def store_backend(request: pytest.FixtureRequest) -> str:
-    backend = getattr(request, "param", "sqlite")
+    # TUI_AGENT_TEST_STORE=postgresql runs every other test on PostgreSQL too (a whole-suite check).
+    backend = getattr(request, "param", os.environ.get("TUI_AGENT_TEST_STORE", "sqlite"))
     if backend == "postgresql":
         request.getfixturevalue("pg_url")
     return str(backend)
