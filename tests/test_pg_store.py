@@ -106,3 +106,25 @@ def test_two_vaults_on_one_database_share_one_history(pg_url: str, tmp_path: Pat
     found = cli("--vault", str(b), "history", "search", "forty")
     assert found.returncode == 0 and "forty" in found.stdout, found.stderr
     assert cli("--vault", str(b), "profile", "list").stdout.count("loop") == 1
+
+
+@pytest.mark.slow
+def test_machines_starting_at_once_on_a_new_database_make_one_profile(pg_url: str, tmp_path: Path):
+    """Eight first runs at the same moment (eight vault folders, one new database): each migrates or
+    waits for the one that does, and exactly one default profile is made."""
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "tui_agent", "--vault", str(tmp_path / f"v{i}"), "profile", "list"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(8)
+    ]
+    for process in processes:
+        out, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err
+        assert out.count("default") == 1, out
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT count(*) FROM profiles").fetchone()[0] == 1
+        assert conn.execute("SELECT version FROM tui_agent_schema").fetchall() == [(pg_migrations.LATEST,)]
