@@ -129,7 +129,7 @@ def test_profile_commands(env, tmp_path):
     good = cli("profile", "set", "--profile", "default", "temperature", "0.2", vault=vault)
     assert good.stdout.strip() == "default.temperature = 0.2"
     shown = cli("profile", "show", "default", vault=vault).stdout
-    assert "temperature: 0.2" in shown and "vision_model: llama3.2-vision" in shown
+    assert "temperature: 0.2" in shown and "vision_model: qwen2.5vl" in shown
     missing = cli("profile", "show", "ghost", vault=vault)
     assert missing.returncode == 2 and "no profile named 'ghost'" in missing.stderr
 
