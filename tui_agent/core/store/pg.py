@@ -9,6 +9,7 @@ from __future__ import annotations
 import peewee as pw
 
 from tui_agent.core.store import pg_migrations
+from tui_agent.core.store.driver import load_psycopg
 from tui_agent.core.store.errors import DATABASE_ERRORS, NOT_CHANGED, StoreError, describe
 from tui_agent.core.store.location import StoreURL
 from tui_agent.core.store.models import MODELS
@@ -20,7 +21,7 @@ CONNECT_TIMEOUT_S = 5
 def driver_missing() -> str | None:
     """Why PostgreSQL cannot be used from this install (None: it can)."""
     try:
-        import psycopg  # noqa: F401
+        load_psycopg()
     except ImportError:
         return f"a postgresql:// store needs the psycopg package: {INSTALL}"
     return None
@@ -70,13 +71,15 @@ def check_schema(conn: object, url: StoreURL) -> None:
             f"(pip install -U tui-agent) on this machine; {NOT_CHANGED}"
         )
     if version == 0 and pg_migrations.foreign_tables(conn):
-        # Another machine may be setting the database up right now: its first step's tables are
-        # visible before its version is. Wait for it (the migrations' lock) and look again.
+        # Another machine may be setting the database up right now: its tables and its version
+        # appear together, but read apart (two statements) the tables can come after the version.
+        # Wait for any migration in progress (their lock) and read both again, in one go.
         with conn.transaction(), conn.cursor() as cursor:  # type: ignore[attr-defined]
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", (pg_migrations.LOCK_KEY,))
             version = pg_migrations.current_version(conn)
-    if version == 0 and pg_migrations.foreign_tables(conn):
-        raise StoreError(
-            f"the PostgreSQL database {url.where()} holds another program's tables and no tui-agent schema: "
-            f"create a database for tui-agent (createdb tui_agent) and use that; {NOT_CHANGED}"
-        )
+            foreign = pg_migrations.foreign_tables(conn) if version == 0 else 0
+        if foreign:
+            raise StoreError(
+                f"the PostgreSQL database {url.where()} holds another program's tables and no tui-agent schema: "
+                f"create a database for tui-agent (createdb tui_agent) and use that; {NOT_CHANGED}"
+            )

@@ -145,7 +145,13 @@ VERSION_TABLE = "CREATE TABLE IF NOT EXISTS tui_agent_schema (version INTEGER NO
 def current_version(conn: Any) -> int:
     """The schema version (0: a database tui-agent has not set up)."""
     with conn.cursor() as cursor:
-        cursor.execute("SELECT to_regclass('tui_agent_schema') IS NOT NULL")
+        # A scan of the catalog with this statement's snapshot, not to_regclass(): that looks the name
+        # up in the backend's cache, which can still hold "no such table" after another machine
+        # created it (seen: a first run waiting for another's migration then called it foreign).
+        cursor.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n"
+            " ON n.oid = c.relnamespace WHERE c.relname = 'tui_agent_schema' AND n.nspname = current_schema())"
+        )
         if not cursor.fetchone()[0]:
             return 0
         cursor.execute("SELECT max(version) FROM tui_agent_schema")
