@@ -1,8 +1,9 @@
 """Sixel pictures with our encoder (``tui_agent.ui.sixel``), through textual-image's public API only.
 
-Why our encoder: it dithers (Floyd-Steinberg) where textual-image quantizes without dithering;
-side by side in xterm (``bench/sixel_compare.py``, numbers in bench/RESULTS.md) a smooth gradient
-is 3-5x closer to its source with ours, a photo ~35% closer (blurred error), flat colours the same.
+Why our encoder: it dithers (Floyd-Steinberg) where textual-image (0.12 and 0.13) quantizes
+without dithering. Side by side in xterm (``bench/sixel_compare.py``, bench/RESULTS.md), against
+textual-image 0.13.2, blurred as the eye sees it: a smooth gradient is 2.6-5.7x closer to its
+source with ours, a photo 15-43% closer (3-8% further pixel by pixel); flat colours the same.
 
 How it plugs in: textual-image has no public way to give its Sixel widget another encoder (its
 hook, ``_ImageSixelImpl._image_to_sixels``, is on a private class), and a Sixel *renderable*
