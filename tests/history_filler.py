@@ -93,8 +93,6 @@ def fill_history_pg(url: Any, messages: int, per_conversation: int = 250, larges
     dropped first and built once at the end (as one CREATE INDEX: faster than growing it row by row)."""
     import psycopg
 
-    from tui_agent.core.store import pg_migrations
-
     def connect() -> psycopg.Connection[Any]:
         if isinstance(url, str):
             return psycopg.connect(url, autocommit=True)
@@ -107,6 +105,10 @@ def fill_history_pg(url: Any, messages: int, per_conversation: int = 250, larges
         last_message, existing = cursor.fetchone()  # type: ignore[misc]
         first_message = int(last_message) + 1
         rebuild = messages > 10 * (existing + 1_000)
+        cursor.execute(
+            "SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'messages_search'"
+        )
+        index = cursor.fetchone()[0]  # type: ignore[index]
         if rebuild:
             cursor.execute("DROP INDEX messages_search")
         starts = [0, *range(largest or per_conversation, messages, per_conversation)]
@@ -125,7 +127,7 @@ def fill_history_pg(url: Any, messages: int, per_conversation: int = 250, larges
             cursor.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))")
         if rebuild:
             cursor.execute("SET LOCAL maintenance_work_mem = '256MB'")
-            cursor.execute(pg_migrations.P2)
+            cursor.execute(index)
     with connect() as conn:
         conn.execute("VACUUM ANALYZE messages")
         conn.execute("ANALYZE conversations")

@@ -9,6 +9,7 @@ import re
 
 import psycopg
 import pytest
+from backends import BOTH_BACKENDS
 from history_filler import fill_store
 
 from tui_agent.core.store import history, location, search_pg
@@ -159,3 +160,36 @@ async def test_a_cancelled_search_stops_on_the_server(env, pg_url):
     page = await searcher.page("capybara")
     assert [h.message_id for h in page.hits] == [message.id]
     searcher.close()
+
+
+@BOTH_BACKENDS
+def test_a_message_too_wordy_for_a_tsvector_is_stored_and_found(env):
+    """150,000 distinct words (1.35 MB: a long log, a table of ids) are more than a tsvector holds
+    (1 MB): PostgreSQL refused to store the message ("string is too long for tsvector"), the search
+    index being on its words. It is stored, and found by its start."""
+    conversation = history.new_conversation("ids")
+    text = " ".join(f"w{i:07d}" for i in range(150_000))
+    message = history.add_message(conversation.id, "tool", text)
+    assert Message.get_by_id(message.id).content == text
+    (hit,) = history.search("w0000042").hits
+    assert hit.message_id == message.id and "[w0000042]" in hit.snippet
+
+
+def test_the_search_index_upgrade_keeps_the_messages_searchable(pg_url):
+    """A database set up before P4 (the index on to_tsvector itself) is upgraded: the index is
+    rebuilt on tui_agent_words, the messages stay and are found."""
+    from tui_agent.core.store import pg_migrations
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        assert pg_migrations.migrate(conn, 3) == 3
+        conn.execute("INSERT INTO conversations (id, title, created_at, updated_at) VALUES (1, 'old', 'x', 'x')")
+        conn.execute(
+            "INSERT INTO messages (id, conversation_id, role, content, created_at)"
+            " VALUES (1, 1, 'user', 'the old capybara', 'x')"
+        )
+    db = open_store(location.parse(pg_url))
+    with db.connection().cursor() as cursor:
+        cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'messages_search'")
+        assert "tui_agent_words(content)" in cursor.fetchone()[0]
+        assert pg_migrations.current_version(db.connection()) == pg_migrations.LATEST
+    assert [h.message_id for h in history.search("capybara").hits] == [1]

@@ -1,5 +1,5 @@
 """History search on PostgreSQL: the same words, order, pages and hits as ``search`` (FTS5), read
-through the GIN index ``messages_search`` on ``to_tsvector('simple', content)``.
+through the GIN index ``messages_search`` on ``to_tsvector('simple', content)`` (``VECTOR``).
 
 The query: the words parsed once (``search.parse``) become a tsquery built here, never the user's
 text read as tsquery syntax. Each word is quoted (a word holds only letters and digits, so the
@@ -10,7 +10,7 @@ addresses, paths and dotted numbers whole: such a part also matches as PostgreSQ
 (``phraseto_tsquery``, which takes plain text, not syntax).
 
 The walk is ``search``'s (windows of ids back from the cursor within a time budget, keyset pages).
-A window is ``to_tsvector('simple', content) @@ query AND id BETWEEN low AND high``: PostgreSQL's
+A window is ``VECTOR @@ query AND id BETWEEN low AND high``: PostgreSQL's
 planner takes the GIN index for a rare word (a bitmap of its messages, ANDed with the id range)
 and, for a word in most messages, reads the window and checks each message; the first window
 stops at the page's end (see FIRST_WINDOW_SQL). Snippets and relevance come from each message's start, in
@@ -29,7 +29,9 @@ from tui_agent.core.store import search
 from tui_agent.core.store.location import StoreURL
 from tui_agent.core.store.search import PAGE, Page, Query, QueryError, SearchCancelled, Term
 
-VECTOR = "to_tsvector('simple', content)"  # the expression of the index messages_search
+# The expression of the index messages_search (pg_migrations P4): to_tsvector('simple', content),
+# or of the message's start for the rare message whose words do not fit in a tsvector.
+VECTOR = "tui_agent_words(content)"
 MAX_WORD_BYTES = 2047  # longer words are left out of a tsvector: never found
 WINDOW_SQL = f"SELECT id FROM messages WHERE {VECTOR} @@ %s::tsquery AND id BETWEEN %s AND %s"
 # A first window (FIRST_WINDOW ids) stops at the page's end: a word in most messages is then
