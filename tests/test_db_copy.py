@@ -331,3 +331,69 @@ def test_an_older_source_is_read_as_it_is_never_migrated(tmp_path):
         assert new.execute("PRAGMA user_version").fetchone()[0] == migrations.LATEST
     finally:
         new.close()
+
+
+def test_missing_and_unsafe_pictures_are_named_and_a_backup_file_uses_the_current_vault(env, tmp_path):
+    vault = env.vault.root
+    png(vault / "media" / "cats" / "c.png", (200, 0, 0))
+    png(tmp_path / "secret.png", (0, 0, 0))  # vault/media/../../secret.png
+    outside = tmp_path / "outside"
+    png(outside / "x.png", (0, 0, 9))
+    (vault / "media" / "link").symlink_to(outside)
+    conn = sqlite3.connect(env.vault.db_path)
+    now = "2025-01-01 00:00:00.000000"
+    conn.execute("INSERT INTO conversations(id, title, created_at, updated_at) VALUES (1, 'c', ?, ?)", (now, now))
+    conn.execute("INSERT INTO messages(id, conversation_id, role, created_at) VALUES (1, 1, 'user', ?)", (now,))
+    for position, path in enumerate(
+        ["media/cats/c.png", "media/cats/gone.png", "media/../../secret.png", "media/link/x.png"]
+    ):
+        conn.execute(
+            "INSERT INTO attachments(message_id, position, path) VALUES (1, ?, ?)",
+            (position, path),
+        )
+    conn.commit()
+    conn.close()
+
+    current = tmp_path / "current"
+    backup = tmp_path / "backups" / "monday.db"
+    result = cli("db", "copy", f"sqlite://{env.vault.db_path}", f"sqlite://{backup}", vault=current)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("copied 1 conversations, 1 messages, 1 pictures and 6 other rows;")
+    assert result.stderr.splitlines() == [
+        "warning: 2 picture(s) the source names were not found: media/cats/gone.png, media/link/x.png "
+        "(their rows were copied)",
+        "warning: 1 picture(s) the source names were refused (not a path under media/): media/../../secret.png "
+        "(their rows were copied)",
+    ]
+    # A file not named agent.db is no vault's own store: its pictures go to the current vault.
+    assert pictures(current) == {"media/cats/c.png": (vault / "media" / "cats" / "c.png").read_bytes()}
+    assert not (tmp_path / "backups" / "media").exists()
+    assert len(sqlite_dump(backup)["attachments"]) == 4
+
+
+def test_postgresql_sources_an_older_schema_and_a_database_that_is_not_a_store(tmp_path, pg_cluster, pg):
+    import psycopg
+
+    from tui_agent.core.store import pg_migrations
+
+    name = pg_cluster.create_database()
+    try:
+        result = cli("db", "copy", pg_cluster.url(name), f"sqlite://{tmp_path / 'a.db'}", vault=tmp_path)
+    finally:
+        pg_cluster.drop_database(name)
+    assert result.returncode == 1
+    assert result.stderr.strip().endswith("is not a tui-agent store (it has no tui-agent schema)")
+    assert not (tmp_path / "a.db").exists()
+
+    with psycopg.connect(pg, autocommit=True) as conn:
+        pg_migrations.migrate(conn, 1)  # before pictures were kept in the database
+        now = "2025-01-01 00:00:00.000000"
+        conn.execute("INSERT INTO conversations(title, created_at, updated_at) VALUES ('t', %s, %s)", (now, now))
+        conn.execute(
+            "INSERT INTO messages(conversation_id, role, content, created_at) VALUES (1, 'user', 'hi', %s)", (now,)
+        )
+    result = cli("db", "copy", pg, f"sqlite://{tmp_path / 'b' / 'agent.db'}", vault=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("copied 1 conversations, 1 messages, 0 pictures")
+    with psycopg.connect(pg) as conn:
+        assert pg_migrations.current_version(conn) == 1  # read as it is, never migrated
