@@ -137,7 +137,7 @@ def _ids(env: Any, conversation: int, role: str) -> list[int]:
         conn.close()
 
 
-async def test_round_trip_through_postgresql_is_identical_and_idempotent(env, pg, tmp_path):
+async def test_round_trip_through_postgresql_is_identical_and_idempotent(env, pg, pg_cluster, tmp_path):
     await make_vault(env, tmp_path)
     original = sqlite_dump(env.vault.db_path)
     source = f"sqlite://{env.vault.db_path}"
@@ -163,6 +163,15 @@ async def test_round_trip_through_postgresql_is_identical_and_idempotent(env, pg
         f"copied 0 conversations, 0 messages, 0 pictures and 0 other rows; skipped {total} already there"
     )
     assert pg_dump(pg) == in_pg
+
+    # PostgreSQL to PostgreSQL: the same rows, pictures and sequences.
+    name = pg_cluster.create_database()
+    try:
+        result = cli("db", "copy", pg, pg_cluster.url(name), vault=other)
+        assert result.returncode == 0, result.stderr
+        assert pg_dump(pg_cluster.url(name)) == in_pg
+    finally:
+        pg_cluster.drop_database(name)
 
     back = tmp_path / "back"
     result = cli("db", "copy", pg, f"sqlite://{back / 'agent.db'}", vault=other)
@@ -397,3 +406,24 @@ def test_postgresql_sources_an_older_schema_and_a_database_that_is_not_a_store(t
     assert result.stdout.startswith("copied 1 conversations, 1 messages, 0 pictures")
     with psycopg.connect(pg) as conn:
         assert pg_migrations.current_version(conn) == 1  # read as it is, never migrated
+
+
+def test_a_picture_that_cannot_be_written_rolls_the_rows_back(env, tmp_path):
+    png(env.vault.root / "media" / "fox" / "red.png", (1, 1, 1))
+    conn = sqlite3.connect(env.vault.db_path)
+    now = "2025-01-01 00:00:00.000000"
+    conn.execute("INSERT INTO conversations(id, title, created_at, updated_at) VALUES (1, 'c', ?, ?)", (now, now))
+    conn.execute("INSERT INTO messages(id, conversation_id, role, created_at) VALUES (1, 1, 'tool', ?)", (now,))
+    conn.execute("INSERT INTO attachments(message_id, position, path) VALUES (1, 0, 'media/fox/red.png')")
+    conn.commit()
+    conn.close()
+    target = tmp_path / "v3"
+    (target / "media").mkdir(parents=True)
+    (target / "media" / "fox").write_text("a file where a folder should be")
+    result = cli("db", "copy", f"sqlite://{env.vault.db_path}", f"sqlite://{target / 'agent.db'}", vault=tmp_path)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.splitlines() == [
+        "error: cannot copy the picture media/fox/red.png: File exists: the destination's rows were rolled back "
+        "(pictures already written stay: copying again skips them)"
+    ]
+    assert all(rows == [] for rows in sqlite_dump(target / "agent.db").values())

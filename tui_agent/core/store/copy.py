@@ -118,19 +118,38 @@ def open_source(url: StoreURL) -> pw.Database:
     where = url.where()
     try:
         if url.path is not None:
-            return _open_sqlite_source(url.path)
+            return _named_in_errors(_open_sqlite_source(url.path), where)
         from tui_agent.core.store.pg import connect_database
 
         db = connect_database(url)
-        db.connect()
-        version = pg_migrations.current_version(db.connection())
-        _check_version(version, pg_migrations.LATEST, where, db)
-        db.execute_sql("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
-        return db
+        try:
+            db.connect()
+            version = pg_migrations.current_version(db.connection())
+            _check_version(version, pg_migrations.LATEST, where, db)
+            db.execute_sql("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+        except DATABASE_ERRORS:
+            db.close()
+            raise
+        return _named_in_errors(db, where)
     except StoreError:
         raise
     except DATABASE_ERRORS as exc:
         raise describe(exc, where) from None
+
+
+def _named_in_errors(db: pw.Database, where: str) -> pw.Database:
+    """A failure of a statement on the source names the source (the copy's other failures name
+    the destination, where they mostly happen)."""
+    plain = db.execute_sql
+
+    def execute_sql(sql: str, params: Any = None) -> Any:
+        try:
+            return plain(sql, params)
+        except DATABASE_ERRORS as exc:
+            raise describe(exc, f"the source {where}") from None
+
+    db.execute_sql = execute_sql  # type: ignore[method-assign]
+    return db
 
 
 def _open_sqlite_source(path: Path) -> pw.Database:
@@ -200,6 +219,8 @@ def copy_store(
             raise
         except DATABASE_ERRORS as exc:
             raise describe(exc, destination_url.where()) from None
+        except OSError as exc:  # a picture file that cannot be read or written
+            raise StoreError(f"cannot copy: {exc}; {NOTHING_WRITTEN}") from None
         finally:
             dst.close()
     finally:
@@ -331,13 +352,19 @@ def _copy(
             report.kept += plan.kept
             tables.move_identity(dst, plan.table)
         for path in new_paths:
-            found = source_pictures.read(path)
-            if found is None:  # gone since it was checked
-                report.pictures_missing.append(path)
-            elif destination_pictures.write(path, *found):
-                report.pictures_copied += 1
-            else:
-                report.pictures_skipped += 1
+            try:
+                found = source_pictures.read(path)
+                if found is None:  # gone since it was checked
+                    report.pictures_missing.append(path)
+                elif destination_pictures.write(path, *found):
+                    report.pictures_copied += 1
+                else:
+                    report.pictures_skipped += 1
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot copy the picture {path}: {exc.strerror or exc}: the destination's rows were rolled "
+                    "back (pictures already written stay: copying again skips them)"
+                ) from None
             progress.advance(1)
     return report
 
