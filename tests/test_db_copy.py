@@ -243,7 +243,18 @@ def test_progress_bar_on_a_terminal_and_a_count_at_the_end(env, tmp_path):
     try:
         dest = f"sqlite://{tmp_path / 'copy.db'}"
         process = subprocess.Popen(
-            [sys.executable, "-m", "tui_agent", "db", "copy", f"sqlite://{env.vault.db_path}", dest],
+            [
+                sys.executable,
+                "-m",
+                "tui_agent",
+                "--vault",
+                str(tmp_path),
+                "db",
+                "copy",
+                f"sqlite://{env.vault.db_path}",
+                dest,
+            ],
+            cwd=tmp_path,
             stdout=subprocess.PIPE,
             stderr=secondary,
             text=True,
@@ -401,9 +412,13 @@ def test_postgresql_sources_an_older_schema_and_a_database_that_is_not_a_store(t
         conn.execute(
             "INSERT INTO messages(conversation_id, role, content, created_at) VALUES (1, 'user', 'hi', %s)", (now,)
         )
-    result = cli("db", "copy", pg, f"sqlite://{tmp_path / 'b' / 'agent.db'}", vault=tmp_path)
+        conn.execute("INSERT INTO attachments(message_id, position, path) VALUES (1, 0, 'media/uploads/a.png')")
+    # No pictures in that database: the one it names is taken from the current vault's media/.
+    cached = png(tmp_path / "current" / "media" / "uploads" / "a.png", (5, 5, 5)).read_bytes()
+    result = cli("db", "copy", pg, f"sqlite://{tmp_path / 'b' / 'agent.db'}", vault=tmp_path / "current")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("copied 1 conversations, 1 messages, 0 pictures")
+    assert result.stdout.startswith("copied 1 conversations, 1 messages, 1 pictures")
+    assert pictures(tmp_path / "b") == {"media/uploads/a.png": cached}
     with psycopg.connect(pg) as conn:
         assert pg_migrations.current_version(conn) == 1  # read as it is, never migrated
 
