@@ -43,7 +43,7 @@ http {{
     server 127.0.0.1:{port_b} max_fails=0;
   }}
   server {{
-    listen 127.0.0.1:{port} ssl;
+    listen 127.0.0.1:{port} ssl http2;
     server_name {name};
     ssl_certificate {tmp}/cert.pem;
     ssl_certificate_key {tmp}/key.pem;
