@@ -212,7 +212,7 @@ def test_two_hosts_behind_nginx_share_the_conversation_and_the_token(env, farm):
     from playwright.sync_api import sync_playwright
 
     proxy, servers, vaults = farm
-    env.fake.script(Reply(text="Stored once, seen on every host."))
+    env.fake.script(Reply(text="Stored once, seen on every host."), Reply(text="A fox in the snow."))
     args = [arg for arg in CHROMIUM_ARGS if not arg.startswith("--host-resolver-rules")]
     args.append(f"--host-resolver-rules=MAP {NAME} 127.0.0.1")
     with sync_playwright() as playwright:
@@ -232,12 +232,29 @@ def test_two_hosts_behind_nginx_share_the_conversation_and_the_token(env, farm):
                     == [{"content": "Stored once, seen on every host."}]
                 ),
             )
+            first.keyboard.type("/imagine a red fox")
+            first.keyboard.press("Enter")
+            pictures = wait_for(
+                "the picture", lambda: len(found := rows("SELECT path FROM attachments")) == 2 and found
+            )
+            wait_for("its caption", lambda: len(rows("SELECT id FROM messages WHERE role = 'assistant'")) == 2)
+            picture = (vaults[host] / pictures[0]["path"]).read_bytes()
+            for path in {row["path"] for row in pictures}:  # the other host's copy (its media/ cache)
+                (vaults[1 - host] / path).parent.mkdir(parents=True, exist_ok=True)
+                (vaults[1 - host] / path).write_bytes((vaults[host] / path).read_bytes())
             # Host `host` is full (--max-sessions 1): nginx hands the next browser to the other one,
             # whose app opens the last conversation from the same database.
             second, other = open_session(browser, proxy, vaults)
             assert other != host
             wait_for("the conversation on the other host", lambda: "hello across hosts" in screen_text(second))
             wait_for("its reply", lambda: "Stored once, seen on every host." in screen_text(second))
+            # F4 there downloads the picture by a signed /media/ link, which any host answers (the
+            # proxy may send it to either), not by a delivery held in one host's memory.
+            with second.expect_download(timeout=30_000) as download:
+                second.focus("textarea.xterm-helper-textarea")
+                second.keyboard.press("F4")
+            assert download.value.url.startswith(f"{proxy.public}/media/") and "download=1" in download.value.url
+            assert Path(download.value.path()).read_bytes() == picture
             # Both full: the browser is told so, in a page of its own (after nginx tried both).
             third = browser_page(browser, proxy)
             response = third.goto(f"{proxy.public}/?token={TOKEN}")
