@@ -8,7 +8,7 @@ import sys
 
 import httpx2
 import pytest
-from serve_helpers import TOKEN, start_serve
+from serve_helpers import TOKEN, app_processes, launch, needs_browser, open_app, start_serve
 
 PUBLIC = "https://agent.example.com"
 
@@ -105,5 +105,36 @@ def test_the_printed_link_and_the_page_name_the_public_url(env, tmp_path):
         assert f'data-session-websocket-url="ws://127.0.0.1:{served.port}/ws"' in direct.text
         refused = httpx2.get(local + "/", headers={"Host": "evil.example", "Origin": "https://evil.example"})
         assert refused.status_code == 403
+    finally:
+        served.stop()
+
+
+@pytest.mark.slow
+@needs_browser()
+def test_a_page_whose_session_is_refused_says_all_sessions_are_in_use(env, tmp_path):
+    """Behind a proxy the page may come from a host with room and its websocket go to a full one."""
+    from playwright.sync_api import sync_playwright
+
+    served = start_serve(env.vault.root, tmp_path / "serve.out", "--max-sessions", "1")
+    try:
+        page = httpx2.get(served.base + "/")  # served while this host had room (or by another host)
+        kept = {name: page.headers[name] for name in ("content-type", "content-security-policy")}
+        with sync_playwright() as playwright:
+            browser = launch(playwright)
+            try:
+                open_app(browser, served.url, env.vault.root)  # takes the only session
+                second = browser.new_page()
+                second.route(
+                    lambda url: url.startswith(served.base + "/?") or url == served.base + "/",
+                    lambda route: route.fulfill(status=200, headers=kept, body=page.text),
+                )
+                second.goto(served.url)
+                second.wait_for_selector("body.-refused", timeout=30_000)
+                notice = second.inner_text(".notice.refused")
+                assert "No session could start: all sessions of this tui-agent are in use" in notice
+                assert second.is_visible("#retry") and not second.is_visible(".notice.closed")
+                assert len(app_processes(served.process.pid)) == 1  # nothing started for it
+            finally:
+                browser.close()
     finally:
         served.stop()
