@@ -53,8 +53,8 @@ http {{
       proxy_set_header Host $http_host;
       proxy_set_header Upgrade $http_upgrade;
       proxy_set_header Connection $connection_upgrade;
-      proxy_read_timeout 1d;
-      proxy_send_timeout 1d;
+      proxy_read_timeout 1h;
+      proxy_send_timeout 1h;
       proxy_buffering off;
       proxy_next_upstream error timeout http_503;
     }}
