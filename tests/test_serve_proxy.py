@@ -4,6 +4,7 @@ the other, a full host hands the next browser to the other one, foreign names st
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import signal
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import httpx2
 import pytest
 from fake_openai import Reply, png_bytes
@@ -296,3 +298,31 @@ def test_foreign_names_and_origins_are_refused_through_the_proxy(farm):
     assert https(proxy, f"/?token={TOKEN}", {"Host": f"evil.test:{proxy.port}"}).status_code == 403
     time.sleep(0.5)
     assert ready_counts(vaults) == [0, 0]  # nothing was started for them
+
+
+@needs_nginx()
+def test_a_full_host_hands_the_websocket_to_the_other_one(farm):
+    """nginx retries a websocket upgrade that a full host refused (503, nothing started) elsewhere."""
+    proxy, servers, _vaults = farm
+    public = {"Host": f"{NAME}:{proxy.port}", "Origin": proxy.public}
+    protocols = ("tui-agent", "tui-agent.auth." + TOKEN.encode().hex())
+
+    async def sessions() -> list[int]:
+        async with aiohttp.ClientSession() as client:
+            direct = f"ws://127.0.0.1:{servers[0].port}/ws?width=80&height=24"
+            # Host 0's only session, taken directly (the public name is one of its names).
+            async with client.ws_connect(direct, headers=public, protocols=protocols):
+                statuses = []
+                for _ in range(2):  # round robin: one of the two starts at the full host
+                    through = f"wss://127.0.0.1:{proxy.port}/ws?width=80&height=24"
+                    try:
+                        async with client.ws_connect(through, headers=public, protocols=protocols, ssl=False):
+                            statuses.append(101)
+                    except aiohttp.WSServerHandshakeError as exc:
+                        statuses.append(exc.status)
+                    while servers[1].text().count('"GET /ws" 101') < statuses.count(101):  # its session is over
+                        await asyncio.sleep(0.1)
+                return statuses
+
+    assert asyncio.run(asyncio.wait_for(sessions(), 60)) == [101, 101]
+    assert '"GET /ws" 503' in servers[0].text()  # refused by the full host, then served by the other
