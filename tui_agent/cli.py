@@ -119,6 +119,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--max-sessions", type=int, default=4, metavar="N", help="browser sessions (app processes) at once"
     )
+    serve.add_argument(
+        "--public-url",
+        metavar="URL",
+        help="behind a reverse proxy: the address browsers use (https://agent.example.com); the printed link uses it",
+    )
 
     from tui_agent.commands.mcp import add_parser as add_mcp_parser
 
