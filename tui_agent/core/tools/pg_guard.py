@@ -36,6 +36,9 @@ TABLES = frozenset(
     }
 )
 
+#: CTE names refused beside TABLES: PostgreSQL's catalogs, and the SQLite store's own tables.
+_SHIELDED_PREFIXES = ("pg_", "sqlite_", "messages_fts")
+
 NODES = frozenset(
     """RawStmt SelectStmt UpdateStmt ResTarget ColumnRef A_Star A_Const Integer Float String Boolean
     BitString A_Expr BoolExpr NullTest BooleanTest FuncCall TypeCast TypeName CollateClause CaseExpr
@@ -103,6 +106,7 @@ def check(sql: str) -> Checked:
     try:
         stmt = _one_statement(sql)
         kind = _check_statement(stmt, sql)
+        _name_subqueries(stmt)
         try:
             printed = RawStream()(stmt)
         except Exception:  # the printer cannot write this tree back: nothing runs
@@ -112,6 +116,15 @@ def check(sql: str) -> Checked:
     except RecursionError:
         raise refuse("a statement nested this deep") from None
     return Checked(kind, printed)
+
+
+def _name_subqueries(stmt: Any) -> None:
+    """``FROM (SELECT ...)`` without a name, as SQLite (and PostgreSQL 16) take it: PostgreSQL 15 needs one."""
+    from pglast import ast
+
+    for number, node in enumerate(walk(stmt)):
+        if type(node).__name__ == "RangeSubselect" and node.alias is None:
+            node.alias = ast.Alias(aliasname=f"subquery_{number}")
 
 
 def _one_statement(sql: str) -> Any:
@@ -175,7 +188,7 @@ def _cte_names(stmt: Any) -> set[str]:
     for node in walk(stmt):
         if type(node).__name__ == "CommonTableExpr":
             name = str(node.ctename)
-            if name.casefold() in TABLES or name.casefold().startswith("pg_"):
+            if name.casefold() in TABLES or name.casefold().startswith(_SHIELDED_PREFIXES):
                 raise QueryRefused(
                     f"refused: a WITH clause may not define a name that hides a table or view ({name}); "
                     "pick another name for the CTE"
@@ -197,9 +210,9 @@ def _check_node(node: Any, ctes: set[str]) -> None:
             raise refuse("SELECT ... FOR UPDATE / FOR SHARE (locking rows)")
     elif name == "RangeVar":
         if node.schemaname or node.catalogname:
-            raise refuse(f"reading {node.schemaname}.{node.relname} (name the tables without a schema)")
+            raise refuse(f"reading {node.schemaname}.{node.relname}")
         if node.relname not in VIEWS and node.relname not in ctes:
-            raise refuse(f"reading {node.relname} (memory_sql reads {', '.join(VIEWS)})")
+            raise refuse(f"reading {node.relname}")
     elif name == "FuncCall":
         parts = [str(part.sval) for part in node.funcname]
         if len(parts) == 2 and parts[0] == "pg_catalog":
