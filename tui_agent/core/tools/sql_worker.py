@@ -121,6 +121,9 @@ def _limit_process(limits: Limits, parent: int | None) -> None:
 def main() -> int:
     raw = json.loads(sys.stdin.buffer.read())
     limits = Limits(**raw.get("limits", {}))
+    if raw.get("postgres") is not None:  # loaded before the hard deadline starts: the server times the statement
+        import pglast.parser  # noqa: F401
+        import psycopg  # noqa: F401
     _limit_process(limits, raw.get("parent"))
     request = Request(str(raw["db_path"]), str(raw["query"]), limits, raw.get("postgres"))
     if request.postgres is not None:
