@@ -104,3 +104,14 @@ async def test_a_big_update_is_counted_but_its_values_stay_on_the_server(env):
     assert answer["ok"] and answer["count"] == 300 and answer["updates"] == [] and len(answer["ids"]) == 50
     assert len(answer["preview"]) == 5 and answer["preview"][0][4] == "x" * 200
     assert Message.get_by_id(1).content == "message 0"
+
+
+async def test_an_update_joining_other_tables_or_with_its_own_ctes(three):
+    profiles.set_field(three.profile, "sql_update_approval", "auto")
+    query = "UPDATE messages m SET content = c.title || ':' || m.content FROM conversations c WHERE c.id = m.conversation_id AND m.id = 1"
+    result = await sql(three, query)
+    assert result.data["ids"] == [1], result.to_dict()
+    query = "WITH r AS (SELECT id FROM messages WHERE content = 'second') UPDATE messages SET content = 'two' FROM r WHERE messages.id = r.id"
+    result = await sql(three, query)
+    assert result.data["ids"] == [2], result.to_dict()
+    assert contents() == ["c:first", "two", "third", "hidden"]

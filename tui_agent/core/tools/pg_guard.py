@@ -93,6 +93,7 @@ _WORDS = {
 class Checked:
     kind: str  # "select" or "update"
     sql: str  # the statement as PostgreSQL will run it (printed from the checked tree)
+    target: str = "messages"  # an UPDATE's name for the messages it changes (its alias, if any)
 
 
 def refuse(what: str) -> QueryRefused:
@@ -115,7 +116,8 @@ def check(sql: str) -> Checked:
             raise refuse("this statement")
     except RecursionError:
         raise refuse("a statement nested this deep") from None
-    return Checked(kind, printed)
+    alias = getattr(stmt, "relation", None) and stmt.relation.alias
+    return Checked(kind, printed, alias.aliasname if kind == "update" and alias else "messages")
 
 
 def _name_subqueries(stmt: Any) -> None:

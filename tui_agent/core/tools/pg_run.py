@@ -72,7 +72,7 @@ def _run(request: Request, checked: Checked) -> dict[str, Any]:
                 ) from None
             if checked.kind == "select":
                 return _select(conn, checked.sql, limits)
-            return _update(cursor, checked.sql, limits)
+            return _update(cursor, checked, limits)
     finally:
         conn.close()  # never committed: a SELECT wrote nothing, an UPDATE is rolled back
 
@@ -123,10 +123,11 @@ def plain(value: Any, limits: Limits) -> Any:
     return json.loads(text)
 
 
-def _update(cursor: Any, sql: str, limits: Limits) -> dict[str, Any]:
+def _update(cursor: Any, checked: Checked, limits: Limits) -> dict[str, Any]:
     """(id, role, old head, old length, new if kept, new head, new length, total, first too big, its size)."""
     cap, most, head = int(limits.update_max_rows), int(limits.update_max_value_bytes), int(limits.preview_chars)
-    wrapped = f"""WITH memory_sql_u AS ({sql} RETURNING id, content),
+    target = '"' + checked.target.replace('"', '""') + '"'
+    wrapped = f"""WITH memory_sql_u AS ({checked.sql} RETURNING {target}.id, {target}.content),
 memory_sql_d AS (
     SELECT u.id, o.role, left(o.content, {head}) AS old_head, char_length(o.content) AS old_len, u.content AS new,
         octet_length(u.content) AS new_bytes, char_length(u.content) AS new_len
