@@ -203,3 +203,8 @@ async def test_an_update_waits_for_a_locked_message_only_as_long_as_the_lock_tim
         result = await sql(mem, "UPDATE messages SET content = 'x' WHERE id = 1")
     assert result.error.startswith("stopped: another writer held these messages for too long (lock timeout)")
     assert Message.get_by_id(1).content == "What is a 1T parameter model?"
+
+
+def test_the_model_is_told_it_writes_postgresql(mem):
+    (schema,) = [s for s in default_registry().schemas() if s["function"]["name"] == "memory_sql"]
+    assert schema["function"]["description"].startswith("Run ONE PostgreSQL statement (group_concat works too)")

@@ -54,6 +54,16 @@ class MemorySqlTool(Tool):
         "required": ["query"],
     }
 
+    def schema(self) -> dict[str, Any]:
+        """On a PostgreSQL store the model is told which SQL it writes (SQLite's group_concat works too)."""
+        schema = super().schema()
+        url = getattr(Message._meta.database, "store_url", None)
+        if url is not None and url.is_postgresql:
+            schema["function"]["description"] = self.description.replace(
+                "ONE SQLite statement", "ONE PostgreSQL statement (group_concat works too)"
+            )
+        return schema
+
     def summarize(self, arguments: dict[str, Any]) -> str:
         return f"memory_sql {' '.join(str(arguments.get('query', '')).split())}"
 
