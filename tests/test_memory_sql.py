@@ -1,4 +1,9 @@
-"""memory_sql against hostile SQL: every refusal leaves the database byte-for-byte unchanged."""
+"""memory_sql against hostile SQL: every refusal leaves the database byte-for-byte unchanged.
+
+The corpus runs on both stores (BOTH_BACKENDS): on PostgreSQL each statement gets the same
+refusal or PostgreSQL's own (its parser, its server); tests/test_memory_sql_pg.py adds attacks
+only PostgreSQL has.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +15,13 @@ import sys
 import time
 
 import pytest
+from backends import BOTH_BACKENDS
+from memory_sql_helpers import is_postgresql, pg_dump
 
 from tui_agent.core import profiles
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Message
+from tui_agent.core.tools import memory_sql
 from tui_agent.core.tools.base import ToolContext
 from tui_agent.core.tools.registry import default_registry
 
@@ -21,7 +29,7 @@ SECRET = "SECRET-MEMORY-ROW"
 
 
 @pytest.fixture
-def mem(env):
+def mem(env, store_backend):
     conversation = history.new_conversation("c")
     history.add_message(conversation.id, "user", "What is a 1T parameter model?")
     history.add_message(conversation.id, "assistant", "A model with a trillion parameters.")
@@ -29,11 +37,21 @@ def mem(env):
         conversation.id, "memory_tool", f'{{"rows": "{SECRET}"}}', tool_name="memory_sql", tool_call_id="c1"
     )
     history.add_message(conversation.id, "web_tool", "search results", tool_name="web_search", tool_call_id="c2")
-    Message._meta.database.execute_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+    if is_postgresql():  # memory_sql's role and views, once: set up by its first call otherwise
+        assert memory_sql.ensure_postgres_setup() == ""
+    checkpoint()
     return env
 
 
+def checkpoint() -> None:
+    if not is_postgresql():
+        Message._meta.database.execute_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
 def fingerprint(env) -> tuple[str, str, list[str]]:
+    if is_postgresql():
+        return "-", "-", pg_dump()
+
     def digest(path):
         return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else "-"
 
@@ -185,10 +203,11 @@ HOSTILE = [
 
 
 @pytest.mark.slow
+@BOTH_BACKENDS
 @pytest.mark.parametrize("query", HOSTILE)
 async def test_hostile_statements_are_refused_and_change_nothing(mem, query):
     profiles.set_field(mem.profile, "sql_update_approval", "auto")
-    Message._meta.database.execute_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+    checkpoint()
     before = fingerprint(mem)
     started = time.monotonic()
     result = await sql(mem, query)
@@ -215,12 +234,22 @@ REFUSALS_IN_WORDS = [
     ("SELECT * FROM main.messages", "refused: main.messages cannot be read"),
     ("WITH Messages AS (SELECT 1) SELECT 1", "refused: a WITH clause may not define a name that hides a table"),
 ]
+#: Where PostgreSQL words it its own way (statements its grammar does not have, schemas it names otherwise).
+PG_WORDS = {
+    "CREATE TABLE evil(x)": "SQL error: PostgreSQL cannot parse this statement (syntax error",
+    "PRAGMA user_version = 99": "SQL error: PostgreSQL cannot parse this statement (syntax error",
+    "ATTACH DATABASE '/tmp/tui-agent-evil.db' AS evil": "SQL error: PostgreSQL cannot parse this statement",
+    "SELECT * FROM main.messages": "refused: reading main.messages is not allowed",
+}
 
 
+@BOTH_BACKENDS
 @pytest.mark.parametrize(("query", "words"), REFUSALS_IN_WORDS)
 async def test_refusals_say_what_was_refused_in_words(mem, query, words):
     profiles.set_field(mem.profile, "sql_update_approval", "auto")
     result = await sql(mem, query)
+    if is_postgresql():
+        words = PG_WORDS.get(query, words)
     assert result.error.startswith(words), result.error
 
 
@@ -248,14 +277,23 @@ HIDING = [
 ]
 
 
+#: SQLite's ``temp`` schema: PostgreSQL refuses any schema-qualified name.
+PG_REFUSED_HIDING = {"SELECT * FROM temp.messages"}
+
+
 @pytest.mark.slow
+@BOTH_BACKENDS
 @pytest.mark.parametrize("query", HIDING)
 async def test_memory_tool_rows_are_never_returned(mem, query):
     result = await sql(mem, query)
-    assert result.is_ok, result.error
+    if is_postgresql() and query in PG_REFUSED_HIDING:
+        assert result.error.startswith("refused: reading temp.messages is not allowed"), result.error
+    else:
+        assert result.is_ok, result.error
     assert SECRET not in result.to_json()
 
 
+@BOTH_BACKENDS
 async def test_seed_example_query_works_as_written(mem):
     query = """SELECT id, content
 FROM messages
@@ -272,6 +310,7 @@ LIMIT 5;"""
     }
 
 
+@BOTH_BACKENDS
 async def test_update_keeps_revisions_never_touches_memory_rows_and_can_be_restored(mem, tmp_path):
     profiles.set_field(mem.profile, "sql_update_approval", "auto")
     result = await sql(mem, "UPDATE messages SET content = upper(content) || ' [edited]'")
@@ -281,7 +320,8 @@ async def test_update_keeps_revisions_never_touches_memory_rows_and_can_be_resto
     assert SECRET in stored[3]
     result = await sql(mem, "UPDATE messages SET content = 'x' WHERE role = 'memory_tool'")
     assert result.data == {"kind": "update", "updated": 0, "ids": []}
-    assert history.search_messages("edited")
+    if not is_postgresql():  # history search on PostgreSQL is issue 27 item 1, not this tool's
+        assert history.search_messages("edited")
     listing = subprocess.run(
         [sys.executable, "-m", "tui_agent", "history", "revisions", "--vault", str(mem.vault.root)],
         capture_output=True,
@@ -298,6 +338,7 @@ async def test_update_keeps_revisions_never_touches_memory_rows_and_can_be_resto
     assert Message.get_by_id(1).content == "What is a 1T parameter model?"
 
 
+@BOTH_BACKENDS
 async def test_update_waits_for_approval(mem):
     before = fingerprint(mem)
     result = await sql(mem, "UPDATE messages SET content = 'x' WHERE id = 1")
@@ -324,6 +365,7 @@ async def test_update_waits_for_approval(mem):
     assert result.data["updated"] == 1 and Message.get_by_id(1).content == "x"
 
 
+@BOTH_BACKENDS
 async def test_row_and_output_limits_are_reported(mem):
     conversation = history.new_conversation()
     for i in range(250):

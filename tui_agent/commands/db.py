@@ -19,8 +19,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common:
     dsub.add_parser("show", parents=[common], help="the store in use, where that choice comes from, its schema")
     dsub.add_parser("forget", parents=[common], help="go back to the vault's own agent.db")
     from tui_agent.commands.db_copy import add_copy_parser
+    from tui_agent.commands.db_setup import add_parser as add_setup_parser
 
     add_copy_parser(dsub, common)
+    add_setup_parser(dsub, common)
 
 
 def run_db(vault_arg: str | None, args: argparse.Namespace) -> int:
@@ -34,6 +36,10 @@ def run_db(vault_arg: str | None, args: argparse.Namespace) -> int:
     from tui_agent.core.vault import Vault, resolve_vault
 
     root, _ = resolve_vault(vault_arg)
+    if args.action == "setup":
+        from tui_agent.commands.db_setup import run_setup
+
+        return run_setup(root, args)
     try:
         if args.action == "use":
             url = location.parse(args.url, base=Path.cwd())

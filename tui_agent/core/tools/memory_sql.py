@@ -5,6 +5,10 @@ authorizer denies by default (``sql_guard``); ``memory_tool`` rows are hidden be
 named ``messages``. An UPDATE only collects (id, new content) pairs, counted and capped in the
 worker; after the user approves a question the app computed (``sql_update``), this module
 writes them on the app's own connection, keeping each previous content as a revision.
+
+On a PostgreSQL store the same worker runs the statement through ``pg_run`` instead: parsed by
+PostgreSQL's own parser, then run by the server as memory_sql's own role (``pg_memory``), which
+is set up here the first time when the connected user may (else one line says what to run).
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from tui_agent.core.store.errors import DATABASE_ERRORS, StoreError, describe
+from tui_agent.core.store.models import Message
 from tui_agent.core.tools.base import Tool, ToolContext, ToolResult
 from tui_agent.core.tools.sql_run import Limits, Request
 from tui_agent.core.tools.sql_update import apply_updates, approval_question
@@ -48,6 +54,16 @@ class MemorySqlTool(Tool):
         "required": ["query"],
     }
 
+    def schema(self) -> dict[str, Any]:
+        """On a PostgreSQL store the model is told which SQL it writes (SQLite's group_concat works too)."""
+        schema = super().schema()
+        url = getattr(Message._meta.database, "store_url", None)
+        if url is not None and url.is_postgresql:
+            schema["function"]["description"] = self.description.replace(
+                "ONE SQLite statement", "ONE PostgreSQL statement (group_concat works too)"
+            )
+        return schema
+
     def summarize(self, arguments: dict[str, Any]) -> str:
         return f"memory_sql {' '.join(str(arguments.get('query', '')).split())}"
 
@@ -60,8 +76,19 @@ class MemorySqlTool(Tool):
             update_max_rows=int(ctx.profile.sql_update_max_rows),
             update_max_value_bytes=int(ctx.profile.sql_update_max_value_bytes),
         )
+        request = Request(str(ctx.vault.db_path), query, limits)
+        url = getattr(Message._meta.database, "store_url", None)
+        if url is not None and url.is_postgresql:
+            problem = await asyncio.to_thread(ensure_postgres_setup)
+            if problem:
+                return ToolResult.fail(problem)
+            try:
+                connect = {"dbname": url.dbname, **url.connect_args()}
+            except StoreError as exc:
+                return ToolResult.fail(str(exc))
+            request.postgres = {"connect": connect, "where": url.where()}
         try:
-            answer = await run_in_worker(Request(str(ctx.vault.db_path), query, limits), temp_dir(ctx.vault))
+            answer = await run_in_worker(request, temp_dir(ctx.vault))
         except WorkerFailed as exc:
             if exc.timed_out:
                 return ToolResult.fail(f"stopped: the query ran longer than the {TIME_LIMIT_S:g}s time limit ({exc})")
@@ -99,3 +126,26 @@ class MemorySqlTool(Tool):
         return ToolResult.ok(
             {"kind": "update", "updated": len(changed), "ids": changed, "revisions_kept": len(changed)}
         )
+
+
+def ensure_postgres_setup() -> str:
+    """ "" when memory_sql's role and views are in place (made now if this user may), else why not."""
+    import psycopg
+
+    from tui_agent.core.store import pg_memory
+
+    failures: tuple[type[BaseException], ...] = (psycopg.Error, *DATABASE_ERRORS)
+    try:
+        conn = Message._meta.database.connection()
+        missing = pg_memory.state(conn)
+        if not missing:
+            return ""
+        try:
+            pg_memory.apply(conn)
+        except failures as exc:
+            first = (str(exc).splitlines() or [type(exc).__name__])[0]
+            return pg_memory.missing_message(f"{missing}; {first}", str(conn.info.user))
+        still = pg_memory.state(conn)
+        return pg_memory.missing_message(still, str(conn.info.user)) if still else ""
+    except failures as exc:
+        return str(describe(exc))

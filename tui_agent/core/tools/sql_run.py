@@ -52,6 +52,8 @@ class Request:
     db_path: str
     query: str
     limits: Limits = field(default_factory=Limits)
+    #: A PostgreSQL store: {"connect": psycopg's keyword arguments, "where": its name} (see pg_run).
+    postgres: dict[str, Any] | None = None
 
 
 class _Collector:

@@ -43,10 +43,17 @@ async def run_in_worker(
 ) -> dict[str, Any]:
     """Run the request in a fresh worker; kill it on the deadline or when this task is cancelled."""
     temp_dir.mkdir(parents=True, exist_ok=True)
-    env = {key: value for key, value in os.environ.items() if key in _PASSED_ENV}  # no API keys
+    # no API keys; libpq's own PG* variables (PGPASSFILE, PGSSLMODE...) for a PostgreSQL store
+    env = {key: value for key, value in os.environ.items() if key in _PASSED_ENV or key.startswith("PG")}
     env.update(SQLITE_TMPDIR=str(temp_dir), TMPDIR=str(temp_dir), PYTHONDONTWRITEBYTECODE="1")
     payload = json.dumps(
-        {"db_path": request.db_path, "query": request.query, "limits": asdict(request.limits), "parent": os.getpid()}
+        {
+            "db_path": request.db_path,
+            "query": request.query,
+            "limits": asdict(request.limits),
+            "parent": os.getpid(),
+            "postgres": request.postgres,  # on stdin: a password never shows in the process list
+        }
     )
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -114,8 +121,17 @@ def _limit_process(limits: Limits, parent: int | None) -> None:
 def main() -> int:
     raw = json.loads(sys.stdin.buffer.read())
     limits = Limits(**raw.get("limits", {}))
+    if raw.get("postgres") is not None:  # loaded before the hard deadline starts: the server times the statement
+        import pglast.parser  # noqa: F401
+        import psycopg  # noqa: F401
     _limit_process(limits, raw.get("parent"))
-    answer = run_guarded(Request(str(raw["db_path"]), str(raw["query"]), limits))
+    request = Request(str(raw["db_path"]), str(raw["query"]), limits, raw.get("postgres"))
+    if request.postgres is not None:
+        from tui_agent.core.tools import pg_run
+
+        answer = pg_run.run_guarded(request)
+    else:
+        answer = run_guarded(request)
     sys.stdout.buffer.write(json.dumps(answer, ensure_ascii=False).encode("utf-8", "surrogatepass"))
     sys.stdout.buffer.flush()
     return 0

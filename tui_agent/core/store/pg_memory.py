@@ -1,0 +1,124 @@
+"""memory_sql's walls on PostgreSQL: a role of its own, a schema of views, and their grants.
+
+The model's statement runs as ``tui_agent_memory``, a role that cannot log in: the app's own
+user is a member and switches to it with ``SET LOCAL ROLE`` inside the statement's transaction
+(core/tools/pg_run.py). That role may read only the views of the ``tui_agent_memory`` schema and
+update only ``content`` through one of them; the views are security barriers that leave out
+``memory_tool`` rows (and their revisions and attachments), so the seed's ``role !=
+'memory_tool'`` holds whatever the SQL says. The tables themselves (settings, profiles,
+mcp_servers, media_blobs...) are granted nothing: the server refuses them.
+
+``setup_sql`` is idempotent: ``tui-agent db setup`` runs it, ``--print`` shows it to a DBA, and
+memory_sql runs it by itself the first time when the connected user may (``ensure``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+ROLE = "tui_agent_memory"
+SCHEMA = "tui_agent_memory"
+HIDDEN_ROLE = "memory_tool"
+#: Bumped when the views or grants below change: an older set-up is then run again.
+VERSION = 1
+MARK = f"tui-agent memory_sql v{VERSION}"
+
+MESSAGE_COLUMNS = (
+    "id, conversation_id, role, content, tool_name, tool_call_id, tool_arguments, tool_calls, model, "
+    "status, created_at, prompt_tokens, completion_tokens, parent_id, reasoning"
+)
+#: What the model's SQL may name (unqualified: the search_path is the schema above).
+VIEWS = ("messages", "conversations", "message_revisions", "attachments")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
+
+
+class SetupMissing(Exception):
+    """memory_sql's role or views are not there (or are older); the text says what to run."""
+
+
+def quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def setup_sql(members: list[str], tables_schema: str = "public") -> str:
+    """The whole set-up, safe to run again; ``members``: the users who run tui-agent."""
+    t = quote_ident(tables_schema)
+    s = quote_ident(SCHEMA)
+    visible = f"SELECT id FROM {t}.messages WHERE role IS DISTINCT FROM '{HIDDEN_ROLE}'"
+    grants = "\n".join(f"GRANT {ROLE} TO {quote_ident(member)};" for member in members)
+    return f"""-- tui-agent: memory_sql's role, views and grants (idempotent; run as the owner of the tables)
+DO $$ BEGIN
+    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{ROLE}') THEN
+        CREATE ROLE {ROLE} NOLOGIN NOINHERIT;
+    END IF;
+EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;  -- made meanwhile by another database
+END $$;
+{grants}
+CREATE SCHEMA IF NOT EXISTS {s};
+REVOKE ALL ON SCHEMA {s} FROM PUBLIC;
+CREATE OR REPLACE VIEW {s}.messages WITH (security_barrier) AS
+    SELECT {MESSAGE_COLUMNS} FROM {t}.messages WHERE role IS DISTINCT FROM '{HIDDEN_ROLE}'
+    WITH LOCAL CHECK OPTION;
+CREATE OR REPLACE VIEW {s}.conversations WITH (security_barrier) AS
+    SELECT id, title, created_at, updated_at, leaf_id FROM {t}.conversations;
+CREATE OR REPLACE VIEW {s}.message_revisions WITH (security_barrier) AS
+    SELECT id, message_id, content, reason, created_at FROM {t}.message_revisions WHERE message_id IN ({visible});
+CREATE OR REPLACE VIEW {s}.attachments WITH (security_barrier) AS
+    SELECT id, message_id, position, path, mime FROM {t}.attachments WHERE message_id IN ({visible});
+-- group_concat as in SQLite, for models that write SQLite's dialect
+CREATE OR REPLACE FUNCTION {s}.group_concat_step(acc text, value text, sep text) RETURNS text
+    LANGUAGE sql IMMUTABLE AS $f$
+    SELECT CASE WHEN value IS NULL THEN acc WHEN acc IS NULL THEN value ELSE acc || sep || value END $f$;
+CREATE OR REPLACE FUNCTION {s}.group_concat_step(acc text, value text) RETURNS text
+    LANGUAGE sql IMMUTABLE AS $f$ SELECT {s}.group_concat_step(acc, value, ',') $f$;
+CREATE OR REPLACE AGGREGATE {s}.group_concat(text, text) (SFUNC = {s}.group_concat_step, STYPE = text);
+CREATE OR REPLACE AGGREGATE {s}.group_concat(text) (SFUNC = {s}.group_concat_step, STYPE = text);
+REVOKE ALL ON ALL TABLES IN SCHEMA {s} FROM PUBLIC;
+GRANT USAGE ON SCHEMA {s} TO {ROLE};
+GRANT SELECT ON {s}.messages, {s}.conversations, {s}.message_revisions, {s}.attachments TO {ROLE};
+GRANT UPDATE (content) ON {s}.messages TO {ROLE};
+COMMENT ON SCHEMA {s} IS '{MARK}';
+"""
+
+
+def state(conn: Any) -> str:
+    """ "" when memory_sql can run as this connection's user, else what is missing, in words."""
+    with conn.cursor() as cursor:
+        cursor.execute(
+            "SELECT (SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = %s), "
+            "EXISTS (SELECT FROM pg_roles WHERE rolname = %s)",
+            (SCHEMA, ROLE),
+        )
+        mark, role = cursor.fetchone()
+        if not role:
+            return f"the role {ROLE} does not exist"
+        if mark != MARK:
+            return f"the schema {SCHEMA} is missing or was made by another version"
+        cursor.execute("SELECT pg_has_role(session_user, %s, 'MEMBER')", (ROLE,))
+        if not cursor.fetchone()[0]:
+            return f"this user is not a member of the role {ROLE}"
+    return ""
+
+
+def apply(conn: Any, members: list[str] | None = None) -> None:
+    """Run the set-up on ``conn`` (psycopg, autocommit) in one transaction, for its user by default."""
+    with conn.transaction(), conn.cursor() as cursor:
+        cursor.execute("SELECT session_user, current_schema()")
+        user, schema = cursor.fetchone()
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", (0x7475_6D65,))  # "tume": one set-up at a time
+        cursor.execute(setup_sql(members or [user], schema or "public"))
+
+
+def check_name(name: str) -> str:
+    """A role name given on the command line: plain identifiers only (it is written into SQL)."""
+    if not _NAME.match(name):
+        raise ValueError(f"not a plain PostgreSQL role name: {name!r}")
+    return name
+
+
+def missing_message(what: str, user: str) -> str:
+    return (
+        f"memory_sql on PostgreSQL needs its own role and views ({what}) and {user} may not create them: "
+        "run `tui-agent db setup` as the tables' owner, or give a DBA the SQL of `tui-agent db setup --print`"
+    )
