@@ -13,13 +13,15 @@ from PIL import Image
 
 from tui_agent.core import image_cache, profiles
 from tui_agent.core.context import ContextBuilder
-from tui_agent.core.store import history, open_database
+from tui_agent.core.store import history, location
+from tui_agent.core.store.db import open_store
 from tui_agent.core.vault import Vault
 
 
-def measure(repeats: int = 10) -> dict[str, float]:
+def measure(repeats: int = 10, url: str | None = None) -> dict[str, float]:
+    """``url``: the store (default: the vault's own SQLite file); a PostgreSQL one must be empty."""
     vault = Vault(Path(tempfile.mkdtemp(prefix="bench-ctx-")) / "vault").init()
-    db = open_database(vault.db_path)
+    db = open_store(location.parse(url) if url else location.default_url(vault.root))
     profiles.ensure_default_profile()
     profile = profiles.active_profile()
     profile.context_budget_tokens = 10_000_000

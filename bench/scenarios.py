@@ -211,7 +211,7 @@ PAGE_UP = b"\x1b[5~"
 MESSAGE_NUMBER = re.compile(rb"message (\d+):")
 
 
-def scroll_up(vault: Path, messages: int, *, burst: int = 0) -> dict[str, Any]:
+def scroll_up(vault: Path, messages: int, *, burst: int = 0, env: dict[str, str] | None = None) -> dict[str, Any]:
     """From the end of a ``messages``-message conversation to its first message with PageUp (in the
     message cursor, entered with Up from the empty composer), each key sent once the frame that
     answered the one before is drawn (a key held down, as fast as the app follows). ``burst``: a
@@ -219,7 +219,7 @@ def scroll_up(vault: Path, messages: int, *, burst: int = 0) -> dict[str, Any]:
     the app starts drawing its answer; and the full collections of the cycle collector meanwhile."""
     log = vault / "gc.log"
     log.write_text("")
-    app = PtyApp.agent(vault, {"PYTHONPATH": str(GC_PROBE), "BENCH_GC_LOG": str(log)})
+    app = PtyApp.agent(vault, {"PYTHONPATH": str(GC_PROBE), "BENCH_GC_LOG": str(log), **(env or {})})
     answers: list[float] = []
     try:
         app.wait_for(READY)

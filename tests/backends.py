@@ -1,8 +1,8 @@
-"""Run a test module on both stores: ``pytestmark = BOTH_BACKENDS`` runs each of its tests once on
-SQLite and once on PostgreSQL (conftest's ``store_backend`` fixture; the ``env`` fixture and every
-command the test starts then use that store). A test that does not use ``env`` asks for
-``store_backend`` itself."""
+"""Run tests on both stores: ``pytestmark = BOTH_BACKENDS`` in a module (or ``@BOTH_BACKENDS`` on a
+test) runs each test that uses the ``env`` fixture (or asks for ``store_backend``) once on SQLite
+and once on PostgreSQL; the ``env`` fixture and every command the test starts then use that store
+(see conftest's ``pytest_generate_tests`` and ``store_backend``)."""
 
 import pytest
 
-BOTH_BACKENDS = pytest.mark.parametrize("store_backend", ["sqlite", "postgresql"], indirect=True)
+BOTH_BACKENDS = pytest.mark.both_backends

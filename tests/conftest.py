@@ -140,9 +140,18 @@ def pg_url(pg_cluster: pg_cluster_module.Cluster, monkeypatch: pytest.MonkeyPatc
     pg_cluster.drop_database(name)
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """``both_backends`` (tests/backends.py): once on SQLite, once on PostgreSQL."""
+    if metafunc.definition.get_closest_marker("sqlite_only"):
+        return  # its reason says why: a fresh store per vault, SQLite's own files or internals
+    if metafunc.definition.get_closest_marker("both_backends") and "store_backend" in metafunc.fixturenames:
+        metafunc.parametrize("store_backend", ["sqlite", "postgresql"], indirect=True)
+
+
 @pytest.fixture
 def store_backend(request: pytest.FixtureRequest) -> str:
-    backend = getattr(request, "param", "sqlite")
+    # TUI_AGENT_TEST_STORE=postgresql runs every other test on PostgreSQL too (a whole-suite check).
+    backend = getattr(request, "param", os.environ.get("TUI_AGENT_TEST_STORE", "sqlite"))
     if backend == "postgresql":
         request.getfixturevalue("pg_url")
     return str(backend)

@@ -9,6 +9,8 @@ from typing import Any
 from tui_agent.core import events as ev
 from tui_agent.core.llm import LLMClient
 from tui_agent.core.loop import AgentLoop
+from tui_agent.core.store import portable
+from tui_agent.core.store.models import Message
 from tui_agent.core.tools.base import Tool, ToolContext, ToolResult
 from tui_agent.core.tools.registry import ToolRegistry, default_registry
 
@@ -49,6 +51,11 @@ def done(events: list[Any]) -> ev.Done:
 def rows(
     db_path: Path, sql: str = "SELECT id, role, content, status, model FROM messages ORDER BY id"
 ) -> list[tuple[Any, ...]]:
+    """Rows of the test's store: the SQLite file, or the PostgreSQL database the models are bound to
+    (BOTH_BACKENDS tests: tests/backends.py)."""
+    database = Message._meta.database
+    if database is not None and portable.is_postgresql(database):
+        return [tuple(row) for row in portable.execute(database, sql).fetchall()]
     conn = sqlite3.connect(db_path)
     try:
         return conn.execute(sql).fetchall()

@@ -7,7 +7,10 @@ import subprocess
 import sys
 
 import pytest
+from backends import BOTH_BACKENDS
 from fake_openai import Reply
+
+pytestmark = BOTH_BACKENDS
 
 
 def cli(*args, vault=None, check=False, env=None):
@@ -112,6 +115,7 @@ def test_tool_exit_codes(env):
 
 
 @pytest.mark.slow
+@pytest.mark.sqlite_only("a new vault's first run: on PostgreSQL a new vault shares the env's database")
 def test_profile_commands(env, tmp_path):
     vault = tmp_path / "v"
     created = cli("profile", "create", "work", vault=vault)
@@ -125,7 +129,7 @@ def test_profile_commands(env, tmp_path):
     good = cli("profile", "set", "--profile", "default", "temperature", "0.2", vault=vault)
     assert good.stdout.strip() == "default.temperature = 0.2"
     shown = cli("profile", "show", "default", vault=vault).stdout
-    assert "temperature: 0.2" in shown and "vision_model: llama3.2-vision" in shown
+    assert "temperature: 0.2" in shown and "vision_model: qwen2.5vl" in shown
     missing = cli("profile", "show", "ghost", vault=vault)
     assert missing.returncode == 2 and "no profile named 'ghost'" in missing.stderr
 

@@ -8,13 +8,16 @@ is left out, so the conversation's next turn still runs.
 from __future__ import annotations
 
 import json
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from backends import BOTH_BACKENDS
 from fake_openai import Reply, png_bytes
+from helpers import rows
+
+pytestmark = BOTH_BACKENDS
 
 GOOD_MESSAGE = {"id": 1, "role": "user", "content": "hello", "attachments": [], "revisions": []}
 
@@ -126,14 +129,10 @@ CORPUS: list[tuple[str, bytes, str]] = [
 
 
 def counts(db: Path) -> tuple[int, ...]:
-    conn = sqlite3.connect(db)
-    try:
-        return tuple(
-            conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-            for table in ("conversations", "messages", "attachments", "message_revisions")
-        )
-    finally:
-        conn.close()
+    return tuple(
+        rows(db, f"SELECT count(*) FROM {table}")[0][0]
+        for table in ("conversations", "messages", "attachments", "message_revisions")
+    )
 
 
 @pytest.mark.slow

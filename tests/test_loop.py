@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 
+from backends import BOTH_BACKENDS
 from fake_openai import Reply
 from helpers import EchoTool, done, make_loop, rows, run_turn
 
 from tui_agent.core import events as ev
 from tui_agent.core.tools.registry import ToolRegistry
+
+pytestmark = BOTH_BACKENDS
 
 
 async def test_plain_reply_is_streamed_and_persisted(env):

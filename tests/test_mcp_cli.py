@@ -8,8 +8,11 @@ import subprocess
 import sys
 
 import pytest
+from backends import BOTH_BACKENDS
 from fake_openai import Reply
 from mcp_helpers import FIXTURE, started_pids, wait_gone
+
+pytestmark = BOTH_BACKENDS
 
 pytestmark = pytest.mark.slow
 

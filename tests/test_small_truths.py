@@ -45,13 +45,13 @@ def test_the_palette_says_f3_opens_the_in_app_view():
 
 async def test_the_first_run_card_names_the_profiles_model(env):
     profiles.set_field(env.profile, "base_url", "http://127.0.0.1:9/v1")
-    profiles.set_field(env.profile, "chat_model", "qwen3")
+    profiles.set_field(env.profile, "chat_model", "mistral-small3.2")  # not the default profile's model
     app = make(env)
     app.check_endpoint = True
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: bool(app.chat_log.query(".setup-card")))
         card = str(app.chat_log.query_one(".setup-card").render())
-        assert "ollama pull qwen3" in card and "llama3.2" not in card
+        assert "ollama pull mistral-small3.2" in card and "qwen3" not in card
 
 
 async def test_an_image_shown_with_slash_show_is_not_said_to_have_been_shown_to_a_text_only_model(env):

@@ -240,8 +240,8 @@ def default_values(environ: dict[str, str] | None = None) -> dict[str, Any]:
     return {
         "base_url": OLLAMA_URL,
         "api_key_env": "",
-        "chat_model": "llama3.2",
-        "vision_model": "llama3.2-vision",
+        "chat_model": "qwen3",
+        "vision_model": "qwen2.5vl",
         "image_model": "flux2",
     }
 

@@ -7,7 +7,7 @@ import logging
 import peewee as pw
 
 from tui_agent.core import profiles, trust
-from tui_agent.core.store import location
+from tui_agent.core.store import location, portable
 from tui_agent.core.store.db import open_store
 from tui_agent.core.store.errors import DATABASE_ERRORS, describe
 from tui_agent.core.store.models import Profile
@@ -44,6 +44,7 @@ def open_session(vault_arg: str | None = None) -> Session:
             # The first run: of many processes starting at once, exactly one creates the profile
             # (the transaction takes the write lock before it counts).
             with db.atomic():
+                portable.serialize(db, portable.FIRST_RUN_LOCK)  # PostgreSQL: machines starting at once
                 profiles.ensure_default_profile()
         profiles.active_profile()  # one is active (the first, if none was chosen)
     except DATABASE_ERRORS as exc:

@@ -209,9 +209,20 @@ def setup_logging(vault: Vault, level: int = logging.INFO) -> None:
         handler = _LogFileHandler(target, maxBytes=2_000_000, backupCount=3, encoding="utf-8")
     except OSError as exc:
         raise VaultError(f"cannot write the log {shown(target)} ({_reason(exc)})") from None
-    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    handler.setFormatter(_VisibleFormatter(LOG_FORMAT))
     logger.addHandler(handler)
     logger.setLevel(level)
+
+
+class _VisibleFormatter(logging.Formatter):
+    """Log lines hold text from models, tools, servers and files: its control characters are
+    written visible (textsafe.visible), so `tail -f agent.log` or `less -R` shows an escape sequence
+    instead of acting on it."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from tui_agent.core.textsafe import visible
+
+        return visible(super().format(record))
 
 
 class _LogFileHandler(logging.handlers.RotatingFileHandler):

@@ -92,6 +92,8 @@ def parse(text: str, *, base: Path | None = None) -> StoreURL:
         rest = raw[len("sqlite:") :]
         if rest.startswith("//"):
             rest = rest[2:]  # sqlite:///abs -> /abs ; sqlite://rel -> rel
+        if rest.startswith("/"):
+            rest = "/" + rest.lstrip("/")  # sqlite:////abs (SQLAlchemy's spelling) is the same file
         if not rest:
             raise StoreError("the sqlite URL names no file: use sqlite:///path/to/agent.db")
         path = Path(unquote(rest)).expanduser()

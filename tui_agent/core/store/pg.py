@@ -109,6 +109,12 @@ def check_schema(conn: object, url: StoreURL) -> None:
             f"(pip install -U tui-agent) on this machine; {NOT_CHANGED}"
         )
     if version == 0 and pg_migrations.foreign_tables(conn):
+        # Another machine may be setting the database up right now: its first step's tables are
+        # visible before its version is. Wait for it (the migrations' lock) and look again.
+        with conn.transaction(), conn.cursor() as cursor:  # type: ignore[attr-defined]
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", (pg_migrations.LOCK_KEY,))
+            version = pg_migrations.current_version(conn)
+    if version == 0 and pg_migrations.foreign_tables(conn):
         raise StoreError(
             f"the PostgreSQL database {url.where()} holds another program's tables and no tui-agent schema: "
             f"create a database for tui-agent (createdb tui_agent) and use that; {NOT_CHANGED}"

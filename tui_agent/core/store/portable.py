@@ -68,3 +68,13 @@ def upsert(model: type[pw.Model], **values: Any) -> None:
     key_names = {field.name for field in keys}
     update = {meta.fields[name]: value for name, value in values.items() if name not in key_names}
     model.insert(**values).on_conflict(conflict_target=list(keys), update=update).execute()
+
+
+FIRST_RUN_LOCK = 0x7475_6962  # "tuib": the first run's default profile
+
+
+def serialize(db: pw.Database, key: int) -> None:
+    """Inside a transaction: wait until no other writer holds ``key`` (PostgreSQL's advisory lock,
+    released at commit). SQLite needs nothing: every transaction there takes the write lock."""
+    if is_postgresql(db):
+        db.execute_sql("SELECT pg_advisory_xact_lock(%s)", (key,))
