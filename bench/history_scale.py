@@ -46,11 +46,12 @@ def vault_for(messages: int, base_url: str) -> Path:
     return vault
 
 
-def _profile(vault: Path, base_url: str) -> None:
+def _profile(vault: Path, base_url: str, env: dict[str, str] | None = None) -> None:
     subprocess.run(
         [sys.executable, "-m", "tui_agent", "profile", "set", "base_url", base_url, "--vault", str(vault)],
         check=True,
         capture_output=True,
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -62,11 +63,12 @@ def _open_next(vault: Path, conversation_id: int | None) -> None:
             conn.execute("INSERT INTO settings(key, value) VALUES ('last_conversation', ?)", (str(conversation_id),))
 
 
-def cli(vault: Path, *args: str) -> tuple[float, float]:
+def cli(vault: Path, *args: str, env: dict[str, str] | None = None) -> tuple[float, float]:
     """``tui-agent ARGS``: wall-clock seconds and the process's CPU seconds (less moved by a busy host)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "tui_agent", "--vault", str(vault), *args], capture_output=True, check=False)
+    argv = [sys.executable, "-m", "tui_agent", "--vault", str(vault), *args]
+    subprocess.run(argv, capture_output=True, check=False, env={**os.environ, **(env or {})})
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -89,9 +91,9 @@ def in_process(vault: Path, query: str, repeats: int = 5) -> float:
         conn.close()
 
 
-def palette_search(vault: Path, query: str) -> float:
+def palette_search(vault: Path, query: str, env: dict[str, str] | None = None) -> float:
     """Ctrl+P, then the query typed a key every 80 ms: the last key → the first hit drawn."""
-    app = PtyApp.agent(vault)
+    app = PtyApp.agent(vault, env)
     try:
         app.wait_for(READY)
         app.drain(1.0)
@@ -139,35 +141,71 @@ def context_build(vault: Path, conversation_id: int, repeats: int = 5) -> float:
     return float(out.stdout.strip())
 
 
-def measure(base_url: str, runs: int, sizes: tuple[int, ...] = SIZES) -> dict[int, dict[str, Any]]:
+def measure(
+    base_url: str, runs: int, sizes: tuple[int, ...] = SIZES, pg_sizes: tuple[int, ...] = SIZES
+) -> dict[int, dict[str, Any]]:
+    import history_scale_pg
+
     results: dict[int, dict[str, Any]] = {}
-    for messages in sizes:
-        vault = vault_for(messages, base_url)
-        with sqlite3.connect(vault / "agent.db") as conn:
-            newest = conn.execute("SELECT max(id) FROM conversations").fetchone()[0]
-            size_mb = (vault / "agent.db").stat().st_size / 1e6
-        r: dict[str, Any] = {"db_mb": size_mb, "paint": [], "rss": [], "largest": [], "help": [], "cli": {}}
-        r |= {"cpu": {}, "palette": {}, "query": {}}
-        print(f"{messages:,} messages ({size_mb:.0f} MB)", flush=True)
-        for _ in range(runs):
-            _open_next(vault, None)
-            paint, rss = sc.paint(PtyApp.agent(vault))
-            r["paint"].append(paint)
-            r["rss"].append(rss)
-            _open_next(vault, 1)
-            r["largest"].append(sc.paint(PtyApp.agent(vault))[0])
-            _open_next(vault, None)
-            r["help"].append(cli(vault, "--help")[0])
-            for query in QUERIES:
-                wall, cpu = cli(vault, "history", "search", query)
-                r["cli"].setdefault(query, []).append(wall)
-                r["cpu"].setdefault(query, []).append(cpu)
-                r["query"].setdefault(query, []).append(in_process(vault, query))
-            for query in PALETTE_QUERIES:
-                r["palette"].setdefault(query, []).append(palette_search(vault, query))
-        r["context"] = (context_build(vault, newest), context_build(vault, 1))
-        results[messages] = r
+    cluster = history_scale_pg.start() if pg_sizes else None
+    try:
+        for messages in sizes:
+            results[messages] = _measure_size(base_url, runs, messages)
+            if cluster is not None and messages in pg_sizes:
+                results[messages]["pg"] = _measure_pg(cluster, base_url, runs, messages)
+    finally:
+        if cluster is not None:
+            cluster.remove()
     return results
+
+
+def _measure_pg(cluster: Any, base_url: str, runs: int, messages: int) -> dict[str, Any]:
+    """The PostgreSQL side of one size, right after SQLite's (the same rows)."""
+    import history_scale_pg
+
+    print(f"{messages:,} messages on PostgreSQL: filling", flush=True)
+    url, fill_s = history_scale_pg.database_for(cluster, messages)
+    vault = vault_for(messages, base_url)
+    env = {"TUI_AGENT_DB": url}
+    _profile(vault, base_url, env)
+    pg: dict[str, Any] = {"db_mb": history_scale_pg.size_mb(url), "fill_s": fill_s, "cli": {}, "query": {}}
+    pg["palette"] = {}
+    print(f"  filled in {fill_s:.0f} s ({pg['db_mb']:.0f} MB)", flush=True)
+    for _ in range(runs):
+        for query in QUERIES:
+            pg["cli"].setdefault(query, []).append(cli(vault, "history", "search", query, env=env)[0])
+            pg["query"].setdefault(query, []).append(history_scale_pg.in_process(url, query))
+        for query in PALETTE_QUERIES:
+            pg["palette"].setdefault(query, []).append(palette_search(vault, query, env))
+    return pg
+
+
+def _measure_size(base_url: str, runs: int, messages: int) -> dict[str, Any]:
+    vault = vault_for(messages, base_url)
+    with sqlite3.connect(vault / "agent.db") as conn:
+        newest = conn.execute("SELECT max(id) FROM conversations").fetchone()[0]
+        size_mb = (vault / "agent.db").stat().st_size / 1e6
+    r: dict[str, Any] = {"db_mb": size_mb, "paint": [], "rss": [], "largest": [], "help": [], "cli": {}}
+    r |= {"cpu": {}, "palette": {}, "query": {}}
+    print(f"{messages:,} messages ({size_mb:.0f} MB)", flush=True)
+    for _ in range(runs):
+        _open_next(vault, None)
+        paint, rss = sc.paint(PtyApp.agent(vault))
+        r["paint"].append(paint)
+        r["rss"].append(rss)
+        _open_next(vault, 1)
+        r["largest"].append(sc.paint(PtyApp.agent(vault))[0])
+        _open_next(vault, None)
+        r["help"].append(cli(vault, "--help")[0])
+        for query in QUERIES:
+            wall, cpu = cli(vault, "history", "search", query)
+            r["cli"].setdefault(query, []).append(wall)
+            r["cpu"].setdefault(query, []).append(cpu)
+            r["query"].setdefault(query, []).append(in_process(vault, query))
+        for query in PALETTE_QUERIES:
+            r["palette"].setdefault(query, []).append(palette_search(vault, query))
+    r["context"] = (context_build(vault, newest), context_build(vault, 1))
+    return r
 
 
 def ms(values: list[float]) -> str:
@@ -196,4 +234,6 @@ def rows(results: dict[int, dict[str, Any]]) -> list[str]:
             f"{head} context build, newest / largest conversation | {r['context'][0] * 1000:.1f} /"
             f" {r['context'][1] * 1000:.1f} ms | — | flat |",
         ]
-    return lines
+    import history_scale_pg
+
+    return lines + history_scale_pg.rows(results, QUERIES, PALETTE_QUERIES)

@@ -107,9 +107,7 @@ def main() -> None:
         (f"reply running on A shown on B ({len(running)} replies, s)", running),
     ):
         if values:
-            print(
-                f"| {name} | {statistics.median(values):.3f} | {percentile(values, 0.95):.3f} | {max(values):.3f} |"
-            )
+            print(f"| {name} | {statistics.median(values):.3f} | {percentile(values, 0.95):.3f} | {max(values):.3f} |")
 
 
 if __name__ == "__main__":

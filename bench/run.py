@@ -83,6 +83,11 @@ def main() -> None:
     parser.add_argument(
         "--search-sizes", default="5000,100000,1000000", help="history sizes (messages) of the search group"
     )
+    parser.add_argument(
+        "--search-pg-sizes",
+        default="5000,100000,1000000",
+        help="of those, the sizes also measured on PostgreSQL (a throwaway cluster; empty: none)",
+    )
     args = parser.parse_args()
     only: set[str] = args.only or set(GROUPS)
     # As installed (pip compiles the bytecode): without it every start compiles tui-agent's ~100
@@ -142,7 +147,8 @@ def main() -> None:
     if "search" in only:
         sizes = tuple(int(n) for n in args.search_sizes.split(","))
         runs = min(args.runs, 3)
-        single["search"] = attempt("search", history_scale.measure, fake.base_url, runs, sizes)
+        pg_sizes = tuple(int(n) for n in args.search_pg_sizes.split(",") if n)
+        single["search"] = attempt("search", history_scale.measure, fake.base_url, runs, sizes, pg_sizes)
     fake.stop()
     report = render(r, single, args)
     old = args.out.read_text() if args.out.exists() else ""

@@ -28,6 +28,7 @@ from PIL import Image
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
+BIN = Path(sys.executable).parent  # this venv's tui-agent (a throwaway venv tries another textual-image)
 TOOLS = ("Xvfb", "xterm", "import", "xdotool")
 FONT = ["-fa", "DejaVu Sans Mono", "-fs", "10"]
 
@@ -113,7 +114,7 @@ class Display:
 
 
 def app_command(vault: Path) -> list[str]:
-    return [str(ROOT / ".venv/bin/tui-agent"), "--vault", str(vault)]
+    return [str(BIN / "tui-agent"), "--vault", str(vault)]
 
 
 def terminal_command(name: str, vault: Path, workdir: Path) -> list[str]:
@@ -156,7 +157,7 @@ def run_terminal(name: str, display: Display, out: Path, base_url: str) -> list[
     vault = make_vault(workdir / "vault", base_url)
     env = {
         **display.env,
-        "PATH": f"{TESTS / 'bin'}{os.pathsep}{ROOT / '.venv/bin'}{os.pathsep}{os.environ['PATH']}",
+        "PATH": f"{TESTS / 'bin'}{os.pathsep}{BIN}{os.pathsep}{os.environ['PATH']}",
         "LIBGL_ALWAYS_SOFTWARE": "1",
         "XDG_CACHE_HOME": str(workdir / "cache"),
     }

@@ -79,10 +79,12 @@ class Served:
     output: Path  # the server's stdout and stderr together
     url: str  # the printed "Open:" URL
     port: int
+    local: str = ""  # with --public-url: the server's own address ("Listening on ...")
 
     @property
     def base(self) -> str:
-        return self.url.split("/?token=")[0]
+        """The server's own address (not the public one of a proxy in front of it)."""
+        return self.local or self.url.split("/?token=")[0]
 
     def text(self) -> str:
         return self.output.read_text(errors="replace")
@@ -104,11 +106,15 @@ def start_serve(vault: Path, output: Path, *extra: str) -> Served:
         process = subprocess.Popen(argv, text=True, start_new_session=True, stdout=sink, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        match = re.search(r"^Open: (http://\S+)$", output.read_text(), re.MULTILINE)
+        printed = output.read_text()
+        match = re.search(r"^Open: (https?://\S+)$", printed, re.MULTILINE)
         if match:
             url = match.group(1)
-            port = int(re.search(r":(\d+)/\?token=", url).group(1))  # type: ignore[union-attr]
-            return Served(process, output, url, port)
+            local = re.search(r"^Listening on (http://\S+) for the reverse proxy", printed, re.MULTILINE)
+            port = int(
+                re.search(r":(\d+)$" if local else r":(\d+)/\?token=", local.group(1) if local else url).group(1)
+            )  # type: ignore[union-attr]
+            return Served(process, output, url, port, local.group(1) if local else "")
         if process.poll() is not None:
             break
         time.sleep(0.05)

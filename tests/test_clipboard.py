@@ -90,3 +90,22 @@ def test_real_tmux_buffer_receives_the_text(tmp_path):
         assert shown.stdout == "from the app ✓"
     finally:
         subprocess.run(["tmux", "-S", socket, "kill-server"], check=False)
+
+
+def test_the_app_has_one_tmux_wrapping_function():
+    """OSC 52 here and Sixel pictures (ui/sixel_widget.py) go through tmux by the same function."""
+    from pathlib import Path
+
+    from tui_agent.ui.terminal_probe import tmux_wrap
+
+    root = Path(__file__).resolve().parent.parent / "tui_agent"
+    wrappers = [
+        f"{path.relative_to(root)}:{n}"
+        for path in sorted(root.rglob("*.py"))
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if "Ptmux;" in line or '.replace("\\x1b", "\\x1b\\x1b")' in line
+    ]
+    assert [w.split(":")[0] for w in wrappers] == ["ui/terminal_probe.py"], wrappers
+    written: list[str] = []
+    clipboard.copy_text("abc", written.append, environ={"TMUX": "/tmp/x,1,0"}, run_tool=lambda argv, text: None)
+    assert written[1] == tmux_wrap(written[0])

@@ -116,12 +116,12 @@ async def test_the_sixel_widget_draws_the_image_it_shows(env):
         data = text[start : text.index("\x1b\\", start) + 2]
         decoded = decode(data)
         assert not decoded.defined_after_pixels
-        from textual_image._terminal import get_cell_size
+        from tui_agent.ui.images import cell_size
 
-        cell = get_cell_size()
-        pixel_height = impl.size.height * cell.height
+        cell_w, cell_h = cell_size()
+        pixel_height = impl.size.height * cell_h
         # whole six-pixel bands only: the last band never spills into the next text row
-        assert decoded.image.size == (impl.size.width * cell.width, pixel_height - pixel_height % 6)
+        assert decoded.image.size == (impl.size.width * cell_w, pixel_height - pixel_height % 6)
         # after the image the cursor goes back to the widget's last row (not the row below it)
         region = impl.screen.find_widget(impl).visible_region
         assert text.endswith(Control.move_to(region.right, region.bottom - 1).segment.text)

@@ -233,16 +233,16 @@ async def test_the_server_going_away_mid_reply_keeps_it_and_the_app_goes_on(env,
 
 
 def test_a_database_of_the_previous_version_gets_the_notifications(pg_url):
-    """Upgrade: a database at P3 (no triggers) gets P4's, and a stored message is announced."""
+    """Upgrade: a database of the step before (no triggers) gets them, and a stored message is announced."""
     import psycopg
 
     from tui_agent.core.store import pg, pg_migrations
 
     url = location.parse(pg_url)
-    pg.open_postgres(url, target_version=3).close()
+    pg.open_postgres(url, target_version=pg_migrations.STEPS.index(pg_migrations.P5)).close()
     db = pg.open_postgres(url)
     try:
-        assert pg_migrations.current_version(db.connection()) == 4
+        assert pg_migrations.current_version(db.connection()) == pg_migrations.LATEST
         with psycopg.connect(pg_url, autocommit=True) as listener:
             listener.execute("LISTEN tui_agent")
             conversation = history.new_conversation()

@@ -4,15 +4,19 @@ cancels the search before it, a page of hits newest first with title and date, o
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import threading
 
 import pytest
-from history_filler import fill_history
+from backends import BOTH_BACKENDS
+from history_filler import fill_store
+from store_rows import rows
 from textual.command import CommandInput, CommandList, CommandPalette
 
 from tui_agent.core.store import search as store_search
+from tui_agent.core.store import search_pg
 from tui_agent.ui.app import AgentApp
+
+pytestmark = BOTH_BACKENDS
 
 
 def make(env) -> AgentApp:
@@ -33,12 +37,13 @@ def prompts(palette: CommandPalette) -> list[str]:
 
 
 @pytest.mark.slow
-async def test_typing_cancels_the_search_before_and_never_waits_for_it(env, monkeypatch):
+async def test_typing_cancels_the_search_before_and_never_waits_for_it(env, monkeypatch, store_backend):
     """The search for "lo" is held in its thread until it is told to stop; meanwhile the rest of
     the word is typed (the input takes each key at once), the held search sees it is cancelled,
     and the hits shown are the last query's."""
-    fill_history(env.vault.db_path, 2_000)
-    real = store_search.search_page
+    fill_store(2_000)
+    module = search_pg if store_backend == "postgresql" else store_search
+    real = module.search_page
     held = threading.Event()
     told_to_stop = threading.Event()
     queries: list[str] = []
@@ -55,7 +60,7 @@ async def test_typing_cancels_the_search_before_and_never_waits_for_it(env, monk
                 threading.Event().wait(0.01)
         return real(conn, query, **kwargs)
 
-    monkeypatch.setattr(store_search, "search_page", search_page)
+    monkeypatch.setattr(module, "search_page", search_page)
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("ctrl+p")
@@ -72,9 +77,8 @@ async def test_typing_cancels_the_search_before_and_never_waits_for_it(env, monk
 
 
 async def test_palette_shows_newest_hits_with_title_and_date_and_pages_on(env):
-    fill_history(env.vault.db_path, 2_000)
-    with sqlite3.connect(env.vault.db_path) as conn:
-        newest = [r[0] for r in conn.execute("SELECT id FROM messages ORDER BY id DESC LIMIT 100")]
+    fill_store(2_000)
+    newest = [r["id"] for r in rows("SELECT id FROM messages ORDER BY id DESC LIMIT 100")]
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("ctrl+p")

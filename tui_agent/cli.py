@@ -25,7 +25,7 @@ commands:
   serve      serve the app in a browser (textual-serve) behind a token
   mcp        MCP servers: list, add, remove, enable, disable, policy, test
   vault      trust a vault that came with the current folder: trust, untrust, status
-  db         where the history lives: use, show, forget (SQLite by default, or PostgreSQL)
+  db         where the history lives: use, show, forget, copy (SQLite by default, or PostgreSQL)
 
 The vault (all data) is --vault > $TUI_AGENT_VAULT > ./jj_vault > the user data dir. A ./jj_vault
 runs no program and sends no API key until you trust it (tui-agent vault trust).
@@ -118,6 +118,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--profile", metavar="NAME", help="profile to use")
     serve.add_argument(
         "--max-sessions", type=int, default=4, metavar="N", help="browser sessions (app processes) at once"
+    )
+    serve.add_argument(
+        "--public-url",
+        metavar="URL",
+        help="behind a reverse proxy: the address browsers use (https://agent.example.com); the printed link uses it",
     )
 
     from tui_agent.commands.mcp import add_parser as add_mcp_parser

@@ -18,9 +18,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common:
     use.add_argument("url", help="sqlite:///path/agent.db or postgresql://user@host:5432/dbname")
     dsub.add_parser("show", parents=[common], help="the store in use, where that choice comes from, its schema")
     dsub.add_parser("forget", parents=[common], help="go back to the vault's own agent.db")
+    from tui_agent.commands.db_copy import add_copy_parser
+
+    add_copy_parser(dsub, common)
 
 
 def run_db(vault_arg: str | None, args: argparse.Namespace) -> int:
+    if args.action == "copy":
+        from tui_agent.commands.db_copy import run_copy
+
+        return run_copy(vault_arg, args)
     from tui_agent.core.store import location
     from tui_agent.core.store.errors import StoreError
     from tui_agent.core.textsafe import visible

@@ -73,19 +73,31 @@ class ContextBuilder:
         return {"role": "system", "content": "\n\n".join(parts)}
 
     def build(self, conversation_id: int, profile: Profile, model: str | None = None) -> list[dict[str, Any]]:
-        rows = self._recent(conversation_id, int(profile.context_budget_tokens))
-        attachments = history.attachments_for([m.id for m in rows])
-        available = len(rows)
-        rows = _within_budget(rows, attachments, int(profile.context_budget_tokens))
+        rows, attachments, truncated = self.kept_rows(conversation_id, int(profile.context_budget_tokens))
         self._pixels_from = _pixels_from(rows, profile, model or profile.chat_model)
         system = self.system_message(profile)
         self.window = ContextWindow(
             estimated_tokens=len(system["content"]) // CHARS_PER_TOKEN + sum(_cost(m, attachments) for m in rows),
             budget_tokens=int(profile.context_budget_tokens),
             first_message_id=rows[0].id if rows else None,
-            truncated=bool(rows) and (len(rows) < available or available >= self.max_messages),
+            truncated=truncated,
         )
         return [system, *self._history(rows, attachments)]
+
+    def kept_rows(self, conversation_id: int, budget_tokens: int) -> tuple[list[Message], dict[int, list[str]], bool]:
+        """The messages the next request holds (oldest first), their attachments, and whether older
+        ones were left out: what ``build`` sends, without reading an image or building a request."""
+        rows = self._recent(conversation_id, budget_tokens)
+        attachments = history.attachments_for([m.id for m in rows])
+        kept = _within_budget(rows, attachments, budget_tokens)
+        truncated = bool(kept) and (len(kept) < len(rows) or len(rows) >= self.max_messages)
+        return kept, attachments, truncated
+
+    def window_start(self, conversation_id: int, budget_tokens: int) -> int | None:
+        """The oldest message the next request would hold when older ones are left out, else None
+        (where the chat log's window marker goes for a conversation just opened)."""
+        kept, _, truncated = self.kept_rows(conversation_id, budget_tokens)
+        return kept[0].id if truncated else None
 
     def _recent(self, conversation_id: int, budget_tokens: int) -> list[Message]:
         """The newest messages that could go in the request, oldest first: read from the newest in

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import logging
-
-import peewee as pw
+from typing import TYPE_CHECKING
 
 from tui_agent.core import profiles, trust
 from tui_agent.core.store import location, portable
@@ -12,6 +11,9 @@ from tui_agent.core.store.db import open_store
 from tui_agent.core.store.errors import DATABASE_ERRORS, describe
 from tui_agent.core.store.models import Profile
 from tui_agent.core.vault import Vault, resolve_vault, setup_logging
+
+if TYPE_CHECKING:
+    import peewee as pw
 
 log = logging.getLogger("tui_agent")
 

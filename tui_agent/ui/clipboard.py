@@ -21,17 +21,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tui_agent.core.textsafe import clipboard_text
+from tui_agent.ui.terminal_probe import tmux_wrap
 
 TOOL_TIMEOUT_S = 3.0
 
 
 def osc52(text: str) -> str:
     return "\x1b]52;c;" + base64.b64encode(text.encode("utf-8")).decode("ascii") + "\a"
-
-
-def tmux_passthrough(sequence: str) -> str:
-    """Wrap an escape sequence so tmux passes it to the outer terminal (``allow-passthrough on``)."""
-    return "\x1bPtmux;" + sequence.replace("\x1b", "\x1b\x1b") + "\x1b\\"
 
 
 def in_tmux(environ: dict[str, str] | None = None) -> bool:
@@ -111,7 +107,7 @@ def copy_text(
         sequence = osc52(text)
         write_terminal(sequence)
         if tmux:
-            write_terminal(tmux_passthrough(sequence))
+            write_terminal(tmux_wrap(sequence))
         report.sent.append("terminal (OSC 52)")
     if tmux and shutil.which("tmux"):
         error = run_tool(["tmux", "load-buffer", "-w", "-"], text)

@@ -4,8 +4,7 @@ before any request is made (a turn's ContextBuilt event moves it afterwards)."""
 from __future__ import annotations
 
 from tui_agent.core import profiles
-from tui_agent.core.context import ContextBuilder, _within_budget
-from tui_agent.core.store import history
+from tui_agent.core.context import ContextBuilder
 from tui_agent.core.vault import Vault
 
 
@@ -13,8 +12,4 @@ def window_start(vault: Vault, conversation_id: int) -> int | None:
     """The oldest message the next request would hold, if older ones would be left out (else
     None): the rows ContextBuilder.build keeps, without building the request (no images read)."""
     budget = int(profiles.active_profile().context_budget_tokens)
-    builder = ContextBuilder(vault)
-    rows = builder._recent(conversation_id, budget)
-    kept = _within_budget(rows, history.attachments_for([m.id for m in rows]), budget)
-    truncated = bool(kept) and (len(kept) < len(rows) or len(rows) >= builder.max_messages)
-    return kept[0].id if truncated else None
+    return ContextBuilder(vault).window_start(conversation_id, budget)

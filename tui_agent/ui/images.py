@@ -3,10 +3,23 @@
 ``prepare()`` runs before ``App.run()`` (it asks the terminal; see ``terminal_probe``) and logs
 ``image protocol: ...``; textual-image is imported later (``load_textual_image``), off the first
 paint, without letting it probe the terminal itself (its own probe sends the kitty query raw
-inside tmux and waits only 0.1 s). ``image_class()``
-maps the choice to a widget class: our Sixel encoder for Sixel terminals, textual-image's kitty
-placeholders for kitty >= 0.28, half-cells elsewhere; under ``tui-agent serve`` the same Sixel
-encoder for the page's image addon, pictures at their own pixels (``web-sixel``).
+inside tmux and waits only 0.1 s). ``image_class()`` maps the choice to a widget class: our Sixel
+encoder for Sixel terminals (``sixel_widget``), textual-image's kitty placeholders for kitty >=
+0.28, half-cells elsewhere; under ``tui-agent serve`` the same Sixel encoder for the page's image
+addon, pictures at their own pixels (``web-sixel``).
+
+textual-image is used through its public API only (its widget classes; no ``textual_image._*``
+name anywhere in ``tui_agent``). Two behaviours of its import are relied on, both public and
+both proven by tests/test_textual_image_contract.py (run it first when upgrading textual-image):
+
+- it probes the terminal at import only when ``sys.__stdout__.isatty()``: while it is imported,
+  ``sys.__stdout__`` is a stand-in that says it is not a terminal, so nothing is written to the
+  terminal and nothing read from the keyboard (the app's own probe has already run);
+- without a terminal to ask, its cell size comes from ``TEXTUAL_CELL_WIDTH`` /
+  ``TEXTUAL_CELL_HEIGHT`` (textual-image >= 0.9, the variables textual-serve sets): they hold our
+  probe's cell size during the import only. textual-image keeps that size; our Sixel widget reads
+  ``cell_size()`` at every drawing, so only kitty placeholder pictures keep the size of the start
+  (kitty scales them to their cells; a font change only changes their sharpness).
 """
 
 from __future__ import annotations
@@ -41,15 +54,20 @@ class _NotATty:
 
 
 def _import_textual_image(cell: tuple[int, int]) -> None:
-    from textual_image import _terminal
-
-    _terminal.get_cell_size._result = _terminal.CellSize(*cell)  # type: ignore[attr-defined]
+    cell_env = {"TEXTUAL_CELL_WIDTH": str(cell[0]), "TEXTUAL_CELL_HEIGHT": str(cell[1])}
+    saved = {name: os.environ.get(name) for name in cell_env}
+    os.environ.update(cell_env)
     real = sys.__stdout__
     sys.__stdout__ = _NotATty(real)  # type: ignore[misc,assignment]
     try:
         import textual_image.widget  # noqa: F401
     finally:
         sys.__stdout__ = real  # type: ignore[misc]
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def load_textual_image() -> None:
@@ -108,11 +126,11 @@ def _load(name: str, probe: Probe) -> type:
     if name == "sixel":
         from tui_agent.ui.sixel_widget import sixel_image_class
 
-        return sixel_image_class(probe.colors, probe.tmux)
+        return sixel_image_class(probe.colors, probe.tmux, cell_size)
     if name == "web-sixel":
         from tui_agent.ui.sixel_widget import served_sixel_class
 
-        return served_sixel_class(probe.colors)
+        return served_sixel_class(probe.colors, cell_size)
     if name == "kitty":
         return TGPImage
     if name == "kitty-direct":
@@ -143,12 +161,7 @@ def refresh_cell() -> tuple[int, int] | None:
     cell = cell_now()
     if cell is None or cell == _probe.cell:
         return None
-    _probe.cell = cell
-    with _textual_image_lock:
-        if _textual_image_loaded:
-            from textual_image import _terminal
-
-            _terminal.get_cell_size._result = _terminal.CellSize(*cell)  # type: ignore[attr-defined]
+    _probe.cell = cell  # the Sixel widget reads it at its next drawing
     return cell
 
 

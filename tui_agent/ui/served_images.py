@@ -4,7 +4,8 @@ The chat draws pictures inline at their real pixels (Sixel through the page's im
 an image (F3, ``o``, a click) opens ``/media/<path>`` in a new tab, where the browser shows the real
 file at full size. The URL is relative: the server signs it on its way to the page (over the
 session's websocket) and the browser resolves it against the page's own origin. Downloading stays
-a separate action.
+a separate action: the same link with ``download=1`` (the file comes as an attachment), so that
+every ``serve`` behind one proxy can answer it.
 """
 
 from __future__ import annotations
@@ -62,6 +63,14 @@ def download_image(app: App[Any], path: Path) -> None:
         from tui_agent.ui.image_open import save_copy
 
         save_copy(app, path)  # says where it went, or why it did not
+        return
+    vault = getattr(app, "vault", None)
+    url = media_url(vault, path) if vault is not None else None
+    if url is not None:
+        # A signed /media/ link (the server signs it on its way to the page): any host behind a
+        # proxy serves it, where Textual's own delivery lives only in this session's server.
+        app.open_url(url + "?download=1", new_tab=True)
+        app.notify(f"Downloading {path.name}")
         return
     mime = {".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp"}
     app.deliver_binary(path, open_method="download", mime_type=mime.get(path.suffix.lower(), "image/png"))

@@ -1,131 +1,174 @@
-"""textual-image's Sixel widget with our encoder (``tui_agent.ui.sixel``) and tmux passthrough.
+"""Sixel pictures with our encoder (``tui_agent.ui.sixel``), through textual-image's public API only.
 
-textual-image injects the Sixel string into the widget's last line, with cursor moves around it;
-that part is kept with two fixes:
+Why our encoder: it dithers (Floyd-Steinberg) where textual-image (0.12 and 0.13) quantizes
+without dithering. Side by side in xterm (``bench/sixel_compare.py``, bench/RESULTS.md), against
+textual-image 0.13.2, blurred as the eye sees it: a smooth gradient is 2.6-5.7x closer to its
+source with ours, a photo 15-43% closer (3-8% further pixel by pixel); flat colours the same.
 
-- after the image it moved the cursor to the row *below* the widget, so the rest of that line
-  (whatever Textual draws right of the image) landed one row too low: the "last row one column
-  off" remnant seen in xterm after the command palette closed. We return to the widget's last row.
-- the image's pixel height is cut down to whole six-pixel Sixel bands, so the last band never
-  spills into the next text row (on the screen's last row that made xterm scroll the screen).
+How it plugs in: textual-image has no public way to give its Sixel widget another encoder (its
+hook, ``_ImageSixelImpl._image_to_sixels``, is on a private class), and a Sixel *renderable*
+cannot draw inside Textual (Textual needs printable segments; textual-image's own widget does not
+use its renderable either). So the widget is textual-image's public ``SixelImage`` (its ``image``
+property, sizing and recompose on a new image are theirs) declared the way textual-image declares
+its own widgets, ``Renderable=`` a renderable of ours (it draws nothing), and its ``compose()``
+(Textual's public method) yields our own child widget, which writes the Sixel string into its last
+line with cursor moves around it, as textual-image's does. No private name of textual-image is
+used; tests/test_textual_image_contract.py proves the public behaviour relied on.
+
+The child widget's drawing, compared with textual-image's:
+
+- after the picture the cursor returns to the widget's last row (textual-image moved it to the row
+  below, so the rest of that line landed one row too low: a remnant seen in xterm);
+- the picture's pixel height is cut to whole six-pixel Sixel bands, so the last band never spills
+  into the next text row (on the screen's last row that made xterm scroll the screen);
+- the picture is scaled and quantized once per size and the visible part encoded from cached
+  bands (``sixel.BandEncoder``): scrolling re-sends it without quantizing it again;
+- inside tmux the Sixel string is wrapped for passthrough (``terminal_probe.tmux_wrap``);
+- the cell size is the app's (``images.cell_size``, passed in): it follows a tmux client that
+  attaches, where textual-image keeps the one it read at import.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+CellSize = Callable[[], tuple[int, int]]
 
-def sixel_image_class(colors: int, tmux: bool) -> type:
+
+class NoDrawing:
+    """textual-image's renderable protocol (``__init__(image, width, height)``, ``__rich_console__``,
+    ``__rich_measure__``, ``cleanup``), drawing nothing: the child widget draws the picture."""
+
+    def __init__(self, image: Any, width: Any = None, height: Any = None) -> None:
+        pass
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        from rich.segment import Segment
+
+        yield Segment("")
+
+    def __rich_measure__(self, console: Any, options: Any) -> Any:
+        from rich.measure import Measurement
+
+        return Measurement(0, 0)
+
+    def cleanup(self) -> None:
+        pass
+
+
+def _cells_widget(colors: int, cell_size: CellSize, tmux: bool, served: bool) -> type:
     from rich.control import Control
     from rich.segment import ControlType, Segment
     from rich.style import Style
-    from textual.app import ComposeResult
-    from textual_image.widget import SixelImage
-    from textual_image.widget.sixel import _ImageSixelImpl, _NoopRenderable
+    from textual.dom import NoScreen
+    from textual.geometry import Region
+    from textual.strip import Strip
+    from textual.widget import Widget
 
     from tui_agent.ui import sixel
     from tui_agent.ui.terminal_probe import tmux_wrap
 
     plain = Style()
 
-    class _Impl(_ImageSixelImpl):
-        def _image_to_sixels(self, image: Any, sixel_options: Any = None, background: Any = None) -> str:
-            rgb = tuple(background[:3]) if background else (0, 0, 0)
-            whole_bands = image.height - image.height % 6
-            if whole_bands and whole_bands != image.height:
-                image = image.crop((0, 0, image.width, whole_bands))
-            data = sixel.encode(image, colors, rgb)
-            return tmux_wrap(data) if tmux else data
+    class SixelCells(Widget, can_focus=False, inherit_css=False):
+        DEFAULT_CSS = "SixelCells { width: 100%; height: 100%; }"
 
-        def _get_sixel_segments(self, sixel_data: str) -> list[Segment]:
-            region = self.screen.find_widget(self).visible_region
-            return [
-                Segment(Control.move_to(region.x, region.y).segment.text, style=plain),
-                Segment(sixel_data, style=plain, control=((ControlType.CURSOR_FORWARD, 0),)),
-                Segment(Control.move_to(region.right, region.bottom - 1).segment.text, style=plain),
-            ]
+        def __init__(self, source: Any) -> None:
+            super().__init__()
+            self.source = source
+            self._encoder: sixel.BandEncoder | None = None
+            self._encoder_key: object = None
 
-    class OurSixelImage(SixelImage, Renderable=_NoopRenderable):
-        def compose(self) -> ComposeResult:
-            yield _Impl(self.image, self._sixel_options)
+        def _picture(self, cell: tuple[int, int]) -> Any:
+            from PIL import Image as PILImage
 
-    return OurSixelImage
-
-
-def served_sixel_class(colors: int) -> type:
-    """The same widget for the page of ``tui-agent serve`` (xterm.js and its image addon).
-
-    The addon maps one Sixel pixel to one CSS pixel and truncates an image to its raster size, so:
-    a picture that fits its cells is sent at its own pixels (never resampled: fine detail stays
-    sharp), a larger one is scaled down to fit; nothing is padded (the crop stays inside the
-    picture) and no band is cut off. The cells are the widget's, so Textual's next drawing of
-    them (scrolling, another picture, a resize) replaces the picture, as text replaces text.
-    The picture is decoded, scaled and quantized once per size, and the visible part encoded
-    from cached bands (``sixel.BandEncoder``): scrolling re-sends it without encoding it again.
-    """
-    from rich.control import Control
-    from rich.segment import ControlType, Segment
-    from rich.style import Style
-    from textual.app import ComposeResult
-    from textual.dom import NoScreen
-    from textual.geometry import Region
-    from textual.strip import Strip
-    from textual_image._terminal import get_cell_size
-    from textual_image.widget import SixelImage
-    from textual_image.widget.sixel import _ImageSixelImpl, _NoopRenderable
-
-    from tui_agent.ui import sixel
-
-    plain = Style()
-
-    class _ServedImpl(_ImageSixelImpl):
-        _encoder: sixel.BandEncoder | None = None
-        _encoder_key: object = None
-
-        def _encoder_for(self, cell: Any, background: tuple[int, int, int]) -> sixel.BandEncoder:
-            key = (self.image, self.content_size, cell, background)
-            if self._encoder is None or self._encoder_key != key:
-                from PIL import Image as PILImage
-
-                with PILImage.open(self.image) as opened:  # type: ignore[arg-type]
+            if isinstance(self.source, PILImage.Image):
+                picture = self.source.copy()
+            else:
+                with PILImage.open(self.source) as opened:
                     picture = opened.copy()
-                box_w, box_h = self.content_size.width * cell.width, self.content_size.height * cell.height
-                if picture.width > box_w or picture.height > box_h:
-                    scale = min(box_w / picture.width, box_h / picture.height)
-                    size = (max(1, int(picture.width * scale)), max(1, int(picture.height * scale)))
-                    picture = picture.resize(size, PILImage.Resampling.LANCZOS)
-                self._encoder, self._encoder_key = sixel.BandEncoder(picture, colors, background), key
+            box_w, box_h = self.size.width * cell[0], self.size.height * cell[1]
+            if not served:
+                return picture.resize((box_w, box_h))  # stretched to the cells, as textual-image does
+            # The page's image addon draws one Sixel pixel per CSS pixel: a picture that fits is
+            # sent at its own pixels (never resampled: fine detail stays sharp), a larger one is
+            # scaled down to fit; nothing is padded.
+            if picture.width > box_w or picture.height > box_h:
+                scale = min(box_w / picture.width, box_h / picture.height)
+                size = (max(1, int(picture.width * scale)), max(1, int(picture.height * scale)))
+                picture = picture.resize(size, PILImage.Resampling.LANCZOS)
+            return picture
+
+        def _encoder_for(self, cell: tuple[int, int], background: tuple[int, int, int]) -> sixel.BandEncoder:
+            key = (self.source, self.size, cell, background)
+            if self._encoder is None or self._encoder_key != key:
+                self._encoder = sixel.BandEncoder(self._picture(cell), colors, background)
+                self._encoder_key = key
             return self._encoder
 
         def render_lines(self, crop: Region) -> list[Strip]:
             try:
-                if not self.image or not self.screen.is_active or not crop.height or not crop.width:
+                if not self.source or not self.screen.is_active or not crop.height or not crop.width:
                     return []
             except NoScreen:
                 return []
-            cell = get_cell_size()
-            rgba = self._get_background_rgba()
-            encoder = self._encoder_for(cell, (rgba[0], rgba[1], rgba[2]))
-            left = min(encoder.width, crop.x * cell.width)
-            top = min(encoder.height, crop.y * cell.height)
-            right = min(encoder.width, crop.right * cell.width)
-            bottom = min(encoder.height, crop.bottom * cell.height)
+            cell = cell_size()
+            _, colour = self.background_colors
+            encoder = self._encoder_for(cell, (colour.r, colour.g, colour.b))
+            left = min(encoder.width, crop.x * cell[0])
+            top = min(encoder.height, crop.y * cell[1])
+            right = min(encoder.width, crop.right * cell[0])
+            bottom = min(encoder.height, crop.bottom * cell[1])
+            if not served and bottom - top >= 6:
+                bottom -= (bottom - top) % 6  # whole bands: the last never spills into the next row
             data = encoder.encode((left, top, right, bottom)) if right > left and bottom > top else ""
-            # Every cell is written (blanks in the background colour): what the picture does not
-            # cover (it is smaller than its cells by up to a cell) shows no older text or picture.
-            blank = Strip([Segment(" " * crop.width, self.rich_style)], crop.width)
+            if served:
+                # Every cell is written (blanks in the background colour): what the picture does not
+                # cover (it is smaller than its cells by up to a cell) shows no older text or picture.
+                blank = Strip([Segment(" " * crop.width, self.rich_style)], crop.width)
+                lines, last = [blank] * (crop.height - 1), [*blank]
+            else:
+                lines, last = [Strip([])] * (crop.height - 1), []
             if not data:
-                return [blank] * crop.height
+                return [*lines, Strip(last, crop.width)]
+            if tmux:
+                data = tmux_wrap(data)
             region = self.screen.find_widget(self).visible_region
             picture = [
                 Segment(Control.move_to(region.x, region.y).segment.text, style=plain),
                 Segment(data, style=plain, control=((ControlType.CURSOR_FORWARD, 0),)),
                 Segment(Control.move_to(region.right, region.bottom - 1).segment.text, style=plain),
             ]
-            return [blank] * (crop.height - 1) + [Strip([*blank, *picture], crop.width)]
+            return [*lines, Strip([*last, *picture], crop.width)]
 
-    class ServedSixelImage(SixelImage, Renderable=_NoopRenderable):
-        def compose(self) -> ComposeResult:
-            yield _ServedImpl(self.image, self._sixel_options)
+    return SixelCells
 
-    return ServedSixelImage
+
+def _image_class(name: str, cells: type) -> type:
+    from textual.app import ComposeResult
+    from textual_image.widget import SixelImage
+
+    def compose(self: SixelImage) -> ComposeResult:
+        yield cells(self.image)
+
+    # As textual-image declares its own widgets (``class TGPImage(BaseImage, Renderable=...)``),
+    # under its own name from the start (Textual takes the CSS type name from the class's name).
+    return type(name, (SixelImage,), {"compose": compose, "__module__": __name__}, Renderable=NoDrawing)
+
+
+def sixel_image_class(colors: int, tmux: bool, cell_size: CellSize) -> type:
+    """The widget for a Sixel terminal with ``colors`` registers (wrapped for tmux's passthrough)."""
+    return _image_class("OurSixelImage", _cells_widget(colors, cell_size, tmux, served=False))
+
+
+def served_sixel_class(colors: int, cell_size: CellSize) -> type:
+    """The same widget for the page of ``tui-agent serve`` (xterm.js and its image addon).
+
+    The addon maps one Sixel pixel to one CSS pixel and truncates an image to its raster size, so:
+    a picture that fits its cells is sent at its own pixels, a larger one is scaled down to fit;
+    nothing is padded and no band is cut off. The cells are the widget's, so Textual's next
+    drawing of them (scrolling, another picture, a resize) replaces the picture, as text replaces
+    text.
+    """
+    return _image_class("ServedSixelImage", _cells_widget(colors, cell_size, False, served=True))

@@ -62,7 +62,8 @@ class Probe:
 
 
 def tmux_wrap(sequence: str) -> str:
-    """DCS passthrough for tmux: every ESC inside is doubled."""
+    """DCS passthrough for tmux (``allow-passthrough on``): every ESC inside is doubled. The one
+    wrapping function of the app: Sixel pictures (``sixel_widget``) and OSC 52 (``clipboard``)."""
     return "\x1bPtmux;" + sequence.replace("\x1b", "\x1b\x1b") + "\x1b\\"
 
 

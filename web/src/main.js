@@ -92,13 +92,16 @@ class Session {
       `${PROTOCOL}.auth.${hex(this.token)}`,
     ]);
     this.socket.binaryType = "arraybuffer";
+    let opened = false;
     this.socket.addEventListener("open", () => {
+      opened = true;
       this.element.classList.add("-connected");
       this.fit();
       this.send(["resize", { width: this.terminal.cols, height: this.terminal.rows }]);
       document.body.classList.add("-loaded");
     });
-    this.socket.addEventListener("close", () => document.body.classList.add("-closed"));
+    // Never opened: the server refused the session (all its --max-sessions in use) or was unreachable.
+    this.socket.addEventListener("close", () => document.body.classList.add(opened ? "-closed" : "-refused"));
     this.socket.addEventListener("message", (event) => this.receive(event.data));
   }
 
@@ -138,5 +141,5 @@ if (document.readyState === "loading") {
 }
 
 document.addEventListener("click", (event) => {
-  if (event.target && event.target.id === "restart") window.location.reload();
+  if (event.target && (event.target.id === "restart" || event.target.id === "retry")) window.location.reload();
 });

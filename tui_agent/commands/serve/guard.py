@@ -16,9 +16,10 @@ credential, and the page without a token in its tab asks for the printed link. E
 also name this server and come from its own page:
 
 - ``Host`` must name this server: ``localhost``, a loopback or local IP literal, the bind name or
-  this machine's host name, always with our port. A DNS name an attacker controls (rebinding) fails.
+  this machine's host name, always with our port; or, behind a reverse proxy, exactly the host and
+  port of ``--public-url`` (``public.py``). A DNS name an attacker controls (rebinding) fails.
 - ``Origin``, when sent (browsers always send it on a websocket upgrade and on cross-origin
-  fetches), must be exactly ``http://<that host>``.
+  fetches), must be exactly ``http://<that host>``, or the public URL's origin for its Host.
 - ``Sec-Fetch-Site``, when sent, must be ``same-origin`` or ``none`` (typed into the address bar),
   which refuses ``<img>``/``<iframe>`` loads from other ports that send no ``Origin``; only a
   top-level navigation to ``/`` (the printed link clicked on another site's page) may be cross-site.
@@ -35,6 +36,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
+
+from tui_agent.commands.serve.public import PublicURL
 
 SAFE_FETCH_SITES = {"same-origin", "none"}
 PUBLIC_PREFIX = "/static/"
@@ -103,8 +106,10 @@ def url_host(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
-def split_host_header(value: str) -> tuple[str, int] | None:
-    """``"127.0.0.1:8000"`` -> ``("127.0.0.1", 8000)``; ``"[::1]:80"`` -> ``("::1", 80)``; None if malformed."""
+def split_host_header(value: str, default_port: int = 80) -> tuple[str, int] | None:
+    """``"127.0.0.1:8000"`` -> ``("127.0.0.1", 8000)``; ``"[::1]:80"`` -> ``("::1", 80)``; None if malformed.
+
+    A Host without a port names ``default_port`` (80 for us; 443 behind an https proxy)."""
     value = value.strip().lower()
     if not value or any(c.isspace() or c in "/@?#\\" for c in value):
         return None
@@ -125,7 +130,7 @@ def split_host_header(value: str) -> tuple[str, int] | None:
         except ValueError:
             pass
     if not rest:
-        return name, 80
+        return name, default_port
     if not rest.startswith(":") or not rest[1:].isdigit() or len(rest) > 6:
         return None
     return name, int(rest[1:])
@@ -138,6 +143,7 @@ class Guard:
     token: str
     bind_host: str
     port: int
+    public: PublicURL | None = None  # --public-url: the name browsers use through a reverse proxy
     _local_ips: dict[str, bool] = field(default_factory=dict)
 
     @property
@@ -194,8 +200,13 @@ class Guard:
     def origin_for(self, host_header: str | None) -> str | None:
         """Our origin as the request named it (``http://host:port``), or None if it does not name us.
 
-        The result is rebuilt from the parsed, checked parts, never copied from the header.
+        The result is rebuilt from the parsed, checked parts, never copied from the header. Behind a
+        proxy (``--public-url``), a Host naming the public host and port gives the public origin.
         """
+        public = self.public
+        if public is not None:
+            if split_host_header(host_header or "", public.default_port) == (public.host, public.port):
+                return public.origin
         parsed = split_host_header(host_header or "")
         if parsed is None:
             return None

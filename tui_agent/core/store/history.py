@@ -153,7 +153,12 @@ def attachments_for(message_ids: Sequence[int]) -> dict[int, list[str]]:
 def search(query: str, *, before: int | None = None, limit: int = search_store.PAGE) -> search_store.Page:
     """A page of full-text hits, newest first (see store/search.py); ``before``: the cursor of the
     page before. Raises search_store.QueryError for a query with nothing to search for."""
-    return search_store.search_page(Message._meta.database.connection(), query, before=before, limit=limit)
+    db = Message._meta.database
+    if portable.is_postgresql(db):
+        from tui_agent.core.store import search_pg
+
+        return search_pg.search_page(db.connection(), query, before=before, limit=limit)
+    return search_store.search_page(db.connection(), query, before=before, limit=limit)
 
 
 def search_messages(query: str, limit: int = 50) -> list[tuple[int, int, str, str]]:

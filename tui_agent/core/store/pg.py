@@ -13,6 +13,7 @@ from typing import Any
 import peewee as pw
 
 from tui_agent.core.store import pg_migrations
+from tui_agent.core.store.driver import load_psycopg
 from tui_agent.core.store.errors import DATABASE_ERRORS, NOT_CHANGED, StoreError, describe
 from tui_agent.core.store.location import StoreURL
 from tui_agent.core.store.models import MODELS
@@ -24,7 +25,7 @@ CONNECT_TIMEOUT_S = 5
 def driver_missing() -> str | None:
     """Why PostgreSQL cannot be used from this install (None: it can)."""
     try:
-        import psycopg  # noqa: F401
+        load_psycopg()
     except ImportError:
         return f"a postgresql:// store needs the psycopg package: {INSTALL}"
     return None
@@ -35,7 +36,7 @@ _ORIGIN: list[str] = []
 
 def application_name() -> str:
     """This process's name on the server: the notifications of what it wrote carry it (the
-    ``origin`` of pg_migrations P4), so that an app skips its own writes."""
+    ``origin`` of pg_migrations P5), so that an app skips its own writes."""
     if not _ORIGIN:
         _ORIGIN.append(f"tui-agent {os.getpid()} {secrets.token_hex(4)}")
     return _ORIGIN[0]
@@ -109,13 +110,15 @@ def check_schema(conn: object, url: StoreURL) -> None:
             f"(pip install -U tui-agent) on this machine; {NOT_CHANGED}"
         )
     if version == 0 and pg_migrations.foreign_tables(conn):
-        # Another machine may be setting the database up right now: its first step's tables are
-        # visible before its version is. Wait for it (the migrations' lock) and look again.
+        # Another machine may be setting the database up right now: its tables and its version
+        # appear together, but read apart (two statements) the tables can come after the version.
+        # Wait for any migration in progress (their lock) and read both again, in one go.
         with conn.transaction(), conn.cursor() as cursor:  # type: ignore[attr-defined]
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", (pg_migrations.LOCK_KEY,))
             version = pg_migrations.current_version(conn)
-    if version == 0 and pg_migrations.foreign_tables(conn):
-        raise StoreError(
-            f"the PostgreSQL database {url.where()} holds another program's tables and no tui-agent schema: "
-            f"create a database for tui-agent (createdb tui_agent) and use that; {NOT_CHANGED}"
-        )
+            foreign = pg_migrations.foreign_tables(conn) if version == 0 else 0
+        if foreign:
+            raise StoreError(
+                f"the PostgreSQL database {url.where()} holds another program's tables and no tui-agent schema: "
+                f"create a database for tui-agent (createdb tui_agent) and use that; {NOT_CHANGED}"
+            )

@@ -1,5 +1,5 @@
 """What other machines write, as it is committed: a thread with its own PostgreSQL connection that
-LISTENs on the channel ``tui_agent`` (pg_migrations P4: a trigger announces every message stored or
+LISTENs on the channel ``tui_agent`` (pg_migrations P5: a trigger announces every message stored or
 changed and every conversation created, changed or deleted) and hands each change to a callback.
 
 It reconnects by itself, with backoff, when the server goes away; after a reconnection it reports

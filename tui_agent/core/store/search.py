@@ -28,8 +28,9 @@ from __future__ import annotations
 import re
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 PAGE = 50
 FIRST_WINDOW = 512
@@ -77,26 +78,60 @@ class Page:
     complete: bool  # False: the time budget ran out before the page was full (``before`` goes on)
 
 
+@dataclass(frozen=True)
+class Term:
+    """One thing to find: a word (``e-mail``: the words ``e`` and ``mail`` in a row), a quoted
+    phrase, or (``prefix``) words starting with the last of its words."""
+
+    text: str  # as typed, without the quotes, the leading "-" and the trailing "*"
+    prefix: bool = False
+
+    @property
+    def words(self) -> list[str]:
+        """Its words as the index sees them (letters and digits; the rest separates)."""
+        return _WORDS.findall(self.text)
+
+
+@dataclass(frozen=True)
+class Query:
+    """The user's words, parsed once: what each backend turns into its own safe expression."""
+
+    wanted: tuple[Term, ...]  # every one must match
+    excluded: tuple[Term, ...]  # none may match
+    pattern: re.Pattern[str]  # the words to mark in a snippet made in Python
+    costly: bool  # a phrase or a prefix (FTS5 reads their lists in a pass, not a seek)
+
+
 def fts_query(text: str) -> str:
     """The user's words as a safe FTS5 expression: every word must match (in any order); a
     ``"quoted part"`` must match as a phrase; ``word*`` matches words starting with it; ``-word``
     excludes messages with it. FTS5's other syntax is not: AND, OR, NOT and NEAR in capitals and
     brackets are left out, a lone quote opens a phrase to the end, other punctuation separates
     words as in the index ("e-mail" is the phrase "e mail")."""
-    return _parse(text)[0]
+    return _fts_expression(parse(text))
 
 
-def _parse(text: str) -> tuple[str, re.Pattern[str], bool]:
-    """The FTS5 expression; a pattern for the words to mark in a snippet made here; whether the
-    expression has a phrase or a prefix (whose reads cost a pass over their lists, not a seek)."""
-    wanted: list[str] = []
-    excluded: list[str] = []
+def _fts_expression(query: Query) -> str:
+    def fts(term: Term) -> str:
+        return _string(term.text) + ("*" if term.prefix else "")
+
+    expression = " AND ".join(fts(term) for term in query.wanted)
+    if query.excluded:
+        expression = f"({expression}) NOT ({' OR '.join(fts(term) for term in query.excluded)})"
+    return expression
+
+
+def parse(text: str) -> Query:
+    """The user's words (see ``fts_query``); QueryError when nothing is left to search for."""
+    wanted: list[Term] = []
+    excluded: list[Term] = []
     shown: list[str] = []
     costly = False
-    for quoted, bare in _PIECE.findall(text):
+    # NUL separates words, as any other non-word character (FTS5 read it as the end of the query)
+    for quoted, bare in _PIECE.findall(text.replace("\x00", " ")):
         if quoted or not bare:
             if _WORD.search(quoted):
-                wanted.append(_string(quoted))
+                wanted.append(Term(quoted))
                 shown += [re.escape(w) for w in _WORDS.findall(quoted)]
                 costly = costly or len(_WORDS.findall(quoted)) > 1
             continue
@@ -109,18 +144,16 @@ def _parse(text: str) -> tuple[str, re.Pattern[str], bool]:
             word = word.rstrip("*")
             costly = costly or prefix or len(_WORDS.findall(word)) > 1  # "e-mail" is a phrase
             if _WORD.search(word):
-                (excluded if negative else wanted).append(_string(word) + ("*" if prefix else ""))
+                (excluded if negative else wanted).append(Term(word, prefix))
                 if not negative:
                     shown += [re.escape(w) + (r"[^\W_]*" if prefix else "") for w in _WORDS.findall(word)]
     if not wanted:
         if excluded:
             raise QueryError("a search needs a word to find, not only words to leave out (-word)")
         raise QueryError("type a word to search for (letters or digits)")
-    expression = " AND ".join(wanted)
-    if excluded:
-        expression = f"({expression}) NOT ({' OR '.join(excluded)})"
     words = "|".join(sorted(set(shown), key=len, reverse=True))
-    return expression, re.compile(rf"(?<![^\W_])(?:{words})(?![^\W_])", re.IGNORECASE), costly
+    pattern = re.compile(rf"(?<![^\W_])(?:{words})(?![^\W_])", re.IGNORECASE)
+    return Query(tuple(wanted), tuple(excluded), pattern, costly)
 
 
 def _string(word: str) -> str:
@@ -141,10 +174,46 @@ def search_page(
     ``budget_s``: how long the walk may look (default: BUDGET_S for a first page, typed as the
     user types; MORE_BUDGET_S for the pages after, asked for one by one). Raises QueryError for a
     query with nothing to search for, SearchCancelled when ``cancelled`` answers True between reads."""
-    expression, pattern, costly = _parse(query)
-    budget = budget_s if budget_s is not None else BUDGET_S if before is None else MORE_BUDGET_S
+    parsed = parse(query)
+    expression = _fts_expression(parsed)
     started = time.monotonic()
     top = conn.execute("SELECT max(id) FROM messages").fetchone()[0] or 0
+    walked = walk(
+        lambda low, high: _window(conn, expression, low, high), top, before, limit, budget_s, cancelled, started
+    )
+    # A phrase's or a prefix's page is not read through the index again (another pass): its
+    # snippets are made here, from the messages.
+    hits = _details(conn, None if parsed.costly else expression, parsed.pattern, walked.found)
+    return walked.page(hits, limit)
+
+
+@dataclass
+class Walked:
+    found: list[int]  # matching ids, newest first
+    low: int  # the oldest id of the last window read
+    high: int  # below the last window read (0: the whole history was read)
+
+    def page(self, hits: list[Hit], limit: int) -> Page:
+        found = self.found
+        if len(found) >= limit:
+            return Page(hits, found[-1] if found[-1] > 1 else None, found[-1], complete=True)
+        if self.high < 1:
+            return Page(hits, None, 1, complete=True)
+        return Page(hits, self.low, self.low, complete=False)  # out of time: the next page goes on from ``low``
+
+
+def walk(
+    window: Callable[[int, int], list[int]],
+    top: int,
+    before: int | None,
+    limit: int,
+    budget_s: float | None,
+    cancelled: Callable[[], bool],
+    started: float,
+) -> Walked:
+    """The walk back from the cursor in windows of ids (see the module's text): ``window(low,
+    high)`` gives the matching ids in [low, high] newest first; ``top``: the newest message id."""
+    budget = budget_s if budget_s is not None else BUDGET_S if before is None else MORE_BUDGET_S
     high = min(top, before - 1) if before is not None else top
     found: list[int] = []
     size = FIRST_WINDOW
@@ -154,7 +223,7 @@ def search_page(
             raise SearchCancelled
         low = max(1, high - size + 1)
         window_started = time.monotonic()
-        ids = _window(conn, expression, low, high)
+        ids = window(low, high)
         found += ids[: limit - len(found)]
         high = low - 1
         now = time.monotonic()
@@ -163,14 +232,7 @@ def search_page(
             break
     if cancelled():
         raise SearchCancelled
-    # A phrase's or a prefix's page is not read through the index again (another pass): its
-    # snippets are made here, from the messages.
-    hits = _details(conn, None if costly else expression, pattern, found)
-    if len(found) >= limit:
-        return Page(hits, found[-1] if found[-1] > 1 else None, found[-1], complete=True)
-    if high < 1:
-        return Page(hits, None, 1, complete=True)
-    return Page(hits, low, low, complete=False)  # out of time: the next page goes on from ``low``
+    return Walked(found, low, high)
 
 
 def _next_window(size: int, took: float, left: float, reached: int, next_distance: int) -> int:
@@ -242,6 +304,13 @@ def _details(conn: sqlite3.Connection, expression: str | None, pattern: re.Patte
         if "interrupt" in str(exc):
             raise SearchCancelled from None
         raise
+    return hits_from(rows, pattern)
+
+
+def hits_from(rows: Sequence[Sequence[Any]], pattern: re.Pattern[str]) -> list[Hit]:
+    """Hits of (id, conversation id, role, title, created_at, length, snippet or the message's
+    start, matches or None): newest first, those under the relevance floor last. A row without
+    its matches gets its snippet and its matches from the message's start, here."""
     hits = []
     average = sum(max(1, r[5] or 0) for r in rows) / max(1, len(rows))
     for message_id, conversation_id, role, title, created_at, length, text, matches in rows:
