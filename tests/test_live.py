@@ -119,8 +119,20 @@ async def test_what_another_machine_stores_shows_within_a_second_and_its_running
             # Appended: what was on screen before is still there, not drawn again.
             assert all(widget.is_attached for widget in shown_before)
             assert texts(app, UserBubble) == ["before", "hello from A"]
+            # A conversation begun on A shows in B's sidebar, the open one staying open.
+            await pilot.press("ctrl+b")
+            await until(pilot, lambda: bool(sidebar_titles(app)))
+            assert sidebar_titles(app) == ["shared"]
+            began = ask(other_machine(tmp_path), "--new", "a new topic")
+            assert began.wait(timeout=60) == 0, began.stderr.read() if began.stderr else ""
+            await until(pilot, lambda: sidebar_titles(app) == ["a new topic", "shared"])
+            assert app.conversation_id == conversation.id
     finally:
         released.set()
+
+
+def sidebar_titles(app: AgentApp) -> list[str]:
+    return [str(label.render()) for label in app.query("#conversation-list Label")]
 
 
 @pytest.mark.slow
@@ -230,6 +242,15 @@ async def test_the_server_going_away_mid_reply_keeps_it_and_the_app_goes_on(env,
             await until(pilot, lambda: "from the other machine" in texts(app, AssistantBubble), timeout=10)
     finally:
         db.close()
+
+
+@pytest.mark.parametrize("store_backend", ["sqlite"], indirect=True)
+async def test_a_sqlite_store_has_nothing_to_follow(env):
+    """One machine's file: no listener, no thread."""
+    app = make(env.vault)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert app.live_updates is None
 
 
 def test_a_database_of_the_previous_version_gets_the_notifications(pg_url):
