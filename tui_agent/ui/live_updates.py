@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from tui_agent.core.store import branches, history
 from tui_agent.core.store.models import Message
@@ -29,6 +30,16 @@ if TYPE_CHECKING:
 log = logging.getLogger("tui_agent.ui")
 RUNNING_ELSEWHERE = "a reply is running in this conversation on another machine…"
 RETRY_S = 0.3  # while a turn of this app runs in the open conversation, what others wrote waits this long
+
+
+class LiveHost(Protocol):
+    """What this reads of the app: the conversation on screen, and where its own replies run."""
+
+    @property
+    def conversation_id(self) -> int | None: ...
+
+    @property
+    def turns(self) -> Mapping[int | None, object]: ...
 
 
 def follow(app: App[Any]) -> LiveUpdates | None:
@@ -48,6 +59,7 @@ def follow(app: App[Any]) -> LiveUpdates | None:
 class LiveUpdates:
     def __init__(self, app: App[Any], origin: str) -> None:
         self.app = app
+        self.host = cast(LiveHost, app)
         self.origin = origin  # this process's writes: shown already, by the turns that made them
         self.listener: Listener | None = None
         self._loop = asyncio.get_running_loop()
@@ -89,7 +101,7 @@ class LiveUpdates:
             log.warning("live updates: could not show what changed", exc_info=True)
 
     async def _apply(self, changes: list[Change]) -> None:
-        current = getattr(self.app, "conversation_id", None)
+        current = self.host.conversation_id
         everything = any(c.kind == "reconnected" for c in changes)  # what was announced meanwhile is lost
         if current != self._waiting_in:
             self._waiting_in, self._waiting, self._everything = current, set(), False
@@ -100,7 +112,7 @@ class LiveUpdates:
                 await conversations.reload(current)  # type: ignore[attr-defined]
         if current is None or not (self._waiting or self._everything):
             return
-        if current in getattr(self.app, "turns", {}):
+        if current in self.host.turns:
             # This app's own reply runs here: what others wrote is drawn after it.
             self.app.set_timer(RETRY_S, lambda: self._arrived(Change(current, None, "retry")))
             return
