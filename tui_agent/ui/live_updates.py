@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("tui_agent.ui")
 RUNNING_ELSEWHERE = "a reply is running in this conversation on another machine…"
 RETRY_S = 0.3  # while a turn of this app runs in the open conversation, what others wrote waits this long
+RETRY_AFTER_FAILURE_S = 1.0  # the store failed while drawing what changed: everything is looked at again
+RETRIES = 3
 
 
 class LiveHost(Protocol):
@@ -70,6 +72,7 @@ class LiveUpdates:
         self._everything = False  # reconnected: whatever is newer than the screen is drawn
         self._running_elsewhere = False
         self._drawing = asyncio.Lock()
+        self._failures = 0  # in a row (the store away): a few more looks, then the next change's
 
     def arrived_in_thread(self, change: Change) -> None:
         """The listener's thread: over to the event loop (a closed loop: the app is gone)."""
@@ -97,8 +100,12 @@ class LiveUpdates:
     async def _sync_changes(self, changes: list[Change]) -> None:
         try:
             await self._apply(changes)
-        except Exception:  # the store went away meanwhile: the next change (or reconnection) tries again
-            log.warning("live updates: could not show what changed", exc_info=True)
+            self._failures = 0
+        except Exception:  # the store went away meanwhile: look again a little later, a few times
+            self._failures += 1
+            log.warning("live updates: could not show what changed (%d)", self._failures, exc_info=True)
+            if self._failures <= RETRIES:
+                self.app.set_timer(RETRY_AFTER_FAILURE_S, lambda: self._arrived(Change.reconnected()))
 
     async def _apply(self, changes: list[Change]) -> None:
         current = self.host.conversation_id
