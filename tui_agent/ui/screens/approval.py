@@ -10,16 +10,15 @@ markup, with control, invisible and bidi characters shown as ``␛`` or ``<U+202
 
 from __future__ import annotations
 
-from textual import events, on
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.reactive import reactive
-from textual.screen import ModalScreen
-from textual.timer import Timer
 from textual.widgets import Button, Label, Static
 
 from tui_agent.core.textsafe import revealed
+from tui_agent.ui.screens.armed import ArmedModal
 
 ALWAYS_QUESTION = (
     "Approve every {tool} change for the rest of this session, without asking again?\n\n"
@@ -28,10 +27,10 @@ ALWAYS_QUESTION = (
 )
 
 
-class ApprovalScreen(ModalScreen[str]):
+class ApprovalScreen(ArmedModal[str]):
     """Returns "yes", "no" or "always" (yes for the rest of this session)."""
 
-    ARM_DELAY_S = 0.5
+    SAFE_BUTTON = "no"
     BINDINGS = [
         Binding("y", "choose('yes')", "Yes", id="approval.yes"),
         Binding("n,escape", "choose('no')", "No", id="approval.no"),
@@ -41,8 +40,6 @@ class ApprovalScreen(ModalScreen[str]):
     ApprovalScreen .dialog-body { height: auto; max-height: 22; }
     """
 
-    #: False while keys and buttons are inert (just opened, or just switched to the "always" step).
-    armed: reactive[bool] = reactive(False)
     #: True on the second step of "Always".
     confirming_always: reactive[bool] = reactive(False)
 
@@ -50,7 +47,6 @@ class ApprovalScreen(ModalScreen[str]):
         super().__init__()
         self.tool = tool
         self.question = question
-        self._arm_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog approval"):
@@ -61,25 +57,6 @@ class ApprovalScreen(ModalScreen[str]):
                 yield Button("Yes (y)", id="yes", variant="warning", disabled=True)
                 yield Button("No (n)", id="no", variant="primary", disabled=True)
                 yield Button("Always this session (a)", id="always", disabled=True)
-
-    def on_mount(self) -> None:
-        self._disarm()
-
-    def _disarm(self) -> None:
-        self.armed = False
-        if self._arm_timer is not None:
-            self._arm_timer.stop()
-        self._arm_timer = self.set_timer(self.ARM_DELAY_S, self.arm)
-
-    def arm(self) -> None:
-        """Make the answers live (called by the timer once no key came for ``ARM_DELAY_S``)."""
-        self.armed = True
-
-    def watch_armed(self, armed: bool) -> None:
-        for button in self.query(Button):
-            button.disabled = not armed
-        if armed:
-            self.query_one("#no", Button).focus()
 
     def _title(self) -> str:
         if self.tool == "memory_sql":
@@ -96,17 +73,6 @@ class ApprovalScreen(ModalScreen[str]):
         self.query_one("#yes", Button).label = "Yes, always (y)" if confirming else "Yes (y)"
         self.query_one("#no", Button).label = "Back (n)" if confirming else "No (n)"
         self.query_one("#always", Button).display = not confirming
-
-    def on_key(self, event: events.Key) -> None:
-        if not self.armed:  # typed ahead or too soon: swallow it and wait again
-            event.stop()
-            event.prevent_default()
-            self._disarm()
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "choose":
-            return self.armed
-        return True
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:

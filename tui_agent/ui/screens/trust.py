@@ -8,22 +8,20 @@ has the focus.
 
 from __future__ import annotations
 
-from textual import events, on
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.reactive import reactive
-from textual.screen import ModalScreen
-from textual.timer import Timer
 from textual.widgets import Button, Label, Static
 
 from tui_agent.core.textsafe import visible
+from tui_agent.ui.screens.armed import ArmedModal
 
 
-class TrustScreen(ModalScreen[bool]):
+class TrustScreen(ArmedModal[bool]):
     """Returns True to trust the vault (remembered), False for "not now" (this run only)."""
 
-    ARM_DELAY_S = 0.5
+    SAFE_BUTTON = "not-now"
     BINDINGS = [
         Binding("t", "choose(True)", "Trust it", id="trust.yes"),
         Binding("n,escape", "choose(False)", "Not now", id="trust.no"),
@@ -32,13 +30,11 @@ class TrustScreen(ModalScreen[bool]):
     TrustScreen .dialog { border: thick $warning; }
     TrustScreen .dialog-body { height: auto; max-height: 16; }
     """
-    armed: reactive[bool] = reactive(False)
 
     def __init__(self, vault: str, would: list[str]) -> None:
         super().__init__()
         self.vault = vault
         self.would = would
-        self._arm_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         things = "\n".join(f"  • {line}" for line in self.would) or "  • (nothing is configured yet)"
@@ -55,33 +51,6 @@ class TrustScreen(ModalScreen[bool]):
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Trust it (t)", id="trust", variant="warning", disabled=True)
                 yield Button("Not now (n)", id="not-now", variant="primary", disabled=True)
-
-    def on_mount(self) -> None:
-        self._disarm()
-
-    def _disarm(self) -> None:
-        self.armed = False
-        if self._arm_timer is not None:
-            self._arm_timer.stop()
-        self._arm_timer = self.set_timer(self.ARM_DELAY_S, self.arm)
-
-    def arm(self) -> None:
-        self.armed = True
-
-    def watch_armed(self, armed: bool) -> None:
-        for button in self.query(Button):
-            button.disabled = not armed
-        if armed:
-            self.query_one("#not-now", Button).focus()
-
-    def on_key(self, event: events.Key) -> None:
-        if not self.armed:  # typed ahead or too soon: swallow it and wait again
-            event.stop()
-            event.prevent_default()
-            self._disarm()
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        return self.armed if action == "choose" else True
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
