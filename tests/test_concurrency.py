@@ -9,10 +9,13 @@ import threading
 from pathlib import Path
 
 import pytest
+from backends import BOTH_BACKENDS
 from fake_openai import FakeOpenAI, Reply
+from helpers import rows
 
 from tui_agent.core import profiles
 from tui_agent.core.store import db, migrations
+from tui_agent.core.vault import Vault
 
 pytestmark = pytest.mark.slow
 
@@ -28,7 +31,16 @@ def _ask(vault: Path, *args: str) -> subprocess.Popen[str]:
     )
 
 
-def test_twenty_concurrent_asks_and_a_long_streaming_writer_lose_nothing(env):
+def machines(env, tmp_path: Path) -> list[Path]:
+    """The vault folders the writers use: on PostgreSQL two, as two machines on one database have
+    (``$TUI_AGENT_DB`` names it for every process); on SQLite the one vault's file."""
+    if env.vault.db_path.exists():
+        return [env.vault.root]
+    return [env.vault.root, Vault(tmp_path / "machine-b").init().root]
+
+
+@BOTH_BACKENDS
+def test_twenty_concurrent_asks_and_a_long_streaming_writer_lose_nothing(env, tmp_path):
     # The long-lived writer streams a long reply from its own server (its own profile), flushing the
     # growing row every half second while the 20 short asks insert and finish theirs.
     slow_server = FakeOpenAI().start()
@@ -40,7 +52,7 @@ def test_twenty_concurrent_asks_and_a_long_streaming_writer_lose_nothing(env):
             "slow", {**_fields(env.profile), "base_url": slow_server.base_url, "request_timeout_s": 300}
         )
         env.fake.default_text = "short answer"
-        vault = env.vault.root
+        vault, vaults = env.vault.root, machines(env, tmp_path)
         streaming = subprocess.Popen(
             [
                 sys.executable,
@@ -60,7 +72,10 @@ def test_twenty_concurrent_asks_and_a_long_streaming_writer_lose_nothing(env):
         )
         assert streaming.stdout is not None
         first = streaming.stdout.read(3)  # the long row exists and is being written
-        writers = [_ask(vault, *(["--new"] if i % 2 else []), f"question number {i}") for i in range(WRITERS)]
+        writers = [
+            _ask(vaults[i % len(vaults)], *(["--new"] if i % 4 > 1 else []), f"question number {i}")
+            for i in range(WRITERS)
+        ]
         outcomes = [(p.wait(timeout=300), p.stderr.read() if p.stderr else "") for p in writers]
         assert streaming.poll() is None  # it was writing the whole time
         writers_done.set()
@@ -72,7 +87,7 @@ def test_twenty_concurrent_asks_and_a_long_streaming_writer_lose_nothing(env):
     assert streaming.returncode == 0, streaming_err
     assert (first + rest).decode() == long_reply + "\n"
 
-    stored = _messages_of_an_intact_file(env.vault.db_path)
+    stored = _messages_of_an_intact_store(env)
     users = sorted(content for role, content, _ in stored if role == "user")
     assert users == sorted([f"question number {i}" for i in range(WRITERS)] + ["the long one"])
     assistants = [(content, status) for role, content, status in stored if role == "assistant"]
@@ -114,7 +129,8 @@ def _fields(profile: object) -> dict[str, object]:
     return {name: getattr(profile, name) for name in profiles.FIELD_NAMES}
 
 
-async def test_twenty_asks_while_the_app_streams_a_reply_lose_nothing(env):
+@BOTH_BACKENDS
+async def test_twenty_asks_while_the_app_streams_a_reply_lose_nothing(env, tmp_path):
     """The running app (a real AgentApp on the same vault) streams a long reply, flushing its row,
     while 20 `tui-agent ask` processes write theirs: every message of both is stored, complete."""
     from tui_agent.ui.app import AgentApp
@@ -125,6 +141,8 @@ async def test_twenty_asks_while_the_app_streams_a_reply_lose_nothing(env):
         fast.default_text = "short answer"
         profiles.create_profile("fast", {**_fields(env.profile), "base_url": fast.base_url})
         profiles.use_profile(env.profile.name)
+        # The app's reply waits for all 20 asks before it ends: on a loaded machine that outlasts 5 s.
+        profiles.set_field(env.profile, "request_timeout_s", "300")
         long_reply = "".join(f"a{i} " for i in range(600))
         env.fake.script(Reply(text=long_reply, chunk_size=6, chunk_delay_s=0.02, hold=writers_done))
         app = AgentApp(env.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
@@ -133,10 +151,11 @@ async def test_twenty_asks_while_the_app_streams_a_reply_lose_nothing(env):
             await pilot.press("enter")
             for _ in range(600):  # until the app's reply row exists and is being written
                 await pilot.pause(0.05)
-                if _count(env, "SELECT count(*) FROM messages WHERE status = 'streaming'"):
+                if rows(env.vault.db_path, "SELECT count(*) FROM messages WHERE status = 'streaming'")[0][0]:
                     break
+            vaults = machines(env, tmp_path)
             writers = [
-                _ask(env.vault.root, "--profile", "fast", *(["--new"] if i % 2 else []), f"ask {i}")
+                _ask(vaults[i % len(vaults)], "--profile", "fast", *(["--new"] if i % 4 > 1 else []), f"ask {i}")
                 for i in range(WRITERS)
             ]
             while any(p.poll() is None for p in writers):
@@ -152,7 +171,7 @@ async def test_twenty_asks_while_the_app_streams_a_reply_lose_nothing(env):
         writers_done.set()
         fast.stop()
     assert [code for code, _ in outcomes] == [0] * WRITERS, [err for _, err in outcomes if err]
-    stored = _messages_of_an_intact_file(env.vault.db_path)
+    stored = _messages_of_an_intact_store(env)
     users = sorted(content for role, content, _ in stored if role == "user")
     assert users == sorted([f"ask {i}" for i in range(WRITERS)] + ["the app's question"])
     assistants = sorted((content, status) for role, content, status in stored if role == "assistant")
@@ -160,22 +179,26 @@ async def test_twenty_asks_while_the_app_streams_a_reply_lose_nothing(env):
     assert len(stored) == 2 * (WRITERS + 1)
 
 
-def _messages_of_an_intact_file(db_path: Path) -> list[tuple[str, str, str]]:
-    """Every message's (role, content, status), after SQLite's own integrity check passed."""
-    conn = sqlite3.connect(db_path)
-    try:
-        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-        return conn.execute("SELECT role, content, status FROM messages ORDER BY id").fetchall()
-    finally:
-        conn.close()
-
-
-def _count(env, sql: str) -> int:
-    conn = sqlite3.connect(env.vault.db_path)
-    try:
-        return int(conn.execute(sql).fetchone()[0])
-    finally:
-        conn.close()
+def _messages_of_an_intact_store(env) -> list[tuple[str, str, str]]:
+    """Every message's (role, content, status), after checking the store: SQLite's own integrity
+    check, and on both that each conversation is one unbroken branch (writers appending at once
+    each found the leaf the other left: no message lost from the conversation's path)."""
+    if env.vault.db_path.exists():
+        conn = sqlite3.connect(env.vault.db_path)
+        try:
+            assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        finally:
+            conn.close()
+    tree = rows(env.vault.db_path, "SELECT conversation_id, id, parent_id FROM messages ORDER BY id")
+    leaves = dict(rows(env.vault.db_path, "SELECT id, leaf_id FROM conversations"))
+    for conversation, leaf in leaves.items():
+        parents = {message: parent for owner, message, parent in tree if owner == conversation}
+        path, at = [], leaf
+        while at:
+            path.append(at)
+            at = parents[at]
+        assert sorted(path) == sorted(parents), f"conversation {conversation}: messages off its branch"
+    return [tuple(row) for row in rows(env.vault.db_path, "SELECT role, content, status FROM messages ORDER BY id")]
 
 
 class _OtherProcessMigratesBetweenStatements:

@@ -51,3 +51,20 @@ def test_load_psycopg_gives_peewee_the_same_names_as_its_own_import():
         "print(json.dumps([before, ok, 'psycopg' in sys.modules]))"
     )
     assert run(code) == [[], True, True]
+
+
+def test_load_psycopg_gives_the_adapter_its_transaction_states_as_its_own_import_does():
+    """peewee's psycopg 3 adapter reads three class attributes set at peewee's import only if
+    psycopg was there (its connection checks compare with them: a dropped connection is found by
+    them, store/pg.ReconnectingDatabase)."""
+    states = "[str(getattr(peewee.Psycopg3Adapter, n)) for n in ('txn_idle', 'txn_inerror', 'txn_unknown')]"
+    own = run(f"import json, psycopg, peewee\nprint(json.dumps({states}))")
+    code = (
+        "import json\n"
+        "from tui_agent.core.store.driver import import_peewee, load_psycopg\n"
+        "peewee = import_peewee()\n"
+        "load_psycopg()\n"
+        f"print(json.dumps({states}))"
+    )
+    assert run(code) == own
+    assert "None" not in own

@@ -21,6 +21,7 @@ from tui_agent.core.limits import message_too_long
 from tui_agent.core.reply import Reply as _Reply
 from tui_agent.core.reply import call_dict as _call_dict
 from tui_agent.core.reply import temperature as _temperature
+from tui_agent.core.reply_keep import keep_locally, kept_note
 from tui_agent.core.store import branches, history
 from tui_agent.core.store import errors as store_errors
 from tui_agent.core.store.models import Message, Profile
@@ -263,6 +264,7 @@ class AgentLoop:
         messages = self.builder.build(conversation_id, self.profile, model)
         reply = _Reply(conversation_id, model, FLUSH_INTERVAL_S)
         finished = False
+        unsaved: Any = None
         stream: Ahead[Any] | None = None
         try:
             # The request leaves now: the events below are drawn while it travels, not before.
@@ -307,17 +309,25 @@ class AgentLoop:
                     reply = _Reply(conversation_id, model, FLUSH_INTERVAL_S)
                     yield ev.AssistantStarted(model)
                 else:
+                    unsaved = item  # the store may fail saving it: it is shown all the same (below)
                     event = reply.add(item)
+                    unsaved = None
                     if event is not None:
                         yield event
         except (asyncio.CancelledError, GeneratorExit):
             if not finished:
                 reply.save("cancelled")
             raise
-        except store_errors.DATABASE_ERRORS:
-            # The store failed mid-stream (disk full): the row must not stay "streaming".
-            if reply.row is not None and not finished:
-                finish_row(reply.row.id, "error")
+        except store_errors.DATABASE_ERRORS as exc:
+            # The store failed mid-stream (disk full, the server gone): the row must not stay
+            # "streaming", and what came is kept in the vault (reply_keep), whatever the store took.
+            if not finished:
+                if reply.row is not None:
+                    finish_row(reply.row.id, "error")
+                row_id = reply.row.id if reply.row is not None else None
+                exc.kept_in = keep_locally(self.vault, conversation_id, row_id, model, reply.text, reply.reasoning)  # type: ignore[attr-defined]
+                if isinstance(unsaved, (ev.TextDelta, ev.ReasoningDelta)):
+                    yield unsaved  # the screen shows what the kept file holds
             raise
         except llm.LLMError as exc:
             reply.save("error")
@@ -350,7 +360,7 @@ async def _store_guarded(
             # It failed while the turn was being closed or cancelled (saving what it had): nothing
             # more may be yielded now, and the cancel goes on.
             raise exc.__context__ from exc
-        yield ev.ErrorEvent(str(failure), "store")
+        yield ev.ErrorEvent(str(failure) + kept_note(exc), "store")
         yield ev.Done("error", current)
 
 

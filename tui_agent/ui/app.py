@@ -153,6 +153,9 @@ class AgentApp(StartupMixin):
         last = history.last_conversation()
         # Not stored again: next start finds the same one (a write transaction saved on the first paint).
         await self.open_conversation(last.id if last else None, remember=False)
+        from tui_agent.ui.live_updates import follow
+
+        self.live_updates = follow(self)  # PostgreSQL: what other machines store shows here as it comes
         self.composer.focus()
         self.ask_about_trust()  # a ./jj_vault not trusted yet: the dialog comes over the chat
         self.mcp.install_signal_handlers()

@@ -5,7 +5,8 @@ reads its own metadata, loads ssl and asyncio) on every start of every SQLite us
 imports peewee with psycopg hidden, so that peewee takes it for absent; ``load_psycopg`` imports it
 when a ``postgresql://`` store is opened and hands peewee the four names it would have bound then
 (``psycopg``, ``TransactionStatus``, ``Json_pg3``, ``Jsonb_pg3``: module globals that peewee's
-PostgreSQL code reads when it runs; tests/test_store_driver.py proves they still exist and work).
+PostgreSQL code reads when it runs; tests/test_store_driver.py proves they still exist and work),
+and the three transaction states of its psycopg 3 adapter.
 """
 
 from __future__ import annotations
@@ -43,3 +44,9 @@ def load_psycopg() -> None:
         peewee.TransactionStatus = TransactionStatus  # type: ignore[attr-defined]
         peewee.Json_pg3 = Json  # type: ignore[attr-defined]
         peewee.Jsonb_pg3 = Jsonb  # type: ignore[attr-defined]
+        # And the adapter's transaction states, class attributes peewee sets only when psycopg was
+        # there at its import (is_connection_usable compares with them: None raised TypeError).
+        adapter = peewee.Psycopg3Adapter
+        adapter.txn_idle = TransactionStatus.IDLE
+        adapter.txn_inerror = TransactionStatus.INERROR
+        adapter.txn_unknown = TransactionStatus.UNKNOWN

@@ -74,7 +74,12 @@ def add_message(
         fields["tool_calls"] = json.dumps(fields["tool_calls"])
     if "tool_arguments" in fields and not isinstance(fields["tool_arguments"], (str, type(None))):
         fields["tool_arguments"] = json.dumps(fields["tool_arguments"])
-    with Message._meta.database.atomic():
+    db = Message._meta.database
+    with db.atomic():
+        if portable.is_postgresql(db):
+            # One writer per conversation at a time (SQLite's BEGIN IMMEDIATE serializes every
+            # writer): two machines appending at once each read the leaf the other one left.
+            portable.execute(db, "SELECT id FROM conversations WHERE id = ? FOR UPDATE", [conversation_id])
         fields.setdefault("parent_id", branches.leaf_of(conversation_id) or 0)
         message = Message.create(conversation=conversation_id, role=role, content=content, **fields)
         branches.set_leaf(conversation_id, message.id)

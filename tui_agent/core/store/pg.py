@@ -6,6 +6,10 @@ load it. Peewee's PostgresqlDatabase keeps one connection per thread, as SqliteD
 
 from __future__ import annotations
 
+import os
+import secrets
+from typing import Any
+
 import peewee as pw
 
 from tui_agent.core.store import pg_migrations
@@ -27,17 +31,52 @@ def driver_missing() -> str | None:
     return None
 
 
+_ORIGIN: list[str] = []
+
+
+def application_name() -> str:
+    """This process's name on the server: the notifications of what it wrote carry it (the
+    ``origin`` of pg_migrations P5), so that an app skips its own writes."""
+    if not _ORIGIN:
+        _ORIGIN.append(f"tui-agent {os.getpid()} {secrets.token_hex(4)}")
+    return _ORIGIN[0]
+
+
+class ReconnectingDatabase(pw.PostgresqlDatabase):
+    """A connection the server dropped (restarted, network gone) is let go of and made again on
+    the next use outside a transaction: the query that found it dead failed, the next one works as
+    soon as the server is back (psycopg marks it closed; peewee alone would keep it forever)."""
+
+    def _drop_if_dead(self) -> None:
+        if self.is_closed() or self.in_transaction() or self.is_connection_usable():
+            return
+        state = self._state  # type: ignore[attr-defined]  # peewee's per-thread connection
+        try:
+            state.conn.close()
+        except Exception:  # already gone: nothing to close
+            pass
+        state.reset()
+
+    def cursor(self, named_cursor: Any = None) -> Any:
+        self._drop_if_dead()
+        return super().cursor(named_cursor)
+
+    def connection(self) -> Any:
+        self._drop_if_dead()
+        return super().connection()
+
+
 def connect_database(url: StoreURL) -> pw.PostgresqlDatabase:
     """An unconnected peewee database for ``url`` (psycopg 3, libpq's defaults for the rest)."""
     missing = driver_missing()
     if missing:
         raise StoreError(missing)
-    db = pw.PostgresqlDatabase(
+    db = ReconnectingDatabase(
         url.dbname,
         autoconnect=True,
         prefer_psycopg3=True,
         connect_timeout=CONNECT_TIMEOUT_S,
-        application_name="tui-agent",
+        application_name=application_name(),
         **url.connect_args(),
     )
     db.store_url = url  # type: ignore[attr-defined]  # for messages (errors.bound_path)

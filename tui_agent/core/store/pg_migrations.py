@@ -156,7 +156,32 @@ CREATE INDEX messages_search ON messages USING GIN (tui_agent_words(content));
 ANALYZE messages;
 """
 
-STEPS: list[str] = [P1, P2, P3, P4]
+# Live across machines: every stored or changed message, and every conversation created, changed
+# or deleted, is announced on the channel ``tui_agent`` (delivered when its transaction commits) to
+# the apps listening (core/store/pg_listen.py). ``origin`` is the writer's application_name, one
+# per process (pg.application_name): an app skips what it wrote itself.
+P5 = """
+CREATE FUNCTION tui_agent_notify_message() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('tui_agent', json_build_object(
+        'conversation', NEW.conversation_id, 'message', NEW.id, 'kind', lower(TG_OP),
+        'status', NEW.status, 'origin', current_setting('application_name'))::text);
+    RETURN NULL;
+END $$;
+CREATE TRIGGER messages_notify AFTER INSERT OR UPDATE ON messages
+    FOR EACH ROW EXECUTE FUNCTION tui_agent_notify_message();
+CREATE FUNCTION tui_agent_notify_conversation() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('tui_agent', json_build_object(
+        'conversation', COALESCE(NEW.id, OLD.id), 'message', NULL, 'kind', 'conversation',
+        'status', lower(TG_OP), 'origin', current_setting('application_name'))::text);
+    RETURN NULL;
+END $$;
+CREATE TRIGGER conversations_notify AFTER INSERT OR UPDATE OR DELETE ON conversations
+    FOR EACH ROW EXECUTE FUNCTION tui_agent_notify_conversation();
+"""
+
+STEPS: list[str] = [P1, P2, P3, P4, P5]
 LATEST = len(STEPS)
 LOCK_KEY = 0x7475_6961  # "tuia": the advisory lock migrations hold
 

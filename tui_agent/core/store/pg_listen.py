@@ -1,0 +1,136 @@
+"""What other machines write, as it is committed: a thread with its own PostgreSQL connection that
+LISTENs on the channel ``tui_agent`` (pg_migrations P5: a trigger announces every message stored or
+changed and every conversation created, changed or deleted) and hands each change to a callback.
+
+It reconnects by itself, with backoff, when the server goes away; after a reconnection it reports
+``Change.reconnected()`` (what was announced meanwhile is lost: the reader looks again). No
+Textual here: the UI (ui/live_updates.py) moves the changes to its event loop.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tui_agent.core.store.location import StoreURL
+
+log = logging.getLogger("tui_agent.store")
+CHANNEL = "tui_agent"
+POLL_S = 0.25  # how often the thread looks whether it should stop
+FIRST_DELAY_S = 0.2  # the backoff between connection attempts, doubled up to MAX_DELAY_S
+MAX_DELAY_S = 5.0
+CONNECT_TIMEOUT_S = 5
+
+
+@dataclass(frozen=True)
+class Change:
+    """One announcement: ``kind`` "insert"/"update" (a message), "conversation" (``status``: insert,
+    update or delete), or "reconnected" (the connection was lost and made again: anything may have
+    changed meanwhile)."""
+
+    conversation_id: int | None
+    message_id: int | None
+    kind: str
+    status: str | None = None
+    origin: str = ""
+
+    @classmethod
+    def parse(cls, payload: str) -> Change | None:
+        try:
+            data = json.loads(payload)
+            conversation = data.get("conversation")
+            message = data.get("message")
+            return cls(
+                int(conversation) if conversation is not None else None,
+                int(message) if message is not None else None,
+                str(data.get("kind", "")),
+                str(data["status"]) if data.get("status") is not None else None,
+                str(data.get("origin", "")),
+            )
+        except (ValueError, TypeError, AttributeError):
+            log.warning("a notification that is not tui-agent's: %.200r", payload)
+            return None
+
+    @classmethod
+    def reconnected(cls) -> Change:
+        return cls(None, None, "reconnected")
+
+
+class Listener:
+    """``start()`` it; ``deliver`` is called in the listener's thread for each change. It stops when
+    ``stop()`` is called or ``alive()`` turns false (checked every POLL_S)."""
+
+    def __init__(
+        self,
+        url: StoreURL,
+        deliver: Callable[[Change], None],
+        *,
+        alive: Callable[[], bool] = lambda: True,
+        application_name: str = "tui-agent listener",
+    ) -> None:
+        self.url = url
+        self.deliver = deliver
+        self.alive = alive
+        self.application_name = application_name
+        self.connected = threading.Event()  # set while LISTEN is in place
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> Listener:
+        self._thread = threading.Thread(target=self._run, name="tui-agent-listen", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 2.0) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set() or not self.alive()
+
+    def _run(self) -> None:
+        import psycopg
+
+        delay = FIRST_DELAY_S
+        listened_before = False
+        while not self.stopping:
+            try:
+                conn = psycopg.connect(
+                    autocommit=True,
+                    connect_timeout=CONNECT_TIMEOUT_S,
+                    application_name=self.application_name,
+                    dbname=self.url.dbname,
+                    **self.url.connect_args(),
+                )
+            except Exception as exc:  # the server is away (or the URL wrong: the app says so itself)
+                log.info("live updates: cannot connect (%s); again in %.1f s", str(exc).splitlines()[0], delay)
+                self._stop.wait(delay)
+                delay = min(delay * 2, MAX_DELAY_S)
+                continue
+            try:
+                conn.execute(f"LISTEN {CHANNEL}")
+                self.connected.set()
+                delay = FIRST_DELAY_S
+                if listened_before:
+                    log.info("live updates: listening again")
+                    self.deliver(Change.reconnected())
+                listened_before = True
+                while not self.stopping:
+                    for note in conn.notifies(timeout=POLL_S):
+                        change = Change.parse(note.payload)
+                        if change is not None:
+                            self.deliver(change)
+                        if self.stopping:
+                            break
+            except psycopg.Error as exc:
+                log.info("live updates: connection lost (%s)", str(exc).splitlines()[0] if str(exc) else exc)
+            except Exception:  # a failing callback must not end live updates for the app's life
+                log.exception("live updates: delivering a change failed")
+            finally:
+                self.connected.clear()
+                conn.close()
