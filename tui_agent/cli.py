@@ -25,7 +25,7 @@ commands:
   serve      serve the app in a browser (textual-serve) behind a token
   mcp        MCP servers: list, add, remove, enable, disable, policy, test
   vault      trust a vault that came with the current folder: trust, untrust, status
-  db         where the history lives: use, show, forget, copy (SQLite by default, or PostgreSQL)
+  db         where the history lives: use, show, forget, copy, setup (SQLite by default, or PostgreSQL)
 
 The vault (all data) is --vault > $TUI_AGENT_VAULT > ./jj_vault > the user data dir. A ./jj_vault
 runs no program and sends no API key until you trust it (tui-agent vault trust).

@@ -142,7 +142,7 @@ class PanelActionsMixin(MessageActionsMixin):
         from tui_agent.ui.served_images import download_image
 
         if (path := self._focused_or_newest_image()) is not None:
-            download_image(self, path)
+            download_image(self, path, self.vault)
 
     def action_open_gallery(self) -> None:
         """In a browser (serve): a tab with this conversation's images, full size, left/right to page."""

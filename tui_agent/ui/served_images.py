@@ -44,13 +44,13 @@ def open_served_image(app: App[Any], vault: Vault, path: Path) -> None:
     """Open ``path`` full size in a new browser tab (a download where the server has no /media/)."""
     url = media_url(vault, path)
     if url is None:
-        download_image(app, path)
+        download_image(app, path, vault)
         return
     app.open_url(url, new_tab=True)
     app.notify(f"Opened {path.name} in a new browser tab")
 
 
-def download_image(app: App[Any], path: Path) -> None:
+def download_image(app: App[Any], path: Path, vault: Vault | None = None) -> None:
     """The browser downloads the file; in a terminal, a copy in the downloads folder, as the
     full-size view's ``s`` makes it (Textual's ``deliver_binary`` writes a terminal's copy in text
     mode: an empty file, over an earlier copy of the same name)."""
@@ -64,7 +64,6 @@ def download_image(app: App[Any], path: Path) -> None:
 
         save_copy(app, path)  # says where it went, or why it did not
         return
-    vault = getattr(app, "vault", None)
     url = media_url(vault, path) if vault is not None else None
     if url is not None:
         # A signed /media/ link (the server signs it on its way to the page): any host behind a
