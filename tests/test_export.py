@@ -11,6 +11,7 @@ import pytest
 import store_rows
 from backends import BOTH_BACKENDS
 from fake_openai import Reply
+from media_helpers import remove_picture
 
 pytestmark = BOTH_BACKENDS
 
@@ -56,7 +57,7 @@ def test_markdown_export_copies_images_beside_and_links_them(env, tmp_path):
 
 def test_markdown_export_default_name_and_missing_image(env, tmp_path):
     conversation_id = make_conversation(env)
-    (env.vault.media / "fox" / "red-2.png").unlink()
+    remove_picture(env.vault.root, "media/fox/red-2.png")  # from the database too: gone for good
     result = cli("history", "export", str(conversation_id), vault=env.vault.root, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     out = tmp_path / f"conversation-{conversation_id}-draw-a-fox.md"

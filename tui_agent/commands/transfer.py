@@ -45,6 +45,8 @@ def _export(vault: Vault, args: argparse.Namespace) -> int:
     result = export.to_markdown(vault, conversation.id, out, reasoning=args.reasoning, force=args.force)
     images = f" and {result.images} image(s) in {out.stem}_files/" if result.images else ""
     print(visible(f"wrote {out}{images}"))
+    for problem in result.problems:
+        print(visible(f"warning: an image was left out: {problem}"), file=sys.stderr)
     return 0
 
 

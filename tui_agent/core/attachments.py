@@ -10,8 +10,10 @@ import tempfile
 from pathlib import Path
 from urllib.parse import urlparse
 
+from tui_agent.core import media_files
 from tui_agent.core.download import DownloadError, copy_bounded, download
 from tui_agent.core.images import ImageCheckError, verify_image
+from tui_agent.core.store.errors import StoreError
 from tui_agent.core.vault import Vault
 
 MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
@@ -39,7 +41,9 @@ async def import_image(vault: Vault, source: str) -> str:
         try:
             if local.resolve().is_relative_to(vault.media.resolve()):
                 verify_image(local.resolve())
-                return vault.relative(local)
+                relative = vault.relative(local)
+                await asyncio.to_thread(_store, vault, relative, source)  # put there by hand: other machines see it too
+                return relative
         except ImageCheckError as exc:
             raise AttachmentError(f"attach: {source}: {exc}") from None
         name = local.stem
@@ -93,7 +97,23 @@ def _keep(vault: Vault, tmp: Path, name: str, source: str) -> str:
     target = vault.uploads / f"{safe}-{digest}{_EXT[fmt]}"
     if not target.exists():
         tmp.replace(target)
-    return vault.relative(target)
+    relative = vault.relative(target)
+    _store(vault, relative, source)
+    return relative
+
+
+def _store(vault: Vault, relative: str, source: str) -> None:
+    """With PostgreSQL the picture goes into the database too (other machines show it). The name
+    holds the picture's sha256, so a path taken already holds these very bytes."""
+    try:
+        kept = media_files.keep(vault.root, relative)
+    except (StoreError, OSError) as exc:
+        raise AttachmentError(f"attach: {source}: the picture could not be stored: {exc}") from None
+    if not kept:
+        raise AttachmentError(
+            f"attach: {source}: the database holds another picture under {relative} (made on another "
+            "machine): rename the file and attach it again"
+        )
 
 
 def _phrase(exc: DownloadError) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from tui_agent.core import image_cache
+from tui_agent.core import image_cache, media_files
 from tui_agent.core.context_rows import recent_rows, stored_calls
 from tui_agent.core.profiles import accepts_images
 from tui_agent.core.store import history
@@ -213,8 +213,11 @@ class ContextBuilder:
         if path.suffix.lower() in (".gif", ".webp"):
             mime = "image/" + path.suffix.lower().lstrip(".")
         try:
+            path = media_files.local_file(self.vault.root, relative)  # made on another machine: fetched
             url = image_cache.data_url(path, mime)  # read and encoded once per file version
-        except OSError:
+        except OSError as exc:
+            if not isinstance(exc, media_files.MediaUnavailable) or not exc.missing:
+                log.warning("attachment %r left out of the request: %s", relative, exc)
             return {"type": "text", "text": f"[image no longer available: {relative}]"}
         return {"type": "image_url", "image_url": {"url": url}}
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tui_agent.core import export_schema, md_safe, safe_write
+from tui_agent.core import export_schema, md_safe, media_files, safe_write
 from tui_agent.core.export_schema import ExportError
 from tui_agent.core.safe_write import TargetExists
 from tui_agent.core.store import history
@@ -29,6 +29,7 @@ ROLE_TITLES = {"user": "User", "assistant": "Assistant", "error": "Error", "syst
 class ExportResult:
     path: Path
     images: int
+    problems: tuple[str, ...] = ()  # pictures left out for a reason other than being gone (one line each)
 
 
 def slug(text: str) -> str:
@@ -73,7 +74,7 @@ def to_markdown(
     finally:
         images.close()
     safe_write.write_new(out, ("\n".join(lines).rstrip() + "\n").encode("utf-8"), force=force)
-    return ExportResult(out, len(images.copied))
+    return ExportResult(out, len(images.copied), tuple(images.problems))
 
 
 _JSON_UNSAFE = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -148,13 +149,17 @@ class _ImageCopier:
         self.folder = folder
         self.force = force
         self.copied: dict[str, str] = {}
+        self.problems: list[str] = []  # pictures that could not be had (damaged, database unreachable)
         self._fd: int | None = None
 
     def copy(self, relative: str) -> str | None:
         if relative in self.copied:
             return self.copied[relative]
-        source = self.vault.root / relative
-        if not source.is_file():
+        try:
+            source = media_files.local_file(self.vault.root, relative)  # made on another machine: fetched
+        except media_files.MediaUnavailable as exc:
+            if not exc.missing:
+                self.problems.append(str(exc))
             return None
         name = re.sub(r"[^A-Za-z0-9._-]", "_", relative.removeprefix("media/").replace("/", "_")).lstrip(".")
         if self._fd is None:

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from textual.app import App
 
+    from tui_agent.core.vault import Vault
+
 log = logging.getLogger("tui_agent.ui.images")
 
 
@@ -87,3 +89,18 @@ def _new_file(folder: Path, path: Path) -> tuple[Path, Any]:
             return target, target.open("xb")
         except FileExistsError:
             n += 1
+
+
+def have_file(app: App[Any], vault: Vault | None, path: Path) -> bool:
+    """Whether ``path`` is here (with PostgreSQL: fetched from the database if another machine
+    made it); if not, the user is told why in one line."""
+    from tui_agent.core.media_files import MediaUnavailable, local_file
+    from tui_agent.core.textsafe import visible
+
+    try:
+        local_file(vault.root if vault is not None else None, path)
+    except MediaUnavailable as exc:
+        message = f"{path.name} is no longer in the vault" if exc.missing else str(exc)
+        app.notify(visible(message), severity="error", markup=False)
+        return False
+    return True

@@ -16,8 +16,9 @@ if TYPE_CHECKING:
 
 def open_full_size(app: App[Any], vault: Vault, path: Path, paths: list[Path]) -> None:
     """F3 / ``o``: the in-app image screen (in a browser under ``serve``)."""
-    if not path.is_file():
-        app.notify(f"{path.name} is no longer in the vault", severity="error")
+    from tui_agent.ui.image_open import have_file
+
+    if not have_file(app, vault, path):
         return
     from tui_agent.ui.terminal_probe import served_in_browser
 

@@ -54,8 +54,9 @@ def download_image(app: App[Any], path: Path, vault: Vault | None = None) -> Non
     """The browser downloads the file; in a terminal, a copy in the downloads folder, as the
     full-size view's ``s`` makes it (Textual's ``deliver_binary`` writes a terminal's copy in text
     mode: an empty file, over an earlier copy of the same name)."""
-    if not path.is_file():
-        app.notify(f"{path.name} is no longer in the vault", severity="error")
+    from tui_agent.ui.image_open import have_file
+
+    if not have_file(app, vault, path):
         return
     from tui_agent.ui.terminal_probe import served_in_browser
 

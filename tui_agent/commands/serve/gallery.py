@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import html
+import logging
 import secrets
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
+
+if TYPE_CHECKING:
+    from tui_agent.core.vault import Vault
+
+log = logging.getLogger("tui_agent.serve")
 
 Sign = Callable[..., str]  # Guard.sign: (path, query="") -> a link that works for a while
 
@@ -44,22 +49,31 @@ document.addEventListener("keydown", (event) => {{
 """
 
 
-def conversation_images(db_path: Path, conversation: int, media: Path) -> list[str]:
-    """The conversation's image paths relative to ``media/``, in order, each once, files that exist."""
-    if not db_path.is_file():
+def conversation_images(vault: Vault, conversation: int) -> list[str]:
+    """The conversation's image paths relative to ``media/``, in order, each once, pictures there
+    are: in this vault's media/, or (PostgreSQL) in the database, fetched by ``/media/`` when shown.
+    Read from the store the server was started on, whichever backend it is."""
+    from tui_agent.core.store import media_store, portable
+    from tui_agent.core.store.errors import DATABASE_ERRORS
+    from tui_agent.core.store.models import Message
+
+    database = Message._meta.database
+    if database is None:
         return []
-    connection = sqlite3.connect(db_path.resolve().as_uri() + "?mode=ro", uri=True)
     try:
-        rows = connection.execute(IMAGES_SQL, (conversation,)).fetchall()
-    except sqlite3.Error:
+        rows = portable.execute(database, IMAGES_SQL, (conversation,)).fetchall()
+        in_database = media_store.in_database()
+        found: list[str] = []
+        for (path,) in rows:
+            stored = str(path)
+            relative = stored.removeprefix("media/")
+            if not stored.startswith("media/") or relative in found:
+                continue
+            if (vault.media / relative).is_file() or (in_database and media_store.exists(stored)):
+                found.append(relative)
+    except DATABASE_ERRORS:
+        log.warning("the gallery of conversation %s could not be read", conversation, exc_info=True)
         return []
-    finally:
-        connection.close()
-    found: list[str] = []
-    for (path,) in rows:
-        relative = str(path).removeprefix("media/")
-        if str(path).startswith("media/") and relative not in found and (media / relative).is_file():
-            found.append(relative)
     return found
 
 
@@ -96,7 +110,7 @@ def add_gallery_route(app: Any, vault_root: Path, sign: Sign) -> None:
 
     async def handle_gallery(request: web.Request) -> web.StreamResponse:
         conversation = int(request.match_info["conversation"])
-        images = await asyncio.to_thread(conversation_images, vault.db_path, conversation, vault.media)
+        images = await asyncio.to_thread(conversation_images, vault, conversation)
         if not images:
             return web.Response(status=404, text="404: no images in this conversation\n")
         nonce = secrets.token_urlsafe(16)

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import io
+import logging
 import os
 import stat
 from pathlib import Path
 from typing import Any
 
+from tui_agent.core import media_files
 from tui_agent.core.tools.vault_paths import SHOW_RE, PathRejected, media_path
 from tui_agent.core.vault import Vault
 
+log = logging.getLogger("tui_agent.serve")
 MAX_BYTES = 64 * 1024 * 1024
 MIME = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp"}
 INVALID = "invalid path: must be an image under media/ (png, jpg, gif or webp), relative, no '..'"
@@ -36,6 +39,14 @@ def read_media(vault: Vault, relative: str) -> tuple[bytes, str]:
         target = media_path(vault, "media/" + relative, SHOW_RE, INVALID)
     except PathRejected as exc:
         raise MediaError(400, str(exc)) from None
+    try:
+        # From this vault's media/, which with PostgreSQL is a cache: a picture made on another
+        # machine is fetched into it first.
+        media_files.local_file(vault.root, "media/" + target.relative_to(vault.media.resolve()).as_posix())
+    except media_files.MediaUnavailable as exc:
+        if not exc.missing:
+            log.warning("/media/%s: %s", relative, exc)
+            raise MediaError(503, str(exc)) from None
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         fd = os.open(target, flags)

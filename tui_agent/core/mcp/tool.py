@@ -10,8 +10,10 @@ import secrets
 import time
 from typing import Any
 
+from tui_agent.core import media_files
 from tui_agent.core.images import ImageCheckError, verify_image
 from tui_agent.core.mcp.connection import McpCallError, ServerConnection
+from tui_agent.core.store.errors import StoreError
 from tui_agent.core.tools.base import Tool, ToolContext, ToolResult
 from tui_agent.core.vault import Vault
 
@@ -137,7 +139,13 @@ def _save_image(vault: Vault, server: str, tool: str, data: str, mime: str) -> s
         partial.unlink(missing_ok=True)
         raise ValueError(str(exc)) from None
     partial.replace(target)
-    return vault.relative(target)
+    relative = vault.relative(target)
+    try:
+        media_files.keep(vault.root, relative, raw, mime.lower())  # PostgreSQL: other machines show it too
+    except StoreError as exc:
+        target.unlink(missing_ok=True)
+        raise ValueError(f"it could not be stored: {exc}") from None
+    return relative
 
 
 def _safe(name: str) -> str:

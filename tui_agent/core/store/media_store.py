@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from pathlib import Path
 
 import peewee as pw
@@ -24,6 +25,10 @@ MIME_BY_SUFFIX = {
     ".webp": "image/webp",
     ".gif": "image/gif",
 }
+
+
+class BrokenPicture(Exception):
+    """A stored picture whose bytes do not match their sha256; ``str()`` is one line."""
 
 
 def _db() -> pw.Database:
@@ -69,6 +74,46 @@ def get(relative_path: str) -> bytes | None:
     return bytes(row[0]) if row is not None else None
 
 
+def fetch(relative_path: str) -> bytes | None:
+    """Like ``get``, the bytes checked against their sha256 and size: BrokenPicture (one line)
+    when they do not match (a damaged row never reaches a cache, a model or a browser)."""
+    cursor = portable.execute(
+        _db(),
+        "SELECT b.data, b.sha256, b.size FROM media_paths p JOIN media_blobs b ON b.sha256 = p.sha256 WHERE p.path = ?",
+        (relative_path,),
+    )
+    row = cursor.fetchone()
+    if row is None:
+        return None
+    data = bytes(row[0]) if row[0] is not None else b""
+    if hashlib.sha256(data).hexdigest() != row[1] or len(data) != int(row[2]):
+        raise BrokenPicture(
+            f"the database's copy of {relative_path} is damaged ({len(data):,} bytes that do not match "
+            f"their sha256 {str(row[1])[:12]}…): make the picture again"
+        )
+    return data
+
+
+def claim(relative_path: str, data: bytes, mime: str | None = None) -> bool:
+    """``put``, and whether ``relative_path`` now names these bytes (False: another picture had the
+    path first, perhaps made on another machine: the seed's ``exists:``)."""
+    digest = put(relative_path, data, mime)
+    return stored_digest(relative_path) == digest
+
+
+def stored_digest(relative_path: str) -> str | None:
+    cursor = portable.execute(_db(), "SELECT sha256 FROM media_paths WHERE path = ?", (relative_path,))
+    row = cursor.fetchone()
+    return str(row[0]) if row is not None else None
+
+
+def forget(relative_path: str, data: bytes) -> None:
+    """Take back a path this process claimed for ``data`` (a set of pictures that failed as a whole);
+    the bytes stay (content-addressed: another path may name them)."""
+    digest = hashlib.sha256(data).hexdigest()
+    portable.execute(_db(), "DELETE FROM media_paths WHERE path = ? AND sha256 = ?", (relative_path, digest))
+
+
 def exists(relative_path: str) -> bool:
     cursor = portable.execute(_db(), "SELECT 1 FROM media_paths WHERE path = ?", (relative_path,))
     return cursor.fetchone() is not None
@@ -76,17 +121,22 @@ def exists(relative_path: str) -> bool:
 
 def cached(vault_root: Path, relative_path: str) -> Path | None:
     """The picture's file in this vault, fetched from the database first when it is not there
-    (another machine made it). None when neither has it."""
+    (another machine made it). None when neither has it; BrokenPicture when the database's copy is
+    damaged. Callers check the path first (``core/media_files.local_file`` does)."""
     target = vault_root / relative_path
     if target.is_file():
         return target
     if not in_database():
         return None
-    data = get(relative_path)
+    data = fetch(relative_path)
     if data is None:
         return None
     target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.part")
-    temporary.write_bytes(data)
-    os.replace(temporary, target)
+    # A name of this thread's own: two readers may fetch the same picture at once.
+    temporary = target.with_name(f".{target.name}.{os.getpid()}-{threading.get_ident()}.part")
+    try:
+        temporary.write_bytes(data)
+        os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)
     return target

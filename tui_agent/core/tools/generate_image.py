@@ -13,8 +13,10 @@ import signal
 from pathlib import Path
 from typing import Any
 
+from tui_agent.core import media_files
 from tui_agent.core.images import ImageCheckError, verify_image
 from tui_agent.core.llm import LLMError, resolve_api_key
+from tui_agent.core.store.errors import StoreError
 from tui_agent.core.tools.base import Tool, ToolContext, ToolResult
 from tui_agent.core.tools.command_guard import prompt_channel, prompt_reason, real_program_reason, template_reason
 from tui_agent.core.tools.vault_paths import INVALID_PATH, MAX_NAME_BYTES, PathRejected, media_path, numbered
@@ -91,8 +93,13 @@ class GenerateImageTool(Tool):
             return ToolResult.fail(f"{INVALID_PATH} (a file name is longer than {MAX_NAME_BYTES} bytes)")
         media = ctx.vault.media.resolve()
         for path in targets:
-            if path.exists():
-                return ToolResult.fail(f"exists: media/{path.relative_to(media).as_posix()}")
+            relative = f"media/{path.relative_to(media).as_posix()}"
+            try:
+                # With PostgreSQL a path another machine took counts, even if not in this cache.
+                if path.exists() or media_files.taken(ctx.vault.root, relative):
+                    return ToolResult.fail(f"exists: {relative}")
+            except StoreError as exc:
+                return ToolResult.fail(f"cannot check {relative}: {exc}")
         try:
             backend = self._backend(ctx)
             backend.check_prompt(prompt)
@@ -100,19 +107,19 @@ class GenerateImageTool(Tool):
             return ToolResult.fail(str(exc))
         ctx.logger.info("[IMAGE TOOL]\nSelected model: %s\nEndpoint: %s", profile.image_model, backend.endpoint)
         target.parent.mkdir(parents=True, exist_ok=True)
-        claimed: list[Path] = []  # the final names this call created: the only files it may remove
-        jobs = [asyncio.ensure_future(self._one(backend, prompt, path, media, claimed)) for path in targets]
+        claimed = _Claimed(ctx.vault.root, media)  # what this call made: the only pictures it may take back
+        jobs = [asyncio.ensure_future(self._one(backend, prompt, path, claimed)) for path in targets]
         try:
             results = await asyncio.gather(*jobs, return_exceptions=True)
         except asyncio.CancelledError:
             for job in jobs:
                 job.cancel()
             await asyncio.gather(*jobs, return_exceptions=True)
-            _remove(claimed)
+            claimed.take_back()
             raise
         errors = [r for r in results if isinstance(r, BaseException)]
         if errors:
-            _remove(claimed)  # all or nothing: no partial set is left behind, and nobody else's file goes
+            claimed.take_back()  # all or nothing: no partial set is left behind, and nobody else's file goes
             first = errors[0]
             if not isinstance(first, GenerationError):
                 ctx.logger.error("image generation crashed", exc_info=first)
@@ -155,7 +162,7 @@ class GenerateImageTool(Tool):
             )
         raise GenerationError(f"image_backend: unknown backend {profile.image_backend!r}")
 
-    async def _one(self, backend: _Backend, prompt: str, target: Path, media: Path, claimed: list[Path]) -> None:
+    async def _one(self, backend: _Backend, prompt: str, target: Path, claimed: _Claimed) -> None:
         # A short temp name of our own: the final name may be up to 255 bytes long already.
         tmp = target.with_name(f".partial-{secrets.token_hex(8)}.png")
         async with self._semaphore():
@@ -165,10 +172,7 @@ class GenerateImageTool(Tool):
                     await asyncio.to_thread(verify_image, tmp, ("PNG",))
                 except ImageCheckError as exc:
                     raise GenerationError(f"{backend.label} failed: output is not a valid PNG ({exc})") from None
-                if not _claim(tmp, target):
-                    shown = target.relative_to(media).as_posix()
-                    raise GenerationError(f"exists: media/{shown} (another generation made it first)")
-                claimed.append(target)
+                claimed.claim(tmp, target)
             finally:
                 tmp.unlink(missing_ok=True)
 
@@ -294,9 +298,35 @@ async def _kill_group(process: asyncio.subprocess.Process) -> None:
     await process.wait()
 
 
-def _remove(paths: list[Path]) -> None:
-    for path in paths:
-        path.unlink(missing_ok=True)
+class _Claimed:
+    """The pictures one call made: each name claimed in this vault's ``media/`` and, with a store
+    that keeps pictures (PostgreSQL), in the database, where another machine may have taken it."""
+
+    def __init__(self, vault_root: Path, media: Path) -> None:
+        self.vault_root = vault_root
+        self.media = media
+        self.files: list[Path] = []
+        self.stored: list[tuple[str, bytes]] = []
+
+    def claim(self, tmp: Path, target: Path) -> None:
+        relative = f"media/{target.relative_to(self.media).as_posix()}"
+        if not _claim(tmp, target):
+            raise GenerationError(f"exists: {relative} (another generation made it first)")
+        self.files.append(target)
+        data = target.read_bytes()
+        try:
+            kept = media_files.keep(self.vault_root, relative, data, "image/png")
+        except StoreError as exc:
+            raise GenerationError(f"{relative} could not be stored: {exc}") from None
+        if not kept:
+            raise GenerationError(f"exists: {relative} (another generation made it first)")
+        self.stored.append((relative, data))
+
+    def take_back(self) -> None:
+        for path in self.files:
+            path.unlink(missing_ok=True)
+        for relative, data in self.stored:
+            media_files.unkeep(self.vault_root, relative, data)
 
 
 def _claim(tmp: Path, target: Path) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tui_agent.core import media_files
 from tui_agent.core.images import ImageCheckError, verify_image
 from tui_agent.core.tools.base import Tool, ToolContext, ToolResult
 from tui_agent.core.tools.vault_paths import SHOW_RE, PathRejected, media_path
@@ -35,8 +36,10 @@ class ShowImageTool(Tool):
         except PathRejected as exc:
             return ToolResult.fail(str(exc))
         relative = "media/" + target.relative_to(ctx.vault.media.resolve()).as_posix()
-        if not target.is_file():
-            return ToolResult.fail(f"not found: {relative}")
+        try:
+            target = media_files.local_file(ctx.vault.root, relative)  # made on another machine: fetched
+        except media_files.MediaUnavailable as exc:
+            return ToolResult.fail(f"not found: {relative}" if exc.missing else str(exc))
         try:
             fmt, width, height = verify_image(target)
         except ImageCheckError as exc:

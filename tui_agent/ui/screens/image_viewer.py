@@ -61,8 +61,16 @@ class ImageViewerScreen(Screen[None]):
         return f"{counter}{self.current.name}   (←/→ images · e external viewer · s save a copy · Esc back)"
 
     def _widget(self, room: tuple[int, int]) -> Widget:
+        from tui_agent.core.media_files import MediaUnavailable, local_file
         from tui_agent.ui.images import fit
 
+        vault = host_of(self.app).vault
+        try:
+            local_file(vault.root if vault is not None else None, self.current)  # PostgreSQL: fetched if needed
+        except MediaUnavailable as exc:
+            problem = "" if exc.missing else f"\n{exc}"
+            shown = visible(f"image unavailable: {self.current.name}{problem}")
+            return Static(shown, classes="viewer-missing", markup=False)
         pixels = image_pixels(self.current)
         if pixels is None:
             return Static(visible(f"image unavailable: {self.current.name}"), classes="viewer-missing", markup=False)

@@ -70,6 +70,7 @@ class ImageCarousel(Vertical, can_focus=True):
         self._pixels: dict[Path, tuple[int, int] | None] = {}
         self._problems: dict[Path, str | None] = {}  # why a picture cannot be shown, once decoded
         self._prepared = False
+        self._vault_root: Path | None = None  # the vault whose media/ the pictures are fetched into
         self._box: tuple[int, int] = (0, 0)
         self._showing = asyncio.Lock()
 
@@ -117,7 +118,8 @@ class ImageCarousel(Vertical, can_focus=True):
         return self._pixels[path]
 
     def _prepare(self) -> None:
-        """In a thread: what showing the pictures needs and costs time (Pillow, textual-image)."""
+        """In a thread: what showing the pictures needs and costs time (Pillow, textual-image, and
+        with PostgreSQL the pictures another machine made, fetched into this vault's media/)."""
         from tui_agent.ui.images import load_textual_image
 
         self._check_all()
@@ -125,10 +127,13 @@ class ImageCarousel(Vertical, can_focus=True):
 
     def _check_all(self) -> None:
         """Decode every picture once (after the first paint): a broken one takes no rows."""
+        from tui_agent.core.media_files import local_file
+
         for path in self.paths:
             if path in self._problems:
                 continue
             try:
+                local_file(self._vault_root, path)  # the file itself, or the database's copy fetched into the cache
                 _format, width, height = verify_image(path)
             except (ImageCheckError, OSError) as exc:
                 self._pixels[path], self._problems[path] = None, str(exc)
@@ -174,6 +179,8 @@ class ImageCarousel(Vertical, can_focus=True):
             if not self._prepared:
                 # Off the event loop: decoding the pictures and (the first time) importing
                 # textual-image take a fifth of a second, which keys typed meanwhile waited for.
+                vault = host_of(self.app).vault
+                self._vault_root = vault.root if vault is not None else None
                 await asyncio.to_thread(self._prepare)
                 self._prepared = True
                 if not self.is_attached:

@@ -8,7 +8,10 @@ no clock, no collector, no MCP). Widgets never look the app's attributes up by n
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from tui_agent.core.vault import Vault
 
 
 class IdleHook(Protocol):
@@ -42,6 +45,10 @@ class WidgetHost(Protocol):
     def image_class(self) -> type:
         """The widget class that draws images on this terminal (ui/images.image_class)."""
 
+    @property
+    def vault(self) -> Vault | None:
+        """The vault whose pictures the widgets show (core/media_files fetches a missing one)."""
+
     def when_painted(self, callback: Callable[[], object]) -> None: ...
 
 
@@ -53,6 +60,7 @@ class _Plain:
     conversation_id: int | None = None
     idle_gc: IdleHook | None = None
     mcp: McpStates | None = None
+    vault: Vault | None = None
 
     @property
     def clock(self) -> Callable[[], float]:
