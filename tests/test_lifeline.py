@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from backends import BOTH_BACKENDS
 from mcp_helpers import alive, wait_gone
 from textual.drivers._writer_thread import WriterThread
 from textual.drivers.linux_driver import LinuxDriver
@@ -106,10 +107,12 @@ def test_a_hung_up_tty_is_noticed_without_sighup():
 STUCK_APP = """
 import queue, subprocess, sys, time
 from pathlib import Path
+from tui_agent.core.store import location
 from tui_agent.ui import lifeline
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
 Path(sys.argv[2]).write_text(str(child.pid))
-lifeline.install(Path(sys.argv[1]))
+where = sys.argv[1]
+lifeline.install(location.parse(where) if where.startswith("postgresql:") else Path(where))
 full = queue.Queue(1)
 full.put("frame")
 print("stuck", flush=True)
@@ -117,19 +120,46 @@ full.put("the writer thread is dead: this waits forever")
 """
 
 
+class MessagesTable:
+    """A bare ``messages`` table in a SQLite file or a fresh PostgreSQL database; ``where`` is what
+    ``lifeline.install`` is given (the file, or the store's URL) as text."""
+
+    def __init__(self, tmp_path: Path, backend: str, request: pytest.FixtureRequest, columns: str) -> None:
+        self.postgresql = backend == "postgresql"
+        self.where = request.getfixturevalue("pg_url") if self.postgresql else str(tmp_path / "vault.db")
+        key = "id SERIAL PRIMARY KEY" if self.postgresql else "id INTEGER PRIMARY KEY"
+        self.run(f"CREATE TABLE messages ({key}, {columns})")
+
+    def store(self) -> object:
+        from tui_agent.core.store import location
+
+        return location.parse(self.where) if self.postgresql else Path(self.where)
+
+    def run(self, sql: str) -> list[tuple[object, ...]]:
+        if self.postgresql:
+            import psycopg
+
+            with psycopg.connect(self.where) as conn:
+                cursor = conn.execute(sql)
+                return cursor.fetchall() if cursor.description else []
+        conn = sqlite3.connect(self.where)
+        try:
+            with conn:
+                return conn.execute(sql).fetchall()
+        finally:
+            conn.close()
+
+
 @pytest.mark.slow
+@BOTH_BACKENDS
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
-def test_an_app_stuck_in_the_writer_queue_is_ended_at_the_deadline(tmp_path, signum):
-    db = tmp_path / "vault.db"
-    conn = sqlite3.connect(db)
-    conn.execute("CREATE TABLE messages (id INTEGER PRIMARY KEY, role TEXT, content TEXT, status TEXT)")
-    conn.execute("INSERT INTO messages (role, content, status) VALUES ('assistant', 'done', 'complete')")
-    conn.execute("INSERT INTO messages (role, content, status) VALUES ('assistant', 'half a rep', 'streaming')")
-    conn.commit()
-    conn.close()
+def test_an_app_stuck_in_the_writer_queue_is_ended_at_the_deadline(tmp_path, signum, store_backend, request):
+    table = MessagesTable(tmp_path, store_backend, request, "role TEXT, content TEXT, status TEXT")
+    table.run("INSERT INTO messages (role, content, status) VALUES ('assistant', 'done', 'complete')")
+    table.run("INSERT INTO messages (role, content, status) VALUES ('assistant', 'half a rep', 'streaming')")
     child_file = tmp_path / "child.pid"
     app = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(STUCK_APP), str(db), str(child_file)],
+        [sys.executable, "-c", textwrap.dedent(STUCK_APP), table.where, str(child_file)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         text=True,
@@ -146,28 +176,39 @@ def test_an_app_stuck_in_the_writer_queue_is_ended_at_the_deadline(tmp_path, sig
             app.kill()
     assert code == (143 if signum == signal.SIGTERM else 129)
     assert lifeline.DEADLINE_S <= took < lifeline.DEADLINE_S + 3
-    conn = sqlite3.connect(db)
-    assert conn.execute("SELECT content, status FROM messages ORDER BY id").fetchall() == [
+    assert table.run("SELECT content, status FROM messages ORDER BY id") == [
         ("done", "complete"),
         ("half a rep", "cancelled"),
     ]
-    conn.close()
     assert wait_gone([child], timeout_s=5) == [], "the child process was left running"
     if alive(child):
         os.kill(child, signal.SIGKILL)
 
 
-def test_cancel_streaming_touches_only_streaming_rows(tmp_path: Path):
-    db = tmp_path / "v.db"
-    conn = sqlite3.connect(db)
-    conn.execute("CREATE TABLE messages (id INTEGER PRIMARY KEY, status TEXT)")
-    conn.executemany("INSERT INTO messages (status) VALUES (?)", [("complete",), ("streaming",), ("error",)])
-    conn.commit()
-    conn.close()
-    assert lifeline.cancel_streaming(db) == 1
-    conn = sqlite3.connect(db)
-    assert [r[0] for r in conn.execute("SELECT status FROM messages ORDER BY id")] == ["complete", "cancelled", "error"]
-    conn.close()
+@BOTH_BACKENDS
+def test_cancel_streaming_touches_only_streaming_rows(tmp_path: Path, store_backend, request):
+    table = MessagesTable(tmp_path, store_backend, request, "status TEXT")
+    table.run("INSERT INTO messages (status) VALUES ('complete'), ('streaming'), ('error')")
+    assert lifeline.cancel_streaming(table.store()) == 1
+    assert [r[0] for r in table.run("SELECT status FROM messages ORDER BY id")] == ["complete", "cancelled", "error"]
+
+
+def test_a_store_that_does_not_answer_does_not_hold_up_the_forced_end(tmp_path, monkeypatch):
+    """The reply is stored as cancelled on a connection that may hang (a PostgreSQL server across a
+    network): the forced end waits for it a short while only, then ends the process anyway."""
+    hung = threading.Event()
+    monkeypatch.setattr(lifeline, "cancel_streaming", lambda store: hung.wait(30))
+    monkeypatch.setattr(lifeline, "end_children", lambda: None)
+    exits: list[int] = []
+    monkeypatch.setattr(lifeline.os, "_exit", exits.append)
+    monkeypatch.setattr(lifeline.logging, "shutdown", lambda: None)
+    line = lifeline.Lifeline(tmp_path / "db", None)
+    line.reason = "SIGTERM"
+    started = time.monotonic()
+    line._force_exit()
+    took = time.monotonic() - started
+    hung.set()
+    assert exits == [143] and took < lifeline.CANCEL_WAIT_S + 1
 
 
 def _watched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[lifeline.Lifeline, dict[str, threading.Event]]:

@@ -13,8 +13,9 @@ spun on end-of-file. So, here:
 - the watchdog also notices a hung-up tty on its own (``tcgetattr`` fails: no SIGHUP needed);
 - once woken, it stops the input thread, asks the app to exit the normal way (the running reply
   is stored as cancelled, MCP servers stopped), and if the app has not ended after
-  ``DEADLINE_S``, stores any still-streaming reply as cancelled, ends the child processes and
-  exits the process.
+  ``DEADLINE_S``, stores any still-streaming reply as cancelled (in the SQLite file or the
+  PostgreSQL database the app uses, on a connection of its own that gives up quickly), ends the
+  child processes and exits the process.
 """
 
 from __future__ import annotations
@@ -30,7 +31,10 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tui_agent.core.store.location import StoreURL
 
 log = logging.getLogger("tui_agent.ui")
 
@@ -39,11 +43,13 @@ POLL_S = 0.25  # how often the watchdog looks at the tty when nothing woke it
 # Mouse reporting, bracketed paste, Kitty keyboard protocol and focus events off; main screen; cursor.
 RESTORE = "\x1b[?1000l\x1b[?1003l\x1b[?1015l\x1b[?1006l\x1b[?2004l\x1b[<u\x1b[?1004l\x1b[?1049l\x1b[?25h"
 LOST = (errno.EIO, errno.EPIPE, errno.ENXIO, errno.EBADF, errno.ENOTTY)
+CANCEL_WAIT_S = 0.6  # the longest the forced end waits to store the reply as cancelled
+PG_TIMEOUT_MS = 500  # statement and lock timeout of that last PostgreSQL connection
 
 
 class Lifeline:
-    def __init__(self, db_path: Path, tty_fd: int | None) -> None:
-        self.db_path = db_path
+    def __init__(self, store: StoreURL | Path, tty_fd: int | None) -> None:
+        self.store = store  # the SQLite file, or the store's URL (PostgreSQL)
         self.tty_fd = tty_fd
         self.reason = ""
         self.exit_app: Callable[[], None] | None = None  # set once the app's loop runs (attach)
@@ -92,8 +98,11 @@ class Lifeline:
 
     def _force_exit(self) -> None:
         log.warning("the app did not end within %.1f s (%s): stopping it", DEADLINE_S, self.reason)
-        with contextlib.suppress(Exception):
-            cancel_streaming(self.db_path)
+        # In a thread of its own, waited for a short while: a server that does not answer (PostgreSQL
+        # across a network) must not hold the end past the promise.
+        saver = threading.Thread(target=_cancel_quietly, args=(self.store,), name="tui-agent-cancel", daemon=True)
+        saver.start()
+        saver.join(CANCEL_WAIT_S)
         end_children()
         if not self.terminal_lost and self.restore_terminal is not None:
             with contextlib.suppress(Exception):
@@ -115,14 +124,55 @@ def _tty_alive(fd: int) -> bool:
     return True
 
 
-def cancel_streaming(db_path: Path) -> int:
-    """A reply still being written is stored as cancelled (the loop does this when it can run)."""
-    conn = sqlite3.connect(db_path, timeout=0.5)
+CANCEL_SQL = "UPDATE messages SET status = 'cancelled' WHERE status = 'streaming'"
+
+
+def _cancel_quietly(store: StoreURL | Path) -> None:
+    try:
+        cancel_streaming(store)
+    except Exception:
+        log.warning("could not store the streaming reply as cancelled", exc_info=True)
+
+
+def cancel_streaming(store: StoreURL | Path) -> int:
+    """A reply still being written is stored as cancelled (the loop does this when it can run), on
+    a connection of its own (this runs in the watchdog thread): the SQLite file, or the PostgreSQL
+    database of a ``postgresql://`` store URL."""
+    if not isinstance(store, Path):
+        if store.is_postgresql:
+            return _cancel_postgresql(store)
+        assert store.path is not None
+        store = store.path
+    conn = sqlite3.connect(store, timeout=0.5)
     try:
         with conn:
-            return conn.execute("UPDATE messages SET status = 'cancelled' WHERE status = 'streaming'").rowcount
+            return conn.execute(CANCEL_SQL).rowcount
     finally:
         conn.close()
+
+
+def _cancel_postgresql(url: StoreURL) -> int:
+    import psycopg
+
+    args = url.connect_args()
+    limits = f"-c statement_timeout={PG_TIMEOUT_MS} -c lock_timeout={PG_TIMEOUT_MS}"
+    args["options"] = f"{args['options']} {limits}" if args.get("options") else limits
+    args.setdefault("connect_timeout", 2)  # libpq's shortest; the caller waits less (CANCEL_WAIT_S)
+    with psycopg.connect(dbname=url.dbname, application_name="tui-agent lifeline", **args) as conn:
+        with conn.cursor() as cursor:
+            cursor.execute(CANCEL_SQL)
+            count = cursor.rowcount
+        conn.commit()
+    return int(count)
+
+
+def bound_store() -> StoreURL | Path:
+    """The store the app's models use: its URL (PostgreSQL) or its SQLite file."""
+    from tui_agent.core.store.models import Message
+
+    database = Message._meta.database
+    url: StoreURL | None = getattr(database, "store_url", None)
+    return url if url is not None else Path(database.database)
 
 
 def end_children() -> None:
@@ -170,12 +220,13 @@ class GuardedOutput:
 _current: Lifeline | None = None
 
 
-def install(db_path: Path) -> Lifeline:
-    """Before the app starts (the console script; a served session too): handlers and watchdog."""
+def install(store: StoreURL | Path) -> Lifeline:
+    """Before the app starts (the console script; a served session too): handlers and watchdog.
+    ``store``: the SQLite file, or the store's URL (see ``bound_store``)."""
     global _current
     stdin = sys.__stdin__
     tty_fd = stdin.fileno() if stdin is not None and stdin.isatty() else None
-    _current = Lifeline(db_path, tty_fd).start()
+    _current = Lifeline(store, tty_fd).start()
     return _current
 
 

@@ -67,7 +67,7 @@ def run_app(vault_arg: str | None, profile_name: str | None) -> int:
     from tui_agent.ui.gc_tuning import freeze_long_lived
 
     # A closed terminal or a SIGTERM ends the app within seconds, whatever it is doing.
-    lifeline.guard_driver(app, lifeline.install(app.vault.db_path))
+    lifeline.guard_driver(app, lifeline.install(lifeline.bound_store()))
     app.freeze_gc_after_preload = True
     freeze_long_lived()
     app.run()
