@@ -34,6 +34,13 @@ async def import_image(vault: Vault, source: str) -> str:
         fetch = _download(source, tmp)
     else:
         local = Path(source).expanduser()
+        if not local.is_absolute() and not local.exists() and source.startswith("media/"):
+            # A vault picture another machine made (PostgreSQL): fetched into this vault's media/.
+            try:
+                await asyncio.to_thread(media_files.local_file, vault.root, source)
+            except media_files.MediaUnavailable as exc:
+                if not exc.missing:
+                    raise AttachmentError(f"attach: {exc}") from None
         if not local.is_absolute() and not local.exists() and (vault.root / source).exists():
             local = vault.root / source
         if not local.is_file():
