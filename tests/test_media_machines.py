@@ -226,3 +226,39 @@ async def test_a_damaged_or_missing_stored_picture_is_one_clear_line_in_b(env, t
     shown = json.loads(value("SELECT content FROM messages WHERE role = 'show_tool' ORDER BY id DESC LIMIT 1"))
     assert shown["status"] == "error" and "is damaged" in shown["error"]
     assert not (b.vault.media / "animals").exists() or not list((b.vault.media / "animals").iterdir())
+
+
+@pytest.mark.slow
+async def test_an_mcp_picture_made_in_a_shows_in_b(env, tmp_path, monkeypatch):
+    from mcp_helpers import add_fixture
+
+    from tui_agent.core import events as ev
+    from tui_agent.core.mcp.manager import McpManager
+    from tui_agent.core.tools.registry import ToolRegistry
+
+    monkeypatch.setenv("FIXTURE_MCP_PIDS", str(tmp_path / "mcp-pids.txt"))
+    add_fixture()
+    registry = ToolRegistry()
+    manager = McpManager(env.vault, registry)
+    await manager.start(env.profile)
+    try:
+        env.fake.script(Reply(tool_calls=[("picture", '{"color": "green"}')]), Reply(text="A green square."))
+        events = await run_turn(env, "draw", registry=registry)
+        [image] = next(e for e in events if isinstance(e, ev.ToolFinished)).result.images
+    finally:
+        await manager.aclose()
+    b = machine_b(env, tmp_path)
+    assert media_files.local_file(b.vault.root, image).read_bytes() == (env.vault.root / image).read_bytes()
+
+
+async def test_a_picture_attached_in_a_shows_in_b(env, tmp_path):
+    from fake_openai import png_bytes
+
+    from tui_agent.core.attachments import import_image
+
+    outside = tmp_path / "holiday.png"
+    outside.write_bytes(png_bytes((10, 20, 30)))
+    relative = await import_image(env.vault, str(outside))
+    assert relative.startswith("media/uploads/holiday-")
+    b = machine_b(env, tmp_path)
+    assert media_files.local_file(b.vault.root, relative).read_bytes() == outside.read_bytes()
