@@ -262,3 +262,24 @@ async def test_a_picture_attached_in_a_shows_in_b(env, tmp_path):
     assert relative.startswith("media/uploads/holiday-")
     b = machine_b(env, tmp_path)
     assert media_files.local_file(b.vault.root, relative).read_bytes() == outside.read_bytes()
+
+
+async def test_f4_in_b_saves_a_picture_made_in_a_even_when_not_cached(env, tmp_path, monkeypatch):
+    """F4 reads the picture through the same helper: gone from B's cache (cleared by hand while the
+    app runs), it is fetched again, and the copy holds A's bytes."""
+    from test_follow import until
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))  # no user-dirs.dirs: ~/Downloads
+    await draw_in_a(env)
+    made = (env.vault.root / FOX).read_bytes()
+    b = machine_b(env, tmp_path)
+    app = AgentApp(b.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app.chat_log.query_one(ImageCarousel))
+        (b.vault.root / FOX).unlink()  # the cache emptied
+        await pilot.press("f4")
+        await until(pilot, lambda: (home / "Downloads" / "fox.png").is_file())
+        assert (home / "Downloads" / "fox.png").read_bytes() == made
