@@ -283,3 +283,27 @@ async def test_f4_in_b_saves_a_picture_made_in_a_even_when_not_cached(env, tmp_p
         await pilot.press("f4")
         await until(pilot, lambda: (home / "Downloads" / "fox.png").is_file())
         assert (home / "Downloads" / "fox.png").read_bytes() == made
+
+
+def test_an_import_in_a_takes_its_pictures_to_b(env, tmp_path):
+    """A conversation imported in A names pictures that only A's media/ has (copied there with the
+    export): the import stores them in the database, so B shows them too."""
+    from fake_openai import png_bytes
+
+    picture = png_bytes((200, 100, 0))
+    (env.vault.media / "trip").mkdir()
+    (env.vault.media / "trip" / "beach.png").write_bytes(picture)
+    exported = {
+        "format": "tui-agent-conversation",
+        "version": 1,
+        "conversation": {"title": "trip"},
+        "messages": [
+            {"role": "user", "content": "look", "attachments": [{"path": "media/trip/beach.png", "position": 0}]}
+        ],
+    }
+    source = tmp_path / "trip.json"
+    source.write_text(json.dumps(exported))
+    result = cli("history", "import", str(source), vault=env.vault.root)
+    assert result.returncode == 0, result.stderr
+    b = machine_b(env, tmp_path)
+    assert media_files.local_file(b.vault.root, "media/trip/beach.png").read_bytes() == picture

@@ -233,6 +233,7 @@ def import_json(vault: Vault, data: Any) -> int:
     for message in checked["messages"]:
         for attachment in message["attachments"]:
             attachment["path"] = _checked_path(vault, attachment)
+    _keep_pictures(vault, [a["path"] for m in checked["messages"] for a in m["attachments"]])
     db = Message._meta.database
     with db.atomic():
         conversation = Conversation.create(title=checked["title"] or "imported")
@@ -252,6 +253,19 @@ def import_json(vault: Vault, data: Any) -> int:
         conversation.leaf_id = new_ids.get(checked["leaf_id"]) if checked["leaf_id"] is not None else None
         conversation.save()
     return int(conversation.id)
+
+
+def _keep_pictures(vault: Vault, paths: list[str]) -> None:
+    """With PostgreSQL, the pictures an import names that this vault has go into the database too,
+    so that other machines show them (a path the database holds already keeps its picture)."""
+    from tui_agent.core.store.errors import StoreError
+
+    for relative in dict.fromkeys(paths):
+        try:
+            if (vault.root / relative).is_file():
+                media_files.keep(vault.root, relative)
+        except (StoreError, OSError) as exc:
+            raise ExportError(f"{relative} could not be stored ({exc}); nothing was imported") from None
 
 
 def _checked_path(vault: Vault, attachment: Any) -> str:
