@@ -162,11 +162,17 @@ async def test_b_serves_a_picture_made_in_a_and_says_when_one_is_damaged(env, tm
     assert not (b.vault.media / "animals/fox-2.png").exists()  # a damaged copy never reaches the cache
 
 
-async def settle(pilot, carousel: ImageCarousel) -> None:
-    for _ in range(200):
+async def settle(pilot, carousel: ImageCarousel) -> str:
+    """Wait until the carousel shows its picture (laid out) or says why it cannot; the text it
+    says ("" for a picture)."""
+    for _ in range(400):
         await pilot.pause(0.05)
-        if carousel.query(".carousel-image, .carousel-missing"):
-            return
+        missing = carousel.query(".carousel-missing")
+        if missing:
+            return str(missing.first().render())
+        images = carousel.query(".carousel-image")
+        if images and images.first().size.height > 0:
+            return ""
     raise AssertionError("the carousel showed nothing")
 
 
@@ -177,8 +183,7 @@ async def test_b_app_draws_a_picture_made_in_a(env, tmp_path):
     app = AgentApp(b.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
     async with app.run_test(size=(120, 40)) as pilot:
         carousel = app.chat_log.query_one(ImageCarousel)
-        await settle(pilot, carousel)
-        assert not carousel.query(".carousel-missing")
+        assert await settle(pilot, carousel) == ""
         image = carousel.query_one(".carousel-image")
         assert image.size.width > 0 and image.size.height > 0
     assert (b.vault.root / FOX).read_bytes() == made
@@ -193,8 +198,7 @@ async def test_a_damaged_or_missing_stored_picture_is_one_clear_line_in_b(env, t
     app = AgentApp(b.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
     async with app.run_test(size=(120, 40)) as pilot:
         carousel = app.chat_log.query_one(ImageCarousel)
-        await settle(pilot, carousel)
-        first = str(carousel.query_one(".carousel-missing").render())
+        first = await settle(pilot, carousel)
         assert first.startswith("image unavailable: fox-1.png\nthe database's copy of media/animals/fox-1.png")
         assert "is damaged" in first
         carousel.focus()
@@ -278,7 +282,7 @@ async def test_f4_in_b_saves_a_picture_made_in_a_even_when_not_cached(env, tmp_p
     b = machine_b(env, tmp_path)
     app = AgentApp(b.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app.chat_log.query_one(ImageCarousel))
+        assert await settle(pilot, app.chat_log.query_one(ImageCarousel)) == ""
         (b.vault.root / FOX).unlink()  # the cache emptied
         await pilot.press("f4")
         await until(pilot, lambda: (home / "Downloads" / "fox.png").is_file())
