@@ -58,6 +58,7 @@ class Lifeline:
         self.terminal_lost = False
         self._woken = threading.Event()
         self._signalled = False
+        self._canceller: _Canceller | None = None
         self._thread = threading.Thread(target=self._watch, name="tui-agent-lifeline", daemon=True)
 
     def start(self) -> Lifeline:
@@ -87,6 +88,8 @@ class Lifeline:
             if self.tty_fd is not None and not _tty_alive(self.tty_fd):
                 self.lost("terminal hung up")
         log.warning("ending the app: %s", self.reason)
+        # Its connection is opened now: a PostgreSQL server has the whole deadline to answer.
+        self._canceller = _Canceller(self.store).start()
         if self.terminal_lost and self.stop_input is not None:
             with contextlib.suppress(Exception):
                 self.stop_input()  # its reads only see end-of-file now: it would spin
@@ -98,11 +101,9 @@ class Lifeline:
 
     def _force_exit(self) -> None:
         log.warning("the app did not end within %.1f s (%s): stopping it", DEADLINE_S, self.reason)
-        # In a thread of its own, waited for a short while: a server that does not answer (PostgreSQL
-        # across a network) must not hold the end past the promise.
-        saver = threading.Thread(target=_cancel_quietly, args=(self.store,), name="tui-agent-cancel", daemon=True)
-        saver.start()
-        saver.join(CANCEL_WAIT_S)
+        # Waited for a short while only: a server that does not answer (PostgreSQL across a network)
+        # must not hold the end past the promise.
+        (self._canceller or _Canceller(self.store).start()).finish(CANCEL_WAIT_S)
         end_children()
         if not self.terminal_lost and self.restore_terminal is not None:
             with contextlib.suppress(Exception):
@@ -127,43 +128,69 @@ def _tty_alive(fd: int) -> bool:
 CANCEL_SQL = "UPDATE messages SET status = 'cancelled' WHERE status = 'streaming'"
 
 
-def _cancel_quietly(store: StoreURL | Path) -> None:
-    try:
-        cancel_streaming(store)
-    except Exception:
-        log.warning("could not store the streaming reply as cancelled", exc_info=True)
+class _Canceller:
+    """Stores a still-streaming reply as cancelled at the forced end, in a thread of its own, on a
+    connection opened as soon as the app is told to end (importing psycopg and reaching a server
+    take their time; the UPDATE at the end does not)."""
+
+    def __init__(self, store: StoreURL | Path) -> None:
+        self.store = store
+        self._go = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tui-agent-cancel", daemon=True)
+
+    def start(self) -> _Canceller:
+        self._thread.start()
+        return self
+
+    def finish(self, wait_s: float) -> None:
+        self._go.set()
+        self._thread.join(wait_s)
+
+    def _run(self) -> None:
+        try:
+            conn = _connect(self.store)
+            try:
+                self._go.wait()
+                _cancel_on(conn)
+            finally:
+                conn.close()
+        except Exception:
+            log.warning("could not store the streaming reply as cancelled", exc_info=True)
 
 
 def cancel_streaming(store: StoreURL | Path) -> int:
     """A reply still being written is stored as cancelled (the loop does this when it can run), on
-    a connection of its own (this runs in the watchdog thread): the SQLite file, or the PostgreSQL
-    database of a ``postgresql://`` store URL."""
-    if not isinstance(store, Path):
-        if store.is_postgresql:
-            return _cancel_postgresql(store)
-        assert store.path is not None
-        store = store.path
-    conn = sqlite3.connect(store, timeout=0.5)
+    a connection of its own: in the SQLite file, or the PostgreSQL database of a ``postgresql://``
+    store URL."""
+    conn = _connect(store)
     try:
-        with conn:
-            return conn.execute(CANCEL_SQL).rowcount
+        return _cancel_on(conn)
     finally:
         conn.close()
 
 
-def _cancel_postgresql(url: StoreURL) -> int:
-    import psycopg
+def _connect(store: StoreURL | Path) -> Any:
+    """A DB-API connection that gives up quickly: SQLite's, or psycopg's with short timeouts."""
+    if not isinstance(store, Path):
+        if not store.is_postgresql:
+            assert store.path is not None
+            return sqlite3.connect(store.path, timeout=0.5)
+        import psycopg
 
-    args = url.connect_args()
-    limits = f"-c statement_timeout={PG_TIMEOUT_MS} -c lock_timeout={PG_TIMEOUT_MS}"
-    args["options"] = f"{args['options']} {limits}" if args.get("options") else limits
-    args.setdefault("connect_timeout", 2)  # libpq's shortest; the caller waits less (CANCEL_WAIT_S)
-    with psycopg.connect(dbname=url.dbname, application_name="tui-agent lifeline", **args) as conn:
-        with conn.cursor() as cursor:
-            cursor.execute(CANCEL_SQL)
-            count = cursor.rowcount
-        conn.commit()
-    return int(count)
+        args = store.connect_args()
+        limits = f"-c statement_timeout={PG_TIMEOUT_MS} -c lock_timeout={PG_TIMEOUT_MS}"
+        args["options"] = f"{args['options']} {limits}" if args.get("options") else limits
+        args.setdefault("connect_timeout", 2)  # libpq's shortest; the forced end waits less (CANCEL_WAIT_S)
+        return psycopg.connect(dbname=store.dbname, application_name="tui-agent lifeline", **args)
+    return sqlite3.connect(store, timeout=0.5)
+
+
+def _cancel_on(conn: Any) -> int:
+    cursor = conn.cursor()
+    cursor.execute(CANCEL_SQL)
+    count = int(cursor.rowcount)
+    conn.commit()
+    return count
 
 
 def bound_store() -> StoreURL | Path:
