@@ -156,7 +156,9 @@ def test_generating_placeholder(env, snap_compare):
         await app.open_conversation(conversation.id)
         view.conversation_id = conversation.id
         user = history.add_message(conversation.id, "user", "/imagine a lighthouse at night")
-        await view.handle(ev.TurnStarted(conversation.id, user.id))
+        await view.handle(
+            ev.TurnStarted(conversation.id, user.id, ev.StoredMessage(user.id, user.content), conversation.title)
+        )
         await view.handle(
             ev.ToolStarted("c1", "generate_image", "{}", "generate_image imagine/lighthouse.png: a lighthouse at night")
         )

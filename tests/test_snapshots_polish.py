@@ -66,7 +66,9 @@ def status_snapshot(env, snap_compare, events) -> None:
         await app.open_conversation(conversation.id)
         user = history.add_message(conversation.id, "user", "Tell me about foxes")
         view = TurnView(app, conversation.id)
-        await view.handle(ev.TurnStarted(conversation.id, user.id))
+        await view.handle(
+            ev.TurnStarted(conversation.id, user.id, ev.StoredMessage(user.id, user.content), conversation.title)
+        )
         for event in events:
             await view.handle(event)
         await view.flush()

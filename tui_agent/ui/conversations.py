@@ -69,11 +69,14 @@ class ConversationsApp(App[None]):
             elif status.state not in ("connecting", "offline"):
                 status.ready(profiles.active_profile().chat_model)
 
-    def _title(self) -> str:
+    def _title(self, stored: str | None = None) -> str:
+        """The header's title; ``stored``: the conversation's title as a turn's event carries it
+        (else it is read)."""
         if self.conversation_id is None:
             return "new conversation"
-        conversation = history.get_conversation(self.conversation_id)
-        return visible(conversation.title) or f"conversation {conversation.id}"
+        if stored is None:
+            stored = history.get_conversation(self.conversation_id).title
+        return visible(stored) or f"conversation {self.conversation_id}"
 
     def notify(
         self,
@@ -88,7 +91,7 @@ class ConversationsApp(App[None]):
         # Always plain: a file name like "a[b].png" is not markup, whoever called notify.
         super().notify(visible(message), title=visible(title), severity=severity, timeout=timeout, markup=False)
 
-    async def conversation_started(self, conversation_id: int) -> None:
+    async def conversation_started(self, conversation_id: int, title: str = "") -> None:
         """A turn created a conversation: it becomes the displayed one if the user is still on the empty view."""
         history.remember_conversation(conversation_id)
         if None in self.turns:
@@ -98,13 +101,13 @@ class ConversationsApp(App[None]):
             self.chat_log.conversation_id = conversation_id
             for welcome in self.chat_log.query(".welcome"):
                 await welcome.remove()
-        self.sub_title = self._title()
+        self.sub_title = self._title(title if self.conversation_id == conversation_id else None)
         await self._reload_conversation_list()
 
-    async def show_title(self) -> None:
-        """The conversation's title in the header and the sidebar, as stored now (a new one is
-        titled by its first message)."""
-        title = self._title()
+    async def show_title(self, stored: str) -> None:
+        """The conversation's title in the header and the sidebar (``stored``: as the turn stored it;
+        a new one is titled by its first message)."""
+        title = self._title(stored)
         if title != self.sub_title:
             self.sub_title = title
             await self._reload_conversation_list()

@@ -77,7 +77,7 @@ class TurnView:
             self.app.first_words_shown()
         if isinstance(event, ev.ConversationChanged):
             self.conversation_id = event.conversation_id
-            await self.app.conversation_started(event.conversation_id)
+            await self.app.conversation_started(event.conversation_id, event.title)
         elif isinstance(event, ev.BranchChanged):
             # Regenerate or edit: the page now ends where the new reply or message will go. A cursor
             # on the reply being regenerated moves to the new reply once it is stored.
@@ -86,22 +86,17 @@ class TurnView:
                 await self.log.show_conversation(event.conversation_id)
         elif isinstance(event, ev.TurnStarted):
             self.conversation_id = event.conversation_id
-            await self._show_title()  # a new conversation is titled by its first message, stored just now
+            await self._show_title(event.title)  # a new conversation is titled by its first message
             if self.user_bubble is not None and self.user_bubble.is_attached:
                 self.user_bubble.message_id = event.user_message_id  # shown at Enter: nothing to read
                 return
-            from tui_agent.core.store import branches, history
-
-            images = history.attachments_for([event.user_message_id]).get(event.user_message_id, [])
-            message = history.recent_messages(event.conversation_id, limit=1)[0]
-            forks = branches.fork_parents(event.conversation_id, [message.parent_id])
-            alternatives = branches.alternatives(message, forks)
+            message = event.message  # as stored: the view reads nothing back
             await self._mount(
                 UserBubble(
                     message.content,
-                    [self.app.vault.root / p for p in images],
+                    [self.app.vault.root / p for p in message.attachments],
                     message_id=message.id,
-                    alternatives=alternatives,
+                    alternatives=list(message.alternatives),
                 )
             )
         elif isinstance(event, ev.ContextBuilt):
@@ -143,7 +138,8 @@ class TurnView:
                 elif self.bubble.is_attached:
                     await self.bubble.finish(event.status)
                     self.bubble.message_id = event.message_id
-                    await self._show_alternatives(self.bubble)
+                    if event.alternatives:  # regenerated: "◀ n / N ▶" under it
+                        await self.bubble.show_alternatives(list(event.alternatives))
                     if self.cursor_to_reply and self.log.has_focus and self.log.cursor is None:
                         self.log.move_cursor_to(self.bubble, scroll=False)  # the view follows its end
             self.bubble = None
@@ -177,20 +173,9 @@ class TurnView:
             self.done_status = event.status
             status.done(event.status, self.started)
 
-    async def _show_title(self) -> None:
+    async def _show_title(self, title: str) -> None:
         if self.app.conversation_id == self.conversation_id:
-            await self.app.show_title()
-
-    async def _show_alternatives(self, bubble: AssistantBubble) -> None:
-        from tui_agent.core.store import branches
-        from tui_agent.core.store.models import Message
-
-        if bubble.message_id is None or self.conversation_id is None:
-            return
-        message = Message.get_or_none(Message.id == bubble.message_id)
-        if message is not None:
-            forks = branches.fork_parents(self.conversation_id, [message.parent_id])
-            await bubble.show_alternatives(branches.alternatives(message, forks))
+            await self.app.show_title(title)
 
     def _frame_s(self) -> float:
         """The time to the next write: a frame, or longer while the reply's last block is long."""
