@@ -74,7 +74,7 @@ async def test_the_view_draws_a_turn_from_its_events_alone(env):
     conversation = history.new_conversation("shown").id
     app = AgentApp(env.vault, images="halfcell", check_endpoint=False, animate=False)
     async with app.run_test(size=(100, 30)) as pilot:
-        host = app
+        host = app.conversation_view
         await host.open_conversation(conversation)
         view = TurnView(host, conversation)
         message = ev.StoredMessage(9001, "only on the event", [], [9000, 9001])

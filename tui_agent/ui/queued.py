@@ -66,7 +66,7 @@ class SendQueue:
             found[0].update(text)
             found[0].display = True
         else:
-            await app.query_one("#chat-column").mount(QueuedLine(text, id=LINE_ID, markup=False), before=app.composer)
+            await app.mount(QueuedLine(text, id=LINE_ID, markup=False), before=app.composer)
 
 
 class QueuedLine(Static):

@@ -11,27 +11,27 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
 from textual import work
+from textual.app import App
 from textual.widgets import Footer
 from textual.worker import Worker
 
 from tui_agent.core import profiles
 from tui_agent.ui import gc_tuning
 from tui_agent.ui.errors import setup_text
-from tui_agent.ui.panel_actions import PanelActionsMixin
 from tui_agent.ui.widgets.bubbles import NoticeCard
 
 if TYPE_CHECKING:
     from tui_agent.core.llm import LLMClient
     from tui_agent.core.store.models import Profile
     from tui_agent.core.tools.registry import ToolRegistry
+    from tui_agent.ui.conversation_view import ConversationView
     from tui_agent.ui.mcp_control import McpControl
-    from tui_agent.ui.widgets.status import StatusLine
 
 log = logging.getLogger("tui_agent.ui")
 FOOTER_LATEST_S = 1.0  # after the client, when a reply sent at once has no words yet
 
 
-class StartupMixin(PanelActionsMixin):
+class StartupMixin(App[None]):
     """The base of AgentApp (above PanelActionsMixin); AgentApp.__init__ sets these."""
 
     check_endpoint: bool
@@ -43,10 +43,14 @@ class StartupMixin(PanelActionsMixin):
     _preload_done: asyncio.Event
     _llm_clients: dict[tuple[str, str, float, str], LLMClient]
 
+    conversation_view: ConversationView
+
     if TYPE_CHECKING:
 
         @property
-        def status_line(self) -> StatusLine: ...
+        def profile(self) -> Profile: ...
+        @property
+        def turns(self) -> dict[int | None, Worker[None]]: ...
 
     def ask_about_trust(self) -> None:
         """A vault that came with the current folder: ask once whether to trust it (core.trust)."""
@@ -93,8 +97,8 @@ class StartupMixin(PanelActionsMixin):
             return
         trust.set_current(root, trusted=True)
         self.notify(f"Trusted {name}", title="Vault", markup=False)
-        if self.status_line.state == "error":  # the key it held back: the next turn reads it
-            self.status_line.ready(self.profile.chat_model)
+        if self.conversation_view.status_line.state == "error":  # the key it held back: the next turn reads it
+            self.conversation_view.status_line.ready(self.profile.chat_model)
         if self._preload_done.is_set():  # else the preload starts them when it is done
             self.mcp.start_in_background()
 
@@ -160,7 +164,9 @@ class StartupMixin(PanelActionsMixin):
                 client = self.llm_client()
             except (LLMError, profiles.ProfileError) as exc:  # the profile names an API key variable not set
                 log.warning("no client yet: %s", exc)
-                self.status_line.show(str(exc), state="error")  # each turn says it again, as an error card
+                self.conversation_view.status_line.show(
+                    str(exc), state="error"
+                )  # each turn says it again, as an error card
             self._preload = cast("Worker[None]", self.preload_client(client))
         return self._preload
 
@@ -235,10 +241,10 @@ class StartupMixin(PanelActionsMixin):
         self.call_from_thread(self._endpoint_answered)
 
     def _show_setup_card(self, base_url: str, chat_model: str) -> None:
-        self.chat_log.mount(NoticeCard(setup_text(base_url, chat_model), classes="setup-card"))
-        if self.status_line.state == "connecting":
-            self.status_line.offline(base_url)
+        self.conversation_view.chat_log.mount(NoticeCard(setup_text(base_url, chat_model), classes="setup-card"))
+        if self.conversation_view.status_line.state == "connecting":
+            self.conversation_view.status_line.offline(base_url)
 
     def _endpoint_answered(self) -> None:
-        if self.status_line.state == "connecting":
-            self.status_line.ready(self.profile.chat_model)
+        if self.conversation_view.status_line.state == "connecting":
+            self.conversation_view.status_line.ready(self.profile.chat_model)

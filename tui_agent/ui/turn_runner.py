@@ -35,12 +35,12 @@ async def run_turn(
     bubble: UserBubble | None = None,
 ) -> None:
     """Imported with the first turn (the loop, the events and the turn's widgets are not needed
-    before it); ``AgentApp.run_turn`` runs it as the turn's worker."""
+    before it); ``ConversationView.run_turn`` runs it as the turn's worker."""
     warmup.turn_started()
     view = TurnView(app, conversation_id, user_bubble=bubble)
     started = retry or regenerate is not None  # until the user's message is stored, a failure gives the text back
     await app.client_ready()
-    await app.mcp.before_turn()
+    await app.before_turn()
     try:
         profile = app.profile  # read once: each read is two queries
         loop = AgentLoop(
@@ -78,7 +78,7 @@ async def run_turn(
             if bubble is not None and bubble.is_attached:
                 await bubble.remove()
             for welcome in app.chat_log.query(".welcome"):
-                welcome.display = True  # hidden at Enter (AgentApp._submitted)
+                welcome.display = True  # hidden at Enter (ConversationView._submitted)
             # Nothing was stored (a bad /attach, say): nothing is lost, the text goes back.
             if not app.composer.text:
                 app.composer.load_text(text)
@@ -91,6 +91,6 @@ async def run_turn(
                 del app.turns[key]
         if not view.attached and view.conversation_id == app.conversation_id:
             await app.chat_log.show_conversation(app.conversation_id)
-        app.idle_gc.turn_ended()
+        app.turn_ended()
         # What was sent during the reply: the next one goes now (or all back to the composer).
         await app.send_queue.turn_ended({conversation_id, view.conversation_id}, view.done_status)
