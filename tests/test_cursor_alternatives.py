@@ -20,7 +20,12 @@ async def test_after_regenerate_the_cursor_is_on_the_new_reply_and_left_right_wo
         await pilot.press("enter")
         await until(pilot, lambda: not app.turns and app.conversation_view.chat_log.query(AssistantBubble))
         await pilot.press("up", "r")
-        await until(pilot, lambda: not app.turns and app.conversation_view.chat_log.query(AssistantBubble).last().text == "second answer")
+        await until(
+            pilot,
+            lambda: (
+                not app.turns and app.conversation_view.chat_log.query(AssistantBubble).last().text == "second answer"
+            ),
+        )
         await pilot.pause()
         log = app.conversation_view.chat_log
         (bubble,) = log.query(AssistantBubble)

@@ -175,7 +175,12 @@ async def test_edit_and_resend_branches_and_the_marker_switches_back(env):
         await pilot.click(users[1])
         await pilot.press("left")
         await pilot.pause()
-        assert [w.text for w in app.conversation_view.chat_log.query("UserBubble, AssistantBubble")] == ["a", "A", "b", "B"]
+        assert [w.text for w in app.conversation_view.chat_log.query("UserBubble, AssistantBubble")] == [
+            "a",
+            "A",
+            "b",
+            "B",
+        ]
     conversation = history.list_conversations()[0]
     assert [m.content for m in history.recent_messages(conversation.id)] == ["a", "A", "b", "B"]
     assert len(branches.fork_parents(conversation.id)) == 1

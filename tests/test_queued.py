@@ -42,7 +42,11 @@ async def test_a_message_sent_during_a_reply_waits_visibly_and_goes_as_its_own_t
         await pilot.pause()
         users = [m["content"] for m in env.fake.chat_requests[2]["messages"] if m["role"] == "user"]
         assert users == ["foxtrot 1", "foxtrot 2", "alpha 3"]
-        assert [b.text for b in app.conversation_view.chat_log.query(UserBubble)] == ["foxtrot 1", "foxtrot 2", "alpha 3"]
+        assert [b.text for b in app.conversation_view.chat_log.query(UserBubble)] == [
+            "foxtrot 1",
+            "foxtrot 2",
+            "alpha 3",
+        ]
         assert queued_line(app) == ""
 
 

@@ -109,7 +109,10 @@ async def test_the_context_meter_lays_out_only_when_its_width_changes(env, monke
         await pilot.pause()
         assert any(asked)
         assert meter.region.width == len("ctx ~12.0k / 32.0k (38%)") + 2
-        assert app.conversation_view.status_line.region.right == meter.region.x or meter.region.right == app.conversation_view.status_line.region.x
+        assert (
+            app.conversation_view.status_line.region.right == meter.region.x
+            or meter.region.right == app.conversation_view.status_line.region.x
+        )
 
 
 def test_events_are_immutable_values():

@@ -50,7 +50,9 @@ async def test_help_is_read_as_cores_parser_reads_it(env) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         app.conversation_view.composer.load_text("/HELP")
         await pilot.press("enter")
-        await wait_for(pilot, lambda: any("Keys" in str(w.render()) for w in app.conversation_view.chat_log.query(Static)))
+        await wait_for(
+            pilot, lambda: any("Keys" in str(w.render()) for w in app.conversation_view.chat_log.query(Static))
+        )
         assert not app.turns and app.conversation_view.composer.text == ""
     assert history.last_conversation() is None  # nothing stored, no conversation made
 

@@ -85,7 +85,10 @@ async def test_the_app_never_renders_raw_controls(env):
         history.rename_conversation(conversation.id, f"t{ESC}]0;T{BEL}")
         await app.conversation_view.open_conversation(conversation.id)  # reopened: rendered from the database
         await pilot.pause(0.2)
-        assert "␛]0;PWNED-TITLE␇" in app.conversation_view.chat_log.query(AssistantBubble).first().query_one("Markdown").source
+        assert (
+            "␛]0;PWNED-TITLE␇"
+            in app.conversation_view.chat_log.query(AssistantBubble).first().query_one("Markdown").source
+        )
         assert "␛]0;T␇" in app.sub_title
         for text in (str(w.render()) for w in app.screen.query("*") if hasattr(w, "render")):
             assert ESC not in text and "\x9b" not in text and BEL not in text
