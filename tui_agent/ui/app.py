@@ -22,7 +22,7 @@ from tui_agent.core.store import history
 from tui_agent.core.store.models import Profile
 from tui_agent.core.textsafe import visible
 from tui_agent.core.vault import Vault
-from tui_agent.ui import text_guard, textual_fixes
+from tui_agent.ui import image_actions, text_guard, textual_fixes
 from tui_agent.ui.chat_screen import ChatScreen
 from tui_agent.ui.commands import AgentCommands, HistorySearch
 from tui_agent.ui.conversation_view import ConversationView
@@ -31,6 +31,7 @@ from tui_agent.ui.host import ViewDeps
 from tui_agent.ui.mcp_control import McpControl
 from tui_agent.ui.paths import styles_dir
 from tui_agent.ui.startup import StartupMixin
+from tui_agent.ui.widgets.carousel import ImageCarousel
 from tui_agent.ui.widgets.sidebar_messages import ConversationsAction, ConversationSelected, ProfileChanged
 
 if TYPE_CHECKING:
@@ -266,13 +267,17 @@ class AgentApp(StartupMixin):
         self.conversation_view.action_toggle_tools()
 
     def action_open_image(self) -> None:
-        self.conversation_view.action_open_image()
+        image_actions.open_image(self.conversation_view)
 
     def action_download_image(self) -> None:
-        self.conversation_view.action_download_image()
+        image_actions.download_image(self.conversation_view)
 
     def action_open_gallery(self) -> None:
-        self.conversation_view.action_open_gallery()
+        image_actions.open_gallery(self.conversation_view)
+
+    @on(ImageCarousel.OpenRequested)
+    def _open_image(self, event: ImageCarousel.OpenRequested) -> None:
+        image_actions.open_full_size(self.conversation_view, event)  # the viewer is a screen of the app
 
     def action_select_messages(self) -> None:
         self.conversation_view.action_select_messages()

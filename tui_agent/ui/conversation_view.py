@@ -21,13 +21,12 @@ from tui_agent.core import slash
 from tui_agent.core.limits import message_too_long
 from tui_agent.core.store import history
 from tui_agent.core.textsafe import visible
-from tui_agent.ui import image_actions
+from tui_agent.ui import conversation_actions
 from tui_agent.ui.errors import friendly
 from tui_agent.ui.message_actions import STILL_RUNNING, MessageActions
 from tui_agent.ui.queued import SendQueue
 from tui_agent.ui.widgets.alternatives import AlternativesBar
 from tui_agent.ui.widgets.bubbles import ErrorCard, NoticeCard, UserBubble
-from tui_agent.ui.widgets.carousel import ImageCarousel
 from tui_agent.ui.widgets.chat_log import ChatLog
 from tui_agent.ui.widgets.composer import Composer, SlashHints
 from tui_agent.ui.widgets.context_meter import ContextMeter
@@ -283,20 +282,6 @@ class ConversationView(Vertical):
     def action_export_json(self) -> None:
         self.messages.export("json")
 
-    # ---------------------------------------------------------------- images
-    def action_open_image(self) -> None:
-        image_actions.open_image(self)
-
-    def action_download_image(self) -> None:
-        image_actions.download_image(self)
-
-    def action_open_gallery(self) -> None:
-        image_actions.open_gallery(self)
-
-    @on(ImageCarousel.OpenRequested)
-    def _open_image(self, event: ImageCarousel.OpenRequested) -> None:
-        image_actions.open_full_size(self, event)
-
     # ------------------------------------------------------------ attachments
     def action_attach(self) -> None:
         from pathlib import Path
@@ -401,49 +386,17 @@ class ConversationView(Vertical):
 
     async def jump_to_message(self, conversation_id: int, message_id: int) -> None:
         await self.open_conversation(conversation_id, until_id=message_id + 5)
-        self.chat_log.release_anchor()
-        for widget in self.chat_log.children:
-            if (
-                getattr(widget, "message_id", None) == message_id
-                or getattr(getattr(widget, "block", None), "message_id", None) == message_id
-            ):
-                widget.add_class("-found")
-                self.call_after_refresh(self.chat_log.scroll_to_widget, widget, top=True, animate=False)
-                break
+        conversation_actions.mark_found(self, message_id)
 
     async def action_new_conversation(self) -> None:
         await self.open_conversation(None)
         self.composer.focus()
 
     def action_rename_conversation(self) -> None:
-        if self.conversation_id is None:
-            self.notify("Nothing to rename yet: send a message first.")
-            return
-        conversation_id = self.conversation_id
-        from tui_agent.ui.screens.dialogs import PromptScreen
-
-        async def done(title: str | None) -> None:
-            if title:
-                history.rename_conversation(conversation_id, title)
-                await self.deps.show_title(self.title(), True)
-
-        self.app.push_screen(PromptScreen("Rename conversation", self.title()), done)
+        conversation_actions.rename(self)
 
     def action_delete_conversation(self) -> None:
-        if self.conversation_id is None:
-            return
-        conversation_id = self.conversation_id
-        from tui_agent.ui.screens.dialogs import ConfirmScreen
-
-        async def done(confirmed: bool | None) -> None:
-            if confirmed:
-                worker = self.turns.pop(conversation_id, None)
-                if worker is not None:
-                    worker.cancel()
-                history.delete_conversation(conversation_id)
-                await self.open_conversation(None)
-
-        self.app.push_screen(ConfirmScreen(f"Delete “{self.title()}” and all its messages?"), done)
+        conversation_actions.delete(self)
 
 
 if TYPE_CHECKING:

@@ -59,7 +59,7 @@ class MessageActions:
             actions.append(MessageAction("alternative(1)", "Next alternative", "→"))
             actions.append(MessageAction("alternative(-1)", "Previous alternative", "←"))
         if widget.query("ImageCarousel"):
-            actions.append(MessageAction("open_image", "Open the image full size", "F3"))
+            actions.append(MessageAction("app.open_image", "Open the image full size", "F3"))
         actions.append(MessageAction("export_markdown", "Export the conversation as Markdown"))
         actions.append(MessageAction("export_json", "Export the conversation as JSON"))
 
