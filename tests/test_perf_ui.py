@@ -268,7 +268,7 @@ async def test_turns_share_one_open_client_until_the_app_ends(env):
         await send(app, pilot, "third")
         assert app.llm_client() is not first
         assert [b.text for b in children(app, AssistantBubble)] == ["one", "two", "three"]
-        clients = list(app._llm_clients.values())
+        clients = list(app.startup.llm_clients.values())
     assert len(clients) == 2 and all(c._client is None for c in clients)  # closed with the app
     assert len(env.fake.chat_requests) == 3
 
@@ -328,10 +328,10 @@ async def test_long_lived_objects_leave_the_collector_after_the_warm_up(env, mon
         app.freeze_gc_after_preload = True
         async with app.run_test(size=(120, 40)) as pilot:
             for _ in range(300):
-                if app._preload_done.is_set():
+                if app.startup.preload_done.is_set():
                     break
                 await pilot.pause(0.05)
-            assert app._preload_done.is_set()
+            assert app.startup.preload_done.is_set()
             assert gc.get_freeze_count() > 10_000  # the modules, classes and functions of the app and openai
     finally:
         gc.unfreeze()
@@ -354,7 +354,7 @@ async def test_the_footer_is_built_after_the_first_paint_with_every_key(env, mon
         slot = app.query_one("#footer-slot")
         assert (slot.region.y, slot.region.height) == (39, 1)  # the row is kept: nothing moves later
         assert not app.query(Footer)
-        await app._mount_footer()
+        await app.startup.mount_footer()
         await pilot.pause(0.1)
         assert not app.query("#footer-slot")
         footer = app.query_one(Footer)
@@ -373,7 +373,7 @@ async def test_a_footer_due_after_the_app_closed_does_nothing(env, monkeypatch):
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
     assert not app.screen_stack
-    await app._mount_footer()  # raised IndexError: list index out of range
+    await app.startup.mount_footer()  # raised IndexError: list index out of range
 
 
 async def test_plain_messages_open_as_one_widget_each(env):

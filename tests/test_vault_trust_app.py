@@ -57,7 +57,7 @@ async def test_not_now_runs_nothing_and_sends_no_key(clone, monkeypatch):  # noq
         await wait_until(pilot, lambda: app.screen.armed)
         await pilot.press("n")
         await wait_until(pilot, lambda: not isinstance(app.screen, TrustScreen))
-        await wait_until(pilot, lambda: app._preload_done.is_set())
+        await wait_until(pilot, lambda: app.startup.preload_done.is_set())
         await wait_until(pilot, lambda: app.mcp._starting is None or app.mcp._starting.done())
         clone.fake.script(Reply(text="should not be asked"))
         app.conversation_view.composer.load_text("hi")
@@ -88,7 +88,7 @@ async def test_not_now_is_for_this_run_only(clone, monkeypatch):  # noqa: F811
         await wait_until(pilot, lambda: isinstance(app.screen, TrustScreen) and app.screen.armed)
         await pilot.press("n")
         await wait_until(pilot, lambda: not isinstance(app.screen, TrustScreen))
-        await wait_until(pilot, lambda: app._preload_done.is_set())
+        await wait_until(pilot, lambda: app.startup.preload_done.is_set())
         await wait_until(pilot, lambda: app.mcp._starting is None or app.mcp._starting.done())
     clone.nothing_ran()
     assert clone.fake.requests == []

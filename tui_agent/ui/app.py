@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import time
@@ -24,13 +23,13 @@ from tui_agent.core.textsafe import visible
 from tui_agent.core.vault import Vault
 from tui_agent.ui import image_actions, text_guard, textual_fixes
 from tui_agent.ui.chat_screen import ChatScreen
-from tui_agent.ui.commands import AgentCommands, HistorySearch
+from tui_agent.ui.commands import HELP_EXTRA, AgentCommands, HistorySearch
 from tui_agent.ui.conversation_view import ConversationView
 from tui_agent.ui.gc_tuning import IdleCollector
 from tui_agent.ui.host import ViewDeps
 from tui_agent.ui.mcp_control import McpControl
 from tui_agent.ui.paths import styles_dir
-from tui_agent.ui.startup import StartupMixin
+from tui_agent.ui.startup import Startup
 from tui_agent.ui.widgets.carousel import ImageCarousel
 from tui_agent.ui.widgets.sidebar_messages import ConversationsAction, ConversationSelected, ProfileChanged
 
@@ -40,24 +39,9 @@ if TYPE_CHECKING:
     from tui_agent.ui.widgets.host import WidgetHost
 
 log = logging.getLogger("tui_agent.ui")
-HELP_EXTRA = (
-    "ctrl+p     Command palette (also: search history)\n"
-    "left/right Previous/next image (carousel focused)\n"
-    "o          Open the image full size\n"
-    "\nMessages (Up on an empty composer, or Alt+Up, or a click)\n"
-    "up/down    Move the message cursor; down past the last returns to the composer\n"
-    "enter      The message's actions (copy a code block, export, ...)\n"
-    "c          Copy the message (its Markdown source)\n"
-    "p          Copy it into the composer\n"
-    "r          Regenerate a reply (earlier answers stay: left/right)\n"
-    "e          Edit one of your messages and resend it (the old branch stays)\n"
-    "left/right Previous/next alternative or branch\n"
-    "escape     Back to the composer (also: stop editing)\n"
-    "ctrl+up    Recall earlier messages into the composer"
-)
 
 
-class AgentApp(StartupMixin):
+class AgentApp(App[None]):
     TITLE = "tui-agent"
     CSS_PATH = [styles_dir() / "app.tcss"]
     COMMANDS = App.COMMANDS | {AgentCommands, HistorySearch}
@@ -95,12 +79,8 @@ class AgentApp(StartupMixin):
         profiles.set_run_profile(profile_name or None)  # this run only; `profile use` switches for good
         self._images_choice = images
         self._image_class: type | None = None
-        self.check_endpoint = check_endpoint
+        self.check_endpoint = check_endpoint  # the endpoint is asked once the client is ready
         self._tool_registry = registry
-        self._preload: Worker[None] | None = None
-        self._until_painted: list[Callable[[], object]] | None = []  # None once the first frame is drawn
-        self._preload_done = asyncio.Event()
-        self._llm_clients: dict[tuple[str, str, float, str], LLMClient] = {}
         self.clock = clock
         self.live_motion = animate
         self.thinking_hidden = False  # every thinking block hidden (Ctrl+G): widgets/thinking.toggle_all
@@ -126,6 +106,16 @@ class AgentApp(StartupMixin):
                 show_title=self._show_title,
             ),
             id="chat-column",
+        )
+        # Around the first frame: the warm-up, the client, the Footer, the endpoint check, trust.
+        self.startup = Startup(
+            self,
+            self.conversation_view,
+            self.mcp,
+            profile=profiles.active_profile,
+            registry_found=self._registry_found,
+            freeze_gc=lambda: self.freeze_gc_after_preload,
+            check_endpoint=lambda: self.check_endpoint,
         )
 
     # ----------------------------------------------------------------- layout
@@ -186,12 +176,15 @@ class AgentApp(StartupMixin):
         # Not stored again: next start finds the same one (a write transaction saved on the first paint).
         await view.open_conversation(last.id if last else None, remember=False)
         view.composer.focus()
-        self.ask_about_trust()  # a ./jj_vault not trusted yet: the dialog comes over the chat
+        self.startup.ask_about_trust()  # a ./jj_vault not trusted yet: the dialog comes over the chat
         self.mcp.install_signal_handlers()
         log.info("chat screen ready (pid %d)", os.getpid())
         # The openai import (~0.5-1 s) starts right after the first frame, so a message sent at once
         # waits as little as possible for it (run.py may have started it even earlier).
         self.call_after_refresh(self._after_first_paint)
+
+    def _after_first_paint(self) -> None:
+        self.startup.after_first_paint()
 
     # ------------------------------------------------ app-wide panels and keys
     async def action_toggle_sidebar(self) -> None:
@@ -306,10 +299,37 @@ class AgentApp(StartupMixin):
     def action_export_json(self) -> None:
         self.conversation_view.action_export_json()
 
+    # ----------------------------------------------------- start-up (ui/startup)
+    def when_painted(self, callback: Callable[[], object]) -> None:
+        """``callback`` once the first frame is on screen (at once if it is)."""
+        self.startup.when_painted(callback)
+
+    def first_words_shown(self) -> None:
+        self.startup.first_words_shown()
+
+    async def client_ready(self) -> None:
+        await self.startup.client_ready()
+
+    def llm_client(self, profile: Profile | None = None) -> LLMClient:
+        return self.startup.llm_client(profile)
+
+    def _registry_found(self, registry: ToolRegistry | None) -> None:
+        if self._tool_registry is None:
+            self._tool_registry = registry  # else the property builds it on first use
+
+    def action_trust_vault(self) -> None:
+        self.startup.trust_vault()
+
+    def on_resize(self) -> None:
+        """A resize may come with another cell size (a tmux client attached): images follow it."""
+        from tui_agent.ui.cell_follow import follow_cell
+
+        self.run_worker(follow_cell(self), group="cell", exit_on_error=False)
+
     async def on_unmount(self) -> None:
         profiles.set_run_profile(None)  # --profile was for this run of the app only
         await self.mcp.aclose()  # every MCP server process ends with the app
-        for client in self._llm_clients.values():
+        for client in self.startup.llm_clients.values():
             await client.close()
 
     async def approve(self, tool: str, question: str) -> bool:
