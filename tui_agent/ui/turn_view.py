@@ -1,4 +1,5 @@
-"""Renders the loop's events into the chat log, only while its conversation is on screen."""
+"""Renders the loop's events into the conversation view's chat log (``host``: ui/host.TurnHost), only
+while its conversation is on screen. Everything it draws comes on the events; it reads no store."""
 
 from __future__ import annotations
 
@@ -39,14 +40,14 @@ class DetachedStatus:
 
 
 class TurnView:
-    def __init__(self, app: TurnHost, conversation_id: int | None, *, user_bubble: UserBubble | None = None) -> None:
-        self.app = app
+    def __init__(self, host: TurnHost, conversation_id: int | None, *, user_bubble: UserBubble | None = None) -> None:
+        self.host = host
         self.user_bubble = user_bubble  # shown when Enter was pressed, adopted when the message is stored
-        self.log = app.chat_log
+        self.log = host.chat_log
         self.conversation_id = conversation_id
         self.bubble: AssistantBubble | None = None
         self.progress: dict[str, ToolProgress] = {}
-        self.started = app.clock()
+        self.started = host.clock()
         self._pending: list[str] = []
         self._thoughts: list[str] = []
         self.model = ""
@@ -71,13 +72,13 @@ class TurnView:
             await self.log.mount(widget)
 
     async def handle(self, event: ev.Event) -> None:
-        status = self.app.status_line if self.attached else DetachedStatus()
+        status = self.host.status_line if self.attached else DetachedStatus()
         if not self._words_shown and isinstance(event, (ev.AssistantFinished, ev.ToolStarted, ev.ErrorEvent)):
             self._words_shown = True  # a first reply without words (tool calls): nothing waits longer
-            self.app.first_words_shown()
+            self.host.first_words_shown()
         if isinstance(event, ev.ConversationChanged):
             self.conversation_id = event.conversation_id
-            await self.app.conversation_started(event.conversation_id, event.title)
+            await self.host.conversation_started(event.conversation_id, event.title)
         elif isinstance(event, ev.BranchChanged):
             # Regenerate or edit: the page now ends where the new reply or message will go. A cursor
             # on the reply being regenerated moves to the new reply once it is stored.
@@ -94,7 +95,7 @@ class TurnView:
             await self._mount(
                 UserBubble(
                     message.content,
-                    [self.app.vault.root / p for p in message.attachments],
+                    [self.host.vault.root / p for p in message.attachments],
                     message_id=message.id,
                     alternatives=list(message.alternatives),
                 )
@@ -102,13 +103,13 @@ class TurnView:
         elif isinstance(event, ev.ContextBuilt):
             self.window_tokens = (event.estimated_tokens, event.budget_tokens)
             if self.attached:
-                self.app.query_one(ContextMeter).show(event.estimated_tokens, event.budget_tokens, estimated=True)
+                self.host.query_one(ContextMeter).show(event.estimated_tokens, event.budget_tokens, estimated=True)
                 await self.log.mark_window_start(event.first_message_id if event.truncated else None)
         elif isinstance(event, ev.ModelSwitched):
             status.model_switched(event.model, event.reason)
         elif isinstance(event, ev.AssistantStarted):
             self.model, self.tokens, self.first_token_at = event.model, 0, None
-            status.waiting(event.model, self.app.clock())
+            status.waiting(event.model, self.host.clock())
             self.bubble = AssistantBubble(thinking=True)
             await self._mount(self.bubble)
         elif isinstance(event, (ev.TextDelta, ev.ReasoningDelta)):
@@ -117,7 +118,7 @@ class TurnView:
                 self.tokens += 1
             first = self.first_token_at is None
             if first:
-                self.first_token_at = self.app.clock()
+                self.first_token_at = self.host.clock()
             if self._flusher is None:
                 # The first words show at once; later ones are written once per frame.
                 self._flusher = asyncio.create_task(self._flush_soon(0.0 if first else self._frame_s()))
@@ -130,7 +131,7 @@ class TurnView:
         elif isinstance(event, ev.AssistantFinished):
             await self.flush()
             if event.prompt_tokens is not None and self.window_tokens is not None and self.attached:
-                self.app.query_one(ContextMeter).show(event.prompt_tokens, self.window_tokens[1], estimated=False)
+                self.host.query_one(ContextMeter).show(event.prompt_tokens, self.window_tokens[1], estimated=False)
             status.finished(event.model, self.started, event.prompt_tokens, event.completion_tokens)
             if self.bubble is not None:
                 if not event.text and not event.reasoning.strip() and self.bubble.is_attached:
@@ -148,11 +149,11 @@ class TurnView:
 
             progress = ToolProgress(event.call_id, event.summary)
             self.progress[event.call_id] = progress
-            status.tool_running(event.name, self.app.clock())
+            status.tool_running(event.name, self.host.clock())
             await self._mount(progress)
         elif isinstance(event, ev.ToolFinished):
             done_progress: ToolProgress | None = self.progress.pop(event.call_id, None)
-            paths = [self.app.vault.root / p for p in event.result.images]
+            paths = [self.host.vault.root / p for p in event.result.images]
             widget = self.log.tool_widget(event.name, event.arguments, event.result.to_json(), paths, event.message_id)
             if done_progress is not None and done_progress.is_attached:
                 await self.log.mount(widget, after=done_progress)
@@ -174,8 +175,8 @@ class TurnView:
             status.done(event.status, self.started)
 
     async def _show_title(self, title: str) -> None:
-        if self.app.conversation_id == self.conversation_id:
-            await self.app.show_title(title)
+        if self.host.conversation_id == self.conversation_id:
+            await self.host.show_title(title)
 
     def _frame_s(self) -> float:
         """The time to the next write: a frame, or longer while the reply's last block is long."""
@@ -210,7 +211,7 @@ class TurnView:
         self._pending.clear()
         self._thoughts.clear()
         if text and self.attached and self.first_token_at is not None:  # once per frame, like the text
-            self.app.status_line.streaming(self.model, self.tokens, self.first_token_at)
+            self.host.status_line.streaming(self.model, self.tokens, self.first_token_at)
         if self.bubble is None or not self.attached or not self.bubble.is_attached:
             return
         if thoughts.strip() or (thoughts and self.bubble.query(THINKING)):
@@ -221,7 +222,7 @@ class TurnView:
             await self.bubble.write(text)
             if not self._words_shown:
                 self._words_shown = True
-                self.app.call_after_refresh(self.app.first_words_shown)  # once they are drawn
+                self.host.call_after_refresh(self.host.first_words_shown)  # once they are drawn
 
     async def close_bubble(self, status: str) -> None:
         await self.flush()
