@@ -1,4 +1,6 @@
-"""The full-screen app: chat log, composer, status line, sidebar; the core loop runs in workers."""
+"""The full-screen app, only what is app-wide: key bindings and the palette, theme, sidebar, screens
+(log, approval, image viewer), MCP's lifecycle, start-up (``startup``). The conversation on screen
+(chat log, composer, turns, message actions) is its ``conversation_view`` (ui/conversation_view.py)."""
 
 from __future__ import annotations
 
