@@ -15,7 +15,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.notifications import SeverityLevel
-from textual.widgets import Header, Static
+from textual.widgets import Collapsible, Header, Static
 from textual.worker import Worker
 
 from tui_agent.core import profiles
@@ -259,7 +259,13 @@ class AgentApp(App[None]):
         self.conversation_view.action_attach()
 
     def action_toggle_tools(self) -> None:
-        self.conversation_view.action_toggle_tools()
+        """Every tool block of the conversation on screen expanded, or all collapsed (Ctrl+O)."""
+        from tui_agent.ui.widgets.thinking import ThinkingBlock
+
+        blocks = [b for b in self.conversation_view.chat_log.query(Collapsible) if not isinstance(b, ThinkingBlock)]
+        expand = any(block.collapsed for block in blocks)
+        for block in blocks:
+            block.collapsed = not expand
 
     def action_open_image(self) -> None:
         image_actions.open_image(self.conversation_view)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from textual import on, work
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Collapsible, Static
+from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from tui_agent.core import slash
@@ -314,17 +314,9 @@ class ConversationView(Vertical):
             pending.update(text)
             pending.display = bool(self.pending_attachments)
 
-    # ------------------------------------------------------------ the log's blocks
+    # ------------------------------------------------------------------ help
     async def action_help(self) -> None:
         await self.chat_log.mount(NoticeCard(f"Slash commands\n{slash.help_text()}\n\nKeys\n{self.deps.help_keys()}"))
-
-    def action_toggle_tools(self) -> None:
-        from tui_agent.ui.widgets.thinking import ThinkingBlock
-
-        blocks = [b for b in self.chat_log.query(Collapsible) if not isinstance(b, ThinkingBlock)]
-        expand = any(block.collapsed for block in blocks)
-        for block in blocks:
-            block.collapsed = not expand
 
     # ------------------------------------------------------- the conversation
     async def open_conversation(
