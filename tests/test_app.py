@@ -27,10 +27,10 @@ def make(env, **kwargs) -> AgentApp:
 
 
 async def send(app, pilot, text: str, *, wait: bool = True) -> None:
-    app.composer.load_text(text)
+    app.conversation_view.composer.load_text(text)
     await pilot.press("enter")
     for _ in range(100):  # the app took it (a turn started, or the composer was emptied)...
-        if app.turns or not app.composer.text:
+        if app.turns or not app.conversation_view.composer.text:
             break
         await pilot.pause(0.01)
     if wait:
@@ -47,7 +47,7 @@ async def settle(app, pilot, timeout: float = 15.0) -> None:
 
 
 def children(app, kind):
-    return list(app.chat_log.query(kind))
+    return list(app.conversation_view.chat_log.query(kind))
 
 
 async def test_plain_reply(env):
@@ -59,8 +59,8 @@ async def test_plain_reply(env):
         (bubble,) = children(app, AssistantBubble)
         assert user.text == "hello"
         assert bubble.text == "# Title\n\nSome *markdown* and `code`."
-        assert app.composer.text == ""
-        assert "in / " in str(app.status_line.render())
+        assert app.conversation_view.composer.text == ""
+        assert "in / " in str(app.conversation_view.status_line.render())
     assert rows(env.vault.db_path, "SELECT role, content FROM messages") == [
         ("user", "hello"),
         ("assistant", "# Title\n\nSome *markdown* and `code`."),
@@ -82,7 +82,7 @@ async def test_imagine_shows_a_carousel_and_the_vision_follow_up(env):
         await pilot.press("right")
         assert carousel.index == 0
         assert view.block.collapsed and view.block.title == "Tool result · generate_image · ✓ ok"
-        assert "vision-model" in str(app.status_line.render())
+        assert "vision-model" in str(app.conversation_view.status_line.render())
     assert env.fake.chat_requests[0]["model"] == "vision-model"
 
 
@@ -103,9 +103,9 @@ async def test_search_sql_show_and_tool_errors_render_as_blocks(env):
         assert [b.tool_status for b in blocks] == ["ok", "ok", "error"]
         assert blocks[2].has_class("-error")
         await pilot.press("ctrl+o")
-        assert not any(b.collapsed for b in app.chat_log.query(Collapsible))
+        assert not any(b.collapsed for b in app.conversation_view.chat_log.query(Collapsible))
         await pilot.press("ctrl+o")
-        assert all(b.collapsed for b in app.chat_log.query(Collapsible))
+        assert all(b.collapsed for b in app.conversation_view.chat_log.query(Collapsible))
         blocks[0].query_one("CollapsibleTitle").focus()
         await pilot.press("enter")
         assert not blocks[0].collapsed
@@ -173,12 +173,12 @@ async def test_switching_conversations_while_a_reply_streams(env):
             bubbles = children(app, AssistantBubble)
             if bubbles and bubbles[0].text:
                 break
-        await app.open_conversation(other.id)
+        await app.conversation_view.open_conversation(other.id)
         await pilot.pause(0.2)
         assert [b.text for b in children(app, AssistantBubble)] == ["old answer"]
         await settle(app, pilot)
         assert [b.text for b in children(app, AssistantBubble)] == ["old answer"]
-        await app.open_conversation(first.id)
+        await app.conversation_view.open_conversation(first.id)
         (bubble,) = children(app, AssistantBubble)
         assert bubble.text == "streamed " * 100
     assert rows(env.vault.db_path, f"SELECT count(*) FROM messages WHERE conversation_id = {other.id}") == [(2,)]
@@ -254,13 +254,13 @@ async def test_long_conversation_mounts_a_page_and_loads_older(env, monkeypatch)
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        first = len(app.chat_log.children)  # what fills the view; far fewer than 300
+        first = len(app.conversation_view.chat_log.children)  # what fills the view; far fewer than 300
         assert 2 <= first < PAGE
-        loaded = await app.chat_log.load_older()
-        assert loaded == PAGE and len(app.chat_log.children) == first + PAGE
+        loaded = await app.conversation_view.chat_log.load_older()
+        assert loaded == PAGE and len(app.conversation_view.chat_log.children) == first + PAGE
         await app.jump_to_message(conversation.id, 5)
         await pilot.pause()
-        found = app.chat_log.query(".-found")
+        found = app.conversation_view.chat_log.query(".-found")
         assert len(found) == 1 and found.first().message_id == 5
 
 
@@ -268,10 +268,10 @@ async def test_huge_paste_is_refused_and_kept(env):
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         text = "x" * 250_000
-        app.composer.load_text(text)
+        app.conversation_view.composer.load_text(text)
         await pilot.press("enter")
         await pilot.pause()
-        assert app.composer.text == text
+        assert app.conversation_view.composer.text == text
     assert rows(env.vault.db_path, "SELECT count(*) FROM messages") == [(0,)]
 
 
@@ -289,7 +289,7 @@ async def test_a_refused_message_shows_an_error_card_and_keeps_the_text(env, tex
         await send(app, pilot, text)
         (card,) = children(app, ErrorCard)
         assert expected in str(card.render())
-        assert app.composer.text == text
+        assert app.conversation_view.composer.text == text
     assert rows(env.vault.db_path, "SELECT count(*) FROM messages") == [(0,)]
 
 
@@ -300,9 +300,9 @@ async def test_unreachable_endpoint_shows_setup_card_and_error_card(env):
     async with app.run_test(size=(120, 40)) as pilot:
         for _ in range(100):
             await pilot.pause(0.05)
-            if app.chat_log.query(".setup-card"):
+            if app.conversation_view.chat_log.query(".setup-card"):
                 break
-        card = app.chat_log.query_one(".setup-card")
+        card = app.conversation_view.chat_log.query_one(".setup-card")
         assert "OPENAI_API_KEY" in str(card.render()) and "ollama serve" in str(card.render())
         await send(app, pilot, "hello")
         (error,) = children(app, ErrorCard)
@@ -318,11 +318,11 @@ async def test_history_recall(env, key):
         await send(app, pilot, "first message")
         await send(app, pilot, "second message")
         await pilot.press(key)
-        assert app.composer.text == "second message"
+        assert app.conversation_view.composer.text == "second message"
         await pilot.press(key)
-        assert app.composer.text == "first message"
+        assert app.conversation_view.composer.text == "first message"
         await pilot.press("down")
-        assert app.composer.text == "second message"
+        assert app.conversation_view.composer.text == "second message"
 
 
 async def test_slash_completion(env):
@@ -333,7 +333,7 @@ async def test_slash_completion(env):
         hints = app.query_one("#slash-hints")
         assert hints.has_class("-visible") and hints.option_count == 1
         await pilot.press("tab")
-        assert app.composer.text == "/imagine "
+        assert app.conversation_view.composer.text == "/imagine "
         await asyncio.sleep(0)
 
 
@@ -351,14 +351,14 @@ async def test_attach_picker_then_send(env, tmp_path):
         await pilot.press("enter")
         for _ in range(50):
             await pilot.pause(0.05)
-            if app.pending_attachments:
+            if app.conversation_view.pending_attachments:
                 break
-        assert app.pending_attachments[0].startswith("media/uploads/holiday-")
+        assert app.conversation_view.pending_attachments[0].startswith("media/uploads/holiday-")
         assert "holiday-" in str(app.query_one("#pending-attachments").render())
         await send(app, pilot, "what is this?")
         (user,) = children(app, UserBubble)
         assert user.text == "what is this?" and len(user.images) == 1
-        assert not app.pending_attachments
+        assert not app.conversation_view.pending_attachments
     content = env.fake.chat_requests[0]["messages"][-1]["content"]
     assert content[1]["image_url"]["url"].startswith("data:image/png;base64,")
 
@@ -395,5 +395,5 @@ async def test_history_search_provider_finds_and_jumps(env):
         await hits[0].command()
         await pilot.pause()
         assert app.conversation_id == conversation.id
-        found = app.chat_log.query(".-found")
+        found = app.conversation_view.chat_log.query(".-found")
         assert found.first().message_id == target.id

@@ -125,7 +125,7 @@ async def test_y_typed_ahead_into_the_composer_changes_nothing(env, monkeypatch)
     )
     app = AgentApp(env.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        app.composer.load_text("fix my first message")
+        app.conversation_view.composer.load_text("fix my first message")
         await pilot.press("enter", "y", "y", "enter", "y")
         for _ in range(200):
             if isinstance(app.screen, ApprovalScreen):

@@ -79,7 +79,7 @@ async def test_right_left_resize_and_reopen_keep_the_image_size(env):
     conversation_id = image_conversation(env)
     app = make(env)
     async with app.run_test(size=SIZE) as pilot:
-        carousel = app.chat_log.query_one(ImageCarousel)
+        carousel = app.conversation_view.chat_log.query_one(ImageCarousel)
         await settle(pilot, carousel, "1 / 2")
         slot, cols, rows = image_box(carousel)
         assert rows > 0 and cols > 0 and slot >= rows
@@ -106,9 +106,9 @@ async def test_right_left_resize_and_reopen_keep_the_image_size(env):
         await settle(pilot, carousel, "1 / 2")
         assert image_box(carousel) == (slot, cols, rows)
         # reopen the conversation: same size again
-        await app.open_conversation(None)
-        await app.open_conversation(conversation_id)
-        reopened = app.chat_log.query_one(ImageCarousel)
+        await app.conversation_view.open_conversation(None)
+        await app.conversation_view.open_conversation(conversation_id)
+        reopened = app.conversation_view.chat_log.query_one(ImageCarousel)
         await settle(pilot, reopened, "1 / 2")
         assert image_box(reopened) == (slot, cols, rows)
 
@@ -117,7 +117,7 @@ async def test_a_missing_image_says_why_in_full(env):
     image_conversation(env, sizes=((64, 40),), missing=0)
     app = make(env)
     async with app.run_test(size=SIZE) as pilot:
-        carousel = app.chat_log.query_one(ImageCarousel)
+        carousel = app.conversation_view.chat_log.query_one(ImageCarousel)
         await settle(pilot, carousel)
         missing = carousel.query_one(".carousel-missing")
         text = str(missing.render())
@@ -134,7 +134,7 @@ def test_snapshot_first_image(env, snap_compare):
     """You should see the first (landscape, blue) image in half-cells, '◀ 1 / 2 ▶' below it."""
 
     async def run_before(pilot):
-        await settle(pilot, pilot.app.chat_log.query_one(ImageCarousel), "1 / 2")
+        await settle(pilot, pilot.app.conversation_view.chat_log.query_one(ImageCarousel), "1 / 2")
 
     assert snap_compare(_snap_app(env), terminal_size=SIZE, run_before=run_before)
 
@@ -143,7 +143,7 @@ def test_snapshot_after_right(env, snap_compare):
     """You should see the second (portrait) image centred in the same-height slot, '◀ 2 / 2 ▶'."""
 
     async def run_before(pilot):
-        carousel = pilot.app.chat_log.query_one(ImageCarousel)
+        carousel = pilot.app.conversation_view.chat_log.query_one(ImageCarousel)
         await settle(pilot, carousel, "1 / 2")
         carousel.focus()
         await pilot.press("right")
@@ -156,7 +156,7 @@ def test_snapshot_after_right_then_left(env, snap_compare):
     """You should see the first image again, exactly as before, '◀ 1 / 2 ▶'."""
 
     async def run_before(pilot):
-        carousel = pilot.app.chat_log.query_one(ImageCarousel)
+        carousel = pilot.app.conversation_view.chat_log.query_one(ImageCarousel)
         await settle(pilot, carousel, "1 / 2")
         carousel.focus()
         await pilot.press("right")
@@ -174,11 +174,11 @@ def test_snapshot_after_reopening(env, snap_compare):
 
     async def run_before(pilot):
         app = pilot.app
-        await settle(pilot, app.chat_log.query_one(ImageCarousel), "1 / 2")
-        await app.open_conversation(None)
+        await settle(pilot, app.conversation_view.chat_log.query_one(ImageCarousel), "1 / 2")
+        await app.conversation_view.open_conversation(None)
         await pilot.pause(0.1)
-        await app.open_conversation(conversation_id)
-        await settle(pilot, app.chat_log.query_one(ImageCarousel), "1 / 2")
+        await app.conversation_view.open_conversation(conversation_id)
+        await settle(pilot, app.conversation_view.chat_log.query_one(ImageCarousel), "1 / 2")
 
     assert snap_compare(make(env), terminal_size=SIZE, run_before=run_before)
 
@@ -217,7 +217,7 @@ async def test_pictures_on_the_first_page_are_decoded_after_the_first_paint(env,
     monkeypatch.setattr(ImageCarousel, "on_mount", on_mount)
     app = make(env)
     async with app.run_test(size=SIZE) as pilot:
-        carousel = app.chat_log.query_one(ImageCarousel)
+        carousel = app.conversation_view.chat_log.query_one(ImageCarousel)
         await settle(pilot, carousel, "1 / 3")
         assert mounted == [carousel]
         names = sorted(name for name, _ in decoded)
@@ -258,7 +258,7 @@ async def test_the_screen_keeps_drawing_while_the_pictures_are_decoded(env, monk
     original_update = ChatScreen._on_timer_update
 
     def on_timer_update(self: ChatScreen) -> None:
-        updates.append(self.app.composer.text)
+        updates.append(self.app.conversation_view.composer.text)
         original_update(self)
 
     monkeypatch.setattr(ImageCarousel, "_prepare", slow_prepare)
@@ -274,10 +274,10 @@ async def test_the_screen_keeps_drawing_while_the_pictures_are_decoded(env, monk
             await app._press_keys(["h", "i"])
             await asyncio.sleep(0.3)
             assert "hi" in updates  # a frame was drawn with the keys, the decoding still going on
-            assert not app.chat_log.query(".carousel-image")
+            assert not app.conversation_view.chat_log.query(".carousel-image")
             release.set()
-            await settle(pilot, app.chat_log.query_one(ImageCarousel), "1 / 2")
-            assert app.chat_log.query(".carousel-image")
+            await settle(pilot, app.conversation_view.chat_log.query_one(ImageCarousel), "1 / 2")
+            assert app.conversation_view.chat_log.query(".carousel-image")
     finally:
         release.set()
 
@@ -305,7 +305,7 @@ async def test_nothing_waits_among_the_screens_after_refresh_callbacks(env, monk
     image_conversation(env)
     app = make(env)
     async with app.run_test(size=SIZE) as pilot:
-        carousel = app.chat_log.query_one(ImageCarousel)
+        carousel = app.conversation_view.chat_log.query_one(ImageCarousel)
         await settle(pilot, carousel, "1 / 2")
         await pilot.resize_terminal(90, 30)
         await pilot.pause(0.3)

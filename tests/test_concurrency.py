@@ -147,7 +147,7 @@ async def test_twenty_asks_while_the_app_streams_a_reply_lose_nothing(env, tmp_p
         env.fake.script(Reply(text=long_reply, chunk_size=6, chunk_delay_s=0.02, hold=writers_done))
         app = AgentApp(env.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
         async with app.run_test(size=(120, 40)) as pilot:
-            app.composer.load_text("the app's question")
+            app.conversation_view.composer.load_text("the app's question")
             await pilot.press("enter")
             for _ in range(600):  # until the app's reply row exists and is being written
                 await pilot.pause(0.05)

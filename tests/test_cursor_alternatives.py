@@ -16,13 +16,18 @@ async def test_after_regenerate_the_cursor_is_on_the_new_reply_and_left_right_wo
     env.fake.script(Reply(text="first answer"), Reply(text="second answer"))
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
-        app.composer.load_text("hello")
+        app.conversation_view.composer.load_text("hello")
         await pilot.press("enter")
-        await until(pilot, lambda: not app.turns and app.chat_log.query(AssistantBubble))
+        await until(pilot, lambda: not app.turns and app.conversation_view.chat_log.query(AssistantBubble))
         await pilot.press("up", "r")
-        await until(pilot, lambda: not app.turns and app.chat_log.query(AssistantBubble).last().text == "second answer")
+        await until(
+            pilot,
+            lambda: (
+                not app.turns and app.conversation_view.chat_log.query(AssistantBubble).last().text == "second answer"
+            ),
+        )
         await pilot.pause()
-        log = app.chat_log
+        log = app.conversation_view.chat_log
         (bubble,) = log.query(AssistantBubble)
         assert log.has_focus and log.cursor is bubble and bubble.has_class("-cursor")
         assert app.active_bindings["left"].binding.action == "cursor_alternative(-1)"
@@ -56,7 +61,7 @@ async def test_switching_alternatives_on_an_early_reply_keeps_it_and_the_cursor_
     _, first, second = forked_chat()
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
-        log = app.chat_log
+        log = app.conversation_view.chat_log
         await pilot.press("up")
         while log.cursor is None or getattr(log.cursor, "message_id", None) != second:
             await pilot.press("up")

@@ -18,14 +18,14 @@ async def test_typing_after_a_click_goes_to_the_composer_not_to_the_commands(env
     async with app.run_test(size=(120, 40)) as pilot:
         await send(app, pilot, "first")
         requests = len(env.fake.chat_requests)
-        user = app.chat_log.query_one(UserBubble)
+        user = app.conversation_view.chat_log.query_one(UserBubble)
         await pilot.click(user)
         await pilot.pause()
-        assert app.chat_log.cursor is user
+        assert app.conversation_view.chat_log.cursor is user
         await pilot.press(*"copy, regenerate, edit")
         await pilot.pause()
-        assert app.composer.text == "copy, regenerate, edit"
-        assert app.focused is app.composer and app.chat_log.cursor is None
+        assert app.conversation_view.composer.text == "copy, regenerate, edit"
+        assert app.focused is app.conversation_view.composer and app.conversation_view.chat_log.cursor is None
         assert len(env.fake.chat_requests) == requests  # no regenerate ran
         assert not any(n.message.startswith("Copied") for n in app._notifications)
 
@@ -38,12 +38,12 @@ async def test_other_printable_keys_in_the_keyboard_cursor_go_to_the_composer(en
         await send(app, pilot, "first")
         await pilot.press("up")
         await pilot.pause()
-        assert app.chat_log.cursor is not None and app.focused is app.chat_log
+        assert app.conversation_view.chat_log.cursor is not None and app.focused is app.conversation_view.chat_log
         await pilot.press(*"hi there")
         await pilot.pause()
-        assert app.composer.text == "hi there" and app.focused is app.composer
+        assert app.conversation_view.composer.text == "hi there" and app.focused is app.conversation_view.composer
         # The listed letters stay commands when the cursor was moved with the keyboard.
-        app.composer.load_text("")
+        app.conversation_view.composer.load_text("")
         await pilot.press("up", "p")
         await pilot.pause()
-        assert app.composer.text == "one"  # "To prompt": the reply's text in the composer
+        assert app.conversation_view.composer.text == "one"  # "To prompt": the reply's text in the composer

@@ -32,7 +32,7 @@ async def until(pilot, condition, timeout: float = 20.0) -> None:
 
 
 def on_screen(app, widget) -> bool:
-    log = app.chat_log
+    log = app.conversation_view.chat_log
     region = widget.region
     return widget.is_attached and region.height > 0 and log.region.contains_region(region)
 
@@ -53,12 +53,12 @@ async def test_sending_after_the_message_cursor_shows_the_message_and_reply(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         await pilot.press("up", "up", "up", "escape")
-        assert app.focused is app.composer
+        assert app.focused is app.conversation_view.composer
         await type_and_send(app, pilot, "hi")
-        await until(pilot, lambda: on_screen(app, app.chat_log.query(AssistantBubble).last()))
-        assert app.chat_log.query(UserBubble).last().text == "hi"
-        assert on_screen(app, app.chat_log.query(UserBubble).last())
-        assert app.chat_log.following
+        await until(pilot, lambda: on_screen(app, app.conversation_view.chat_log.query(AssistantBubble).last()))
+        assert app.conversation_view.chat_log.query(UserBubble).last().text == "hi"
+        assert on_screen(app, app.conversation_view.chat_log.query(UserBubble).last())
+        assert app.conversation_view.chat_log.following
 
 
 @pytest.mark.slow
@@ -71,7 +71,7 @@ async def test_a_long_reply_is_followed_to_its_end_after_the_cursor(env):
         await pilot.pause()
         await pilot.press("up", "up", "up", "escape")
         await type_and_send(app, pilot, "hi")
-        log = app.chat_log
+        log = app.conversation_view.chat_log
         await until(pilot, lambda: log.scroll_y >= log.max_scroll_y and log.max_scroll_y > 0)
         assert on_screen(app, log.query(AssistantBubble).last().query("Markdown").last().children[-1])
 
@@ -85,7 +85,7 @@ async def test_sending_after_ctrl_o_shows_the_message_and_reply(env):
         await pilot.pause()
         await pilot.press("up", "up", "up", "escape", "ctrl+o")
         await type_and_send(app, pilot, "hi")
-        await until(pilot, lambda: on_screen(app, app.chat_log.query(AssistantBubble).last()))
+        await until(pilot, lambda: on_screen(app, app.conversation_view.chat_log.query(AssistantBubble).last()))
 
 
 @pytest.mark.slow
@@ -94,10 +94,10 @@ async def test_end_and_page_down_from_the_composer_reach_the_end(env):
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        log = app.chat_log
+        log = app.conversation_view.chat_log
         await pilot.press("up", "up", "up", "up", "up", "escape")
         await until(pilot, lambda: log.scroll_y < log.max_scroll_y)
-        assert app.focused is app.composer
+        assert app.focused is app.conversation_view.composer
         await pilot.press("end")
         await until(pilot, lambda: log.scroll_y >= log.max_scroll_y)
         await pilot.press("up", "up", "up", "up", "up", "escape")
@@ -119,8 +119,8 @@ async def test_scrolling_up_during_a_reply_stops_following_it(env):
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        log = app.chat_log
-        app.composer.load_text("hi")
+        log = app.conversation_view.chat_log
+        app.conversation_view.composer.load_text("hi")
         await pilot.press("enter")
         await until(pilot, lambda: "paragraph 5" in log.query(AssistantBubble).last().text)
         await pilot.press("pageup")

@@ -71,7 +71,7 @@ async def test_the_first_frame_ends_the_start_up_pause(env, collector_on):
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        assert app._until_painted is None  # the first frame is drawn
+        assert app.startup.until_painted is None  # the first frame is drawn
         assert gc_tuning.STARTUP not in gc_tuning._pauses
         # The warm-up may still hold it (it paused before the start-up let go): never a gap.
         assert gc.isenabled() or gc_tuning._pauses == {gc_tuning.WARM_UP}

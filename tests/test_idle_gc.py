@@ -122,7 +122,7 @@ async def test_pages_released_by_scrolling_are_collected_once_the_scrolling_paus
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause(1.0)
-        log = app.chat_log
+        log = app.conversation_view.chat_log
         collected = _collector_near(monkeypatch, 1)  # the collector's own is far away
         released = False
         for _ in range(200):  # PageUp, well within the idle delay each time, until a page is released

@@ -105,7 +105,7 @@ async def test_the_sixel_widget_draws_the_image_it_shows(env):
     image_conversation(env, sizes=((64, 40),))
     app = AgentApp(env.vault, images="sixel", check_endpoint=False, animate=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        carousel = app.chat_log.query_one(ImageCarousel)
+        carousel = app.conversation_view.chat_log.query_one(ImageCarousel)
         await settle(pilot, carousel)
         await pilot.pause(0.3)
         image = carousel.query_one(".carousel-image")
@@ -157,7 +157,7 @@ async def test_kitty_direct_placement_sends_the_file_and_places_it(env, monkeypa
     image_conversation(env, sizes=((64, 40), (40, 64)))
     app = AgentApp(env.vault, images="kitty-direct", check_endpoint=False, animate=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        carousel = app.chat_log.query_one(ImageCarousel)
+        carousel = app.conversation_view.chat_log.query_one(ImageCarousel)
         await settle(pilot, carousel, "1 / 2")
         image = carousel.query_one(".carousel-image")
         assert isinstance(image, kitty_widget.KittyImage)

@@ -19,7 +19,7 @@ def notifications(app) -> list[str]:
 
 
 async def open_viewer(app, pilot) -> ImageViewerScreen:
-    carousel = app.chat_log.query_one(ImageCarousel)
+    carousel = app.conversation_view.chat_log.query_one(ImageCarousel)
     await settle(pilot, carousel, "1 / 2")
     await pilot.press("f3")
     for _ in range(50):

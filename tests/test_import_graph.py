@@ -183,7 +183,7 @@ def test_the_walker_sees_the_real_package() -> None:
     graph = import_graph()
     # A module-level import, one inside a method, and a type-only one are all edges.
     assert "tui_agent.core.loop" in graph["tui_agent.ui.turn_runner"]
-    assert "tui_agent.ui.turn_runner" in graph["tui_agent.ui.app"]  # inside AgentApp.run_turn
+    assert "tui_agent.ui.turn_runner" in graph["tui_agent.ui.conversation_view"]  # inside ConversationView.run_turn
     assert "tui_agent.core.tools.registry" in graph["tui_agent.ui.app"]  # also under TYPE_CHECKING
     assert "tui_agent.ui.host" in graph["tui_agent.ui.turn_view"]  # only under TYPE_CHECKING
     assert "tui_agent" in graph and "tui_agent.ui.widgets" in graph  # packages are modules too

@@ -53,7 +53,7 @@ async def test_servers_start_after_the_first_paint_and_calls_ask_in_the_modal(en
         assert app.mcp.states() == {}  # nothing started during the first paint
         await wait_until(pilot, lambda: app.mcp.states().get("fx", ("",))[0] == "ready")
         assert "echo" in app.registry
-        app.composer.load_text("echo please")
+        app.conversation_view.composer.load_text("echo please")
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         assert "Run tool 'echo' of MCP server 'fx'" in app.screen.question
@@ -63,7 +63,7 @@ async def test_servers_start_after_the_first_paint_and_calls_ask_in_the_modal(en
         tool_message = env.fake.chat_requests[1]["messages"][-1]
         assert "echo: from the app" in tool_message["content"]
         await send(app, pilot, "draw")
-        view = list(app.chat_log.query(ToolResultView))[-1]
+        view = list(app.conversation_view.chat_log.query(ToolResultView))[-1]
         carousel = view.query_one(ImageCarousel)
         assert len(carousel.paths) == 1 and "media/mcp/fx/picture-" in str(carousel.paths[0])
         assert env.fake.chat_requests[-1]["model"] == "vision-model"
@@ -150,14 +150,14 @@ async def test_mcp_server_time_in_the_app(env):
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_until(pilot, lambda: app.mcp.states().get("time", ("",))[0] == "ready")
         assert len(my_children_running("mcp-server-time")) == 1
-        app.composer.load_text("time in Tokyo?")
+        app.conversation_view.composer.load_text("time in Tokyo?")
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         assert "Run tool 'get_current_time' of MCP server 'time'" in app.screen.question
         await wait_until(pilot, lambda: app.screen.armed)  # keys in the modal's first 0.5 s are ignored
         await pilot.press("y")
         await wait_until(pilot, lambda: not app.turns)
-        view = list(app.chat_log.query(ToolResultView))[-1]
+        view = list(app.conversation_view.chat_log.query(ToolResultView))[-1]
         assert view.block.title == "Tool result · get_current_time · ✓ ok"
         fed_back = env.fake.chat_requests[1]["messages"][-1]
         assert fed_back["role"] == "tool" and "Asia/Tokyo" in fed_back["content"]

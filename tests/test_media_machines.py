@@ -182,7 +182,7 @@ async def test_b_app_draws_a_picture_made_in_a(env, tmp_path):
     b = machine_b(env, tmp_path)
     app = AgentApp(b.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        carousel = app.chat_log.query_one(ImageCarousel)
+        carousel = app.conversation_view.chat_log.query_one(ImageCarousel)
         assert await settle(pilot, carousel) == ""
         image = carousel.query_one(".carousel-image")
         assert image.size.width > 0 and image.size.height > 0
@@ -197,7 +197,7 @@ async def test_a_damaged_or_missing_stored_picture_is_one_clear_line_in_b(env, t
     # The app: each carousel page says why, the app goes on.
     app = AgentApp(b.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        carousel = app.chat_log.query_one(ImageCarousel)
+        carousel = app.conversation_view.chat_log.query_one(ImageCarousel)
         first = await settle(pilot, carousel)
         assert first.startswith("image unavailable: fox-1.png\nthe database's copy of media/animals/fox-1.png")
         assert "is damaged" in first
@@ -282,7 +282,7 @@ async def test_f4_in_b_saves_a_picture_made_in_a_even_when_not_cached(env, tmp_p
     b = machine_b(env, tmp_path)
     app = AgentApp(b.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        assert await settle(pilot, app.chat_log.query_one(ImageCarousel)) == ""
+        assert await settle(pilot, app.conversation_view.chat_log.query_one(ImageCarousel)) == ""
         (b.vault.root / FOX).unlink()  # the cache emptied
         await pilot.press("f4")
         await until(pilot, lambda: (home / "Downloads" / "fox.png").is_file())

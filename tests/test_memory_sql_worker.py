@@ -93,7 +93,7 @@ async def test_escape_and_quit_in_the_app_kill_the_worker(env, pids, monkeypatch
     env.fake.script(Reply(tool_calls=[("memory_sql", json.dumps({"query": INSTR_BOMB}))]), Reply(text="Done."))
     app = AgentApp(env.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        app.composer.load_text("recall")
+        app.conversation_view.composer.load_text("recall")
         await pilot.press("enter")
         for _ in range(400):
             if pids:

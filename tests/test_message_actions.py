@@ -31,7 +31,7 @@ async def settle(app, pilot, timeout: float = 15.0) -> None:
 
 
 async def send(app, pilot, text: str) -> None:
-    app.composer.load_text(text)
+    app.conversation_view.composer.load_text(text)
     await pilot.press("enter")
     await settle(app, pilot)
 
@@ -61,18 +61,18 @@ async def test_cursor_moves_through_messages_and_back_to_the_composer(env):
         await send(app, pilot, "first")
         await send(app, pilot, "second")
         await pilot.press("up")
-        assert app.focused is app.chat_log
-        assert [w.text for w in app.chat_log.query(".-cursor")] == ["two"]
+        assert app.focused is app.conversation_view.chat_log
+        assert [w.text for w in app.conversation_view.chat_log.query(".-cursor")] == ["two"]
         await pilot.press("up", "up")
-        assert [w.text for w in app.chat_log.query(".-cursor")] == ["one"]
+        assert [w.text for w in app.conversation_view.chat_log.query(".-cursor")] == ["one"]
         await pilot.press("down")
-        assert [w.text for w in app.chat_log.query(".-cursor")] == ["second"]
+        assert [w.text for w in app.conversation_view.chat_log.query(".-cursor")] == ["second"]
         await pilot.press("down", "down")
-        assert app.focused is app.composer and not app.chat_log.query(".-cursor")
+        assert app.focused is app.conversation_view.composer and not app.conversation_view.chat_log.query(".-cursor")
         await pilot.press("alt+up")
-        assert [w.text for w in app.chat_log.query(".-cursor")] == ["two"]
+        assert [w.text for w in app.conversation_view.chat_log.query(".-cursor")] == ["two"]
         await pilot.press("escape")
-        assert app.focused is app.composer
+        assert app.focused is app.conversation_view.composer
 
 
 async def test_click_selects_a_message(env):
@@ -80,10 +80,10 @@ async def test_click_selects_a_message(env):
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await send(app, pilot, "first")
-        user = app.chat_log.query_one(UserBubble)
+        user = app.conversation_view.chat_log.query_one(UserBubble)
         await pilot.click(user)
         await pilot.pause()
-        assert app.chat_log.cursor is user and user.has_class("-cursor")
+        assert app.conversation_view.chat_log.cursor is user and user.has_class("-cursor")
 
 
 @pytest.mark.slow
@@ -106,7 +106,7 @@ async def test_copy_message_and_code_block_send_osc52(env):
         await pilot.press("enter")
         await pilot.pause()
         assert copied(written)[-1] == "ls -l\n"
-        assert app.focused is app.chat_log and app.chat_log.cursor is not None
+        assert app.focused is app.conversation_view.chat_log and app.conversation_view.chat_log.cursor is not None
         notices = app.notices_seen
         assert any(m.startswith("Copied ") and "OSC 52" in m for m in notices)
 
@@ -118,7 +118,7 @@ async def test_copy_to_prompt(env):
         await send(app, pilot, "q")
         await pilot.press("up", "p")
         await pilot.pause()
-        assert app.composer.text == "reuse me" and app.focused is app.composer
+        assert app.conversation_view.composer.text == "reuse me" and app.focused is app.conversation_view.composer
 
 
 @pytest.mark.slow
@@ -129,7 +129,7 @@ async def test_regenerate_keeps_alternatives_and_left_right_switch(env):
         await send(app, pilot, "hello")
         await pilot.press("up", "r")
         await settle(app, pilot)
-        (bubble,) = list(app.chat_log.query(AssistantBubble))
+        (bubble,) = list(app.conversation_view.chat_log.query(AssistantBubble))
         assert bubble.text == "second answer"
         bar = bubble.query_one(AlternativesBar)
         assert bar.label() == "2 / 2"
@@ -138,7 +138,7 @@ async def test_regenerate_keeps_alternatives_and_left_right_switch(env):
         # what the next request sees.
         await pilot.press("left")
         await pilot.pause()
-        (bubble,) = list(app.chat_log.query(AssistantBubble))
+        (bubble,) = list(app.conversation_view.chat_log.query(AssistantBubble))
         assert bubble.text == "first answer" and bubble.query_one(AlternativesBar).label() == "1 / 2"
         await pilot.press("escape")
         await send(app, pilot, "go on")
@@ -163,19 +163,24 @@ async def test_edit_and_resend_branches_and_the_marker_switches_back(env):
         await send(app, pilot, "b")
         await pilot.press("up", "up", "e")
         await pilot.pause()
-        assert app.composer.text == "b" and app.focused is app.composer
-        app.composer.load_text("c")
+        assert app.conversation_view.composer.text == "b" and app.focused is app.conversation_view.composer
+        app.conversation_view.composer.load_text("c")
         await pilot.press("enter")
         await settle(app, pilot)
         assert [m["content"] for m in env.fake.chat_requests[2]["messages"][1:]] == ["a", "A", "c"]
-        users = list(app.chat_log.query(UserBubble))
+        users = list(app.conversation_view.chat_log.query(UserBubble))
         assert [u.text for u in users] == ["a", "c"]
         assert users[1].query_one(AlternativesBar).label() == "branch 2 / 2"
         # The old branch is one key away.
         await pilot.click(users[1])
         await pilot.press("left")
         await pilot.pause()
-        assert [w.text for w in app.chat_log.query("UserBubble, AssistantBubble")] == ["a", "A", "b", "B"]
+        assert [w.text for w in app.conversation_view.chat_log.query("UserBubble, AssistantBubble")] == [
+            "a",
+            "A",
+            "b",
+            "B",
+        ]
     conversation = history.list_conversations()[0]
     assert [m.content for m in history.recent_messages(conversation.id)] == ["a", "A", "b", "B"]
     assert len(branches.fork_parents(conversation.id)) == 1
@@ -188,7 +193,7 @@ async def test_escape_stops_editing_without_sending(env):
         await send(app, pilot, "a")
         await pilot.press("up", "up", "e")
         await pilot.press("escape")
-        assert app.editing is None and app.composer.text == ""
+        assert app.conversation_view.editing is None and app.conversation_view.composer.text == ""
     assert len(env.fake.chat_requests) == 1
 
 
@@ -269,12 +274,12 @@ async def test_context_meter_and_window_marker(env):
         meter = app.query_one(ContextMeter)
         # The server's usage wins over the estimate once the reply is in.
         assert meter.estimated is False and meter.budget == 500
-        assert not app.chat_log.query(".window-marker")
+        assert not app.conversation_view.chat_log.query(".window-marker")
         await send(app, pilot, long_text + "again")
         sent = env.fake.chat_requests[1]["messages"]
         assert sent[1]["content"] == "short"  # the first long message was left out to fit
-        (marker,) = app.chat_log.query(".window-marker")
-        following = app.chat_log.children[app.chat_log.children.index(marker) + 1]
+        (marker,) = app.conversation_view.chat_log.query(".window-marker")
+        following = app.conversation_view.chat_log.children[app.conversation_view.chat_log.children.index(marker) + 1]
         assert following.text == "short"
         # Near the budget the meter turns red.
         meter.show(480, 500, estimated=True)

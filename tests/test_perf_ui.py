@@ -70,11 +70,11 @@ def _long_conversation(count: int) -> int:
 
 
 def _ids(app) -> list[int]:
-    return [message_id_of(w) for w in app.chat_log.children if message_id_of(w) is not None]
+    return [message_id_of(w) for w in app.conversation_view.chat_log.children if message_id_of(w) is not None]
 
 
 async def _scroll_to(app, pilot, where: str) -> None:
-    log = app.chat_log
+    log = app.conversation_view.chat_log
     for _ in range(100):
         if where == "home":
             log.scroll_home(animate=False, immediate=True)
@@ -101,7 +101,7 @@ async def test_scrolling_up_releases_the_bottom_and_scrolling_down_brings_it_bac
     monkeypatch.setattr(ChatLog, "_prefetch_older", lambda self: fired.append(self))
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
-        await app.open_conversation(conversation)
+        await app.conversation_view.open_conversation(conversation)
         await pilot.pause()
         first = _ids(app)  # the first paint holds what fills the view, not a whole page
         assert 2 <= len(first) < PAGE and first == all_ids[-len(first) :]
@@ -109,14 +109,14 @@ async def test_scrolling_up_releases_the_bottom_and_scrolling_down_brings_it_bac
             if fired:
                 break
             await pilot.pause(PREFETCH_AFTER_S / 5)
-        assert fired == [app.chat_log]
-        prefetch(app.chat_log)
+        assert fired == [app.conversation_view.chat_log]
+        prefetch(app.conversation_view.chat_log)
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert _ids(app) == all_ids[-(len(first) + PAGE) :]  # a page above it follows by itself
-        assert app.chat_log.following  # and the view stayed at the end
+        assert app.conversation_view.chat_log.following  # and the view stayed at the end
         await _scroll_to(app, pilot, "home")
-        log = app.chat_log
+        log = app.conversation_view.chat_log
         assert len(log.children) <= KEEP + PAGE  # never the whole conversation
         assert _ids(app)[0] == all_ids[0]
         assert log.has_newer and not log.has_older
@@ -134,8 +134,8 @@ async def test_a_long_sitting_releases_the_top_and_a_new_turn_still_shows(env):
     env.fake.script(Reply(text="still here"))
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
-        await app.open_conversation(conversation)
-        log = app.chat_log
+        await app.conversation_view.open_conversation(conversation)
+        log = app.conversation_view.chat_log
         for _ in range(5):
             await log.load_older()
         assert len(log.children) > KEEP
@@ -167,7 +167,7 @@ async def test_a_conversation_begun_in_the_app_gets_its_released_top_back_on_scr
     async with app.run_test(size=(120, 40)) as pilot:
         for i in range(turns):
             await send(app, pilot, f"question {i}")
-        log = app.chat_log
+        log = app.conversation_view.chat_log
         first_id = history.recent_messages(app.conversation_id, limit=1_000)[0].id
         log.anchor()
         await pilot.pause()
@@ -202,7 +202,7 @@ async def test_a_100k_line_reply_is_windowed_plain_text_live_and_reopened(env):
         assert "\x1b" not in view.text and "␛]0;title␇" in view.lines[5]
         conversation = app.conversation_id
         await app.action_new_conversation()
-        await app.open_conversation(conversation)
+        await app.conversation_view.open_conversation(conversation)
         await pilot.pause()
         (bubble,) = children(app, AssistantBubble)
         (view,) = bubble.query(LongText)
@@ -216,9 +216,9 @@ async def test_a_100k_line_reply_is_windowed_plain_text_live_and_reopened(env):
                 break
             await pilot.pause(0.05)
         assert view.scroll_offset.y == view.max_scroll_y > 99_000  # the whole reply can be seen
-        app.composer.focus()
+        app.conversation_view.composer.focus()
         await pilot.press("h", "i")
-        assert app.composer.text == "hi"
+        assert app.conversation_view.composer.text == "hi"
 
 
 async def test_escape_stops_a_huge_reply_while_it_streams(env):
@@ -228,7 +228,7 @@ async def test_escape_stops_a_huge_reply_while_it_streams(env):
         await send(app, pilot, "flood me", wait=False)
         for _ in range(600):
             await pilot.pause(0.05)
-            if app.chat_log.query(LongText):
+            if app.conversation_view.chat_log.query(LongText):
                 break
         else:
             raise AssertionError("the reply never became long")
@@ -246,7 +246,7 @@ async def test_after_a_jump_to_an_old_message_newer_pages_load_on_scroll_down(en
     async with app.run_test(size=(120, 40)) as pilot:
         await app.jump_to_message(conversation, all_ids[10])
         await pilot.pause()
-        assert app.chat_log.has_newer and _ids(app)[-1] < all_ids[-1]
+        assert app.conversation_view.chat_log.has_newer and _ids(app)[-1] < all_ids[-1]
         await _scroll_to(app, pilot, "end")
         ids = _ids(app)
         assert ids[-1] == all_ids[-1] and ids == all_ids[all_ids.index(ids[0]) :]
@@ -268,7 +268,7 @@ async def test_turns_share_one_open_client_until_the_app_ends(env):
         await send(app, pilot, "third")
         assert app.llm_client() is not first
         assert [b.text for b in children(app, AssistantBubble)] == ["one", "two", "three"]
-        clients = list(app._llm_clients.values())
+        clients = list(app.startup.llm_clients.values())
     assert len(clients) == 2 and all(c._client is None for c in clients)  # closed with the app
     assert len(env.fake.chat_requests) == 3
 
@@ -278,9 +278,9 @@ async def test_the_page_above_loads_before_the_top_and_the_view_does_not_jump(en
     conversation = _long_conversation(6 * PAGE)
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
-        await app.open_conversation(conversation)
+        await app.conversation_view.open_conversation(conversation)
         await pilot.pause()
-        log = app.chat_log
+        log = app.conversation_view.chat_log
         before = len(log.children)
         assert log.has_older and log.max_scroll_y > 2
         top = log.scroll_y - 2
@@ -303,7 +303,7 @@ async def test_a_new_bubble_does_not_restyle_the_rest_of_the_log(env):
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await send(app, pilot, "hi")
-        order_styled = [w for w in app.chat_log.query("*") if w._has_order_style]
+        order_styled = [w for w in app.conversation_view.chat_log.query("*") if w._has_order_style]
         assert all(type(w).__name__.startswith("Markdown") and w.parent.has_class("reply") for w in order_styled)
         (bubble,) = children(app, AssistantBubble)
         blocks = list(bubble.query_one(Markdown).children)
@@ -328,10 +328,10 @@ async def test_long_lived_objects_leave_the_collector_after_the_warm_up(env, mon
         app.freeze_gc_after_preload = True
         async with app.run_test(size=(120, 40)) as pilot:
             for _ in range(300):
-                if app._preload_done.is_set():
+                if app.startup.preload_done.is_set():
                     break
                 await pilot.pause(0.05)
-            assert app._preload_done.is_set()
+            assert app.startup.preload_done.is_set()
             assert gc.get_freeze_count() > 10_000  # the modules, classes and functions of the app and openai
     finally:
         gc.unfreeze()
@@ -354,7 +354,7 @@ async def test_the_footer_is_built_after_the_first_paint_with_every_key(env, mon
         slot = app.query_one("#footer-slot")
         assert (slot.region.y, slot.region.height) == (39, 1)  # the row is kept: nothing moves later
         assert not app.query(Footer)
-        await app._mount_footer()
+        await app.startup.mount_footer()
         await pilot.pause(0.1)
         assert not app.query("#footer-slot")
         footer = app.query_one(Footer)
@@ -373,7 +373,7 @@ async def test_a_footer_due_after_the_app_closed_does_nothing(env, monkeypatch):
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
     assert not app.screen_stack
-    await app._mount_footer()  # raised IndexError: list index out of range
+    await app.startup.mount_footer()  # raised IndexError: list index out of range
 
 
 async def test_plain_messages_open_as_one_widget_each(env):
@@ -387,9 +387,9 @@ async def test_plain_messages_open_as_one_widget_each(env):
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        bubbles = list(app.chat_log.children)
+        bubbles = list(app.conversation_view.chat_log.children)
         assert len(bubbles) >= 8
-        assert list(app.chat_log.query("*")) == bubbles
+        assert list(app.conversation_view.chat_log.query("*")) == bubbles
         assert "answer 19, bold and soft." in str(bubbles[-1].render())
         assert str(bubbles[-2].render()) == "question 19 with `code`"  # as typed
 
@@ -407,14 +407,14 @@ async def test_the_slash_hints_are_mounted_at_the_first_slash_not_on_the_first_p
         await pilot.pause()
         (hints,) = app.query(SlashHints)
         column = list(app.query_one("#chat-column").children)
-        assert column.index(hints) == column.index(app.composer) - 1  # right above the composer
+        assert column.index(hints) == column.index(app.conversation_view.composer) - 1  # right above the composer
         assert hints.has_class("-visible") and hints.get_option_at_index(0).id == "new"
         await pilot.press("backspace", "i")
         await pilot.pause()
         assert list(app.query(SlashHints)) == [hints]  # the same list, filled again
         assert hints.get_option_at_index(0).id == "imagine"
         await pilot.press("escape")
-        assert app.composer.text == ""
+        assert app.conversation_view.composer.text == ""
         await pilot.pause()
         assert not hints.has_class("-visible")
 
@@ -432,11 +432,11 @@ async def test_earlier_messages_are_read_on_the_first_recall_not_on_the_first_pa
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(app, pilot)
         assert app.conversation_id == conversation
-        assert app.composer._recall_source is not None  # not read yet
+        assert app.conversation_view.composer._recall_source is not None  # not read yet
         await pilot.press("ctrl+up")
-        assert app.composer.text == "newer question"
+        assert app.conversation_view.composer.text == "newer question"
         await pilot.press("ctrl+up")
-        assert app.composer.text == "older question"
+        assert app.conversation_view.composer.text == "older question"
     assert rows(env.vault.db_path, stored) == written == [(written[0][0], str(conversation))]
 
 
@@ -460,13 +460,13 @@ async def test_the_screen_is_not_laid_out_again_at_the_size_it_has_but_a_resize_
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(app, pilot)
         assert resized.count((120, 40)) == 1, resized
-        wide = app.chat_log.children[-1].size
+        wide = app.conversation_view.chat_log.children[-1].size
         await pilot.resize_terminal(80, 30)
         await settle(app, pilot)
-        narrow = app.chat_log.children[-1].size
+        narrow = app.conversation_view.chat_log.children[-1].size
         assert (80, 30) in resized
         assert narrow.width < wide.width and narrow.height > wide.height  # re-wrapped: more lines
-        assert app.composer.region.bottom <= 30
+        assert app.conversation_view.composer.region.bottom <= 30
 
 
 async def test_a_long_last_paragraph_is_written_less_often_so_a_long_reply_costs_linear_time(env):
@@ -477,7 +477,7 @@ async def test_a_long_last_paragraph_is_written_less_often_so_a_long_reply_costs
 
     app = make(env)
     async with app.run_test(size=(120, 40)):
-        view = turn_view.TurnView(app, None)
+        view = turn_view.TurnView(app.conversation_view, None)
         view.bubble = AssistantBubble("")
         assert view._frame_s() == turn_view.FRAME_S
         view.bubble._parts.append("word " * 2_000 + "\n\n" + "word " * 1_000)  # the last block: 5,000
@@ -498,10 +498,10 @@ async def test_opening_a_conversation_again_cancels_the_page_load_the_first_open
     monkeypatch.setattr(ChatLog, "_prefetch_older", lambda self: fired.append(self))
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
-        await app.open_conversation(conversation)
-        await app.open_conversation(conversation)
+        await app.conversation_view.open_conversation(conversation)
+        await app.conversation_view.open_conversation(conversation)
         await pilot.pause(4 * PREFETCH_AFTER_S)
-        assert fired == [app.chat_log]
+        assert fired == [app.conversation_view.chat_log]
 
 
 @pytest.mark.parametrize("words", [True, False])

@@ -26,7 +26,7 @@ def make(env, **kwargs) -> AgentApp:
 
 
 async def send(app, pilot, text: str) -> None:
-    app.composer.load_text(text)
+    app.conversation_view.composer.load_text(text)
     await pilot.press("enter")
     await settle(app, pilot)
 
@@ -41,7 +41,7 @@ async def settle(app, pilot, timeout: float = 20.0) -> None:
 
 
 def status(app) -> str:
-    return str(app.status_line.render())
+    return str(app.conversation_view.status_line.render())
 
 
 # ------------------------------------------------------------------ 2. failures are visible
@@ -51,7 +51,7 @@ async def test_a_failed_image_tool_shows_a_red_card_and_the_reason_on_the_title(
     async with app.run_test(size=(120, 40)) as pilot:
         await send(app, pilot, "/imagine FAIL a fox")
         await send(app, pilot, "/imagine GARBAGE a fox")
-        first, second = app.chat_log.query(ToolResultView)
+        first, second = app.conversation_view.chat_log.query(ToolResultView)
         card = str(first.query_one(ErrorCard).render())
         assert card.startswith("✗ generate_image failed\nflux2 failed: model exploded: out of memory")
         assert first.block.collapsed and first.block.title.startswith(
@@ -71,7 +71,7 @@ async def test_every_tool_puts_its_reason_on_the_title(env):
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await send(app, pilot, "show me nope")
-        (view,) = app.chat_log.query(ToolResultView)
+        (view,) = app.conversation_view.chat_log.query(ToolResultView)
         assert view.block.title == "Tool result · show_image · ✗ not found: media/nope.png"
         assert view.query(ErrorCard)
 
@@ -82,7 +82,7 @@ async def test_capped_count_warning_is_next_to_the_carousel(env):
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await send(app, pilot, "ten foxes please")
-        (view,) = app.chat_log.query(ToolResultView)
+        (view,) = app.conversation_view.chat_log.query(ToolResultView)
         warning = view.query_one(".tool-warning")
         assert str(warning.render()) == "⚠ count 10 capped at 4"
         names = [type(w).__name__ for w in view.children]
@@ -100,7 +100,7 @@ async def test_html_in_a_reply_is_shown_as_text(env):
     async with app.run_test(size=(120, 40)) as pilot:
         await send(app, pilot, "how?")
         await send(app, pilot, "2+2?")
-        first, second = app.chat_log.query(AssistantBubble)
+        first, second = app.conversation_view.chat_log.query(AssistantBubble)
         for bubble, expected in (
             (first, "Wrap it in a <div> element and use <b>bold</b>."),
             (second, "The answer is 4"),
@@ -110,9 +110,9 @@ async def test_html_in_a_reply_is_shown_as_text(env):
         # The <think> part is the model's reasoning (issue 8): nothing is eaten, it sits in the Thinking block.
         (thinking,) = second.query("ThinkingBlock")
         assert thinking.text.strip() == "pondering"
-        await app.open_conversation(app.conversation_id)  # from the database: the same
+        await app.conversation_view.open_conversation(app.conversation_id)  # from the database: the same
         await pilot.pause()
-        reopened = app.chat_log.query(AssistantBubble).first()
+        reopened = app.conversation_view.chat_log.query(AssistantBubble).first()
         assert "<div>" in " ".join(str(b._content) for b in reopened.query_one(Markdown).children)
 
 
@@ -124,7 +124,7 @@ async def test_brackets_survive_in_search_hits_and_slash_hints(env):
         hits = [hit async for hit in HistorySearch(app.screen).search("capybara")]
         assert "[bold]not bold[/bold]" in str(hits[0].match_display)
         assert "[1, 2]" in str(hits[0].match_display)
-        app.composer.load_text("/gen")
+        app.conversation_view.composer.load_text("/gen")
         await pilot.pause()
         hints = app.query_one(SlashHints)
         assert str(hints.get_option_at_index(0).prompt).startswith("/generate-image [n] <prompt>")
@@ -140,16 +140,16 @@ async def test_closing_panels_and_modals_returns_focus_to_the_composer(env):
         app.query_one("#field-base_url", Input).focus()
         await pilot.press("ctrl+b")
         await pilot.pause()
-        assert app.focused is app.composer
+        assert app.focused is app.conversation_view.composer
         await pilot.press("h", "i")
-        assert app.composer.text == "hi" and app.profile.base_url == env.fake.base_url
+        assert app.conversation_view.composer.text == "hi" and app.profile.base_url == env.fake.base_url
         for key in ("ctrl+t", "ctrl+p", "ctrl+l"):
             await pilot.press(key)
             await pilot.pause(0.2)
             assert app.screen is not app.screen_stack[0]
             await pilot.press("escape")
             await pilot.pause(0.2)
-            assert app.focused is app.composer, key
+            assert app.focused is app.conversation_view.composer, key
 
 
 # ------------------------------------------------------------------ 6. newer pages after a jump
@@ -165,7 +165,7 @@ async def test_after_a_jump_newer_pages_load_on_scroll_down(env):
     async with app.run_test(size=(120, 40)) as pilot:
         await app.jump_to_message(conversation.id, ids[10])
         await pilot.pause()
-        log = app.chat_log
+        log = app.conversation_view.chat_log
         assert log.has_newer and ids[-1] not in [getattr(w, "message_id", None) for w in log.children]
         for _ in range(50):  # a slow machine lays out one page per scroll
             log.scroll_end(animate=False)
@@ -185,7 +185,7 @@ async def test_sending_after_a_jump_shows_the_reply_at_the_end(env):
         await app.jump_to_message(conversation.id, ids[3])
         await pilot.pause()
         await send(app, pilot, "latest")
-        texts = [b.text for b in app.chat_log.query(UserBubble)]
+        texts = [b.text for b in app.conversation_view.chat_log.query(UserBubble)]
         assert texts[-2:] == ["m49", "latest"]
 
 
@@ -213,7 +213,7 @@ async def test_status_line_states(env):
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         assert status(app) == "chat-model · ready"
-        app.composer.load_text("one")
+        app.conversation_view.composer.load_text("one")
         await pilot.press("enter")
         seen = set()
         for _ in range(200):
@@ -223,7 +223,7 @@ async def test_status_line_states(env):
                 break
         assert "chat-model · waiting for the first token · 0.0s" in seen
         assert status(app).startswith("chat-model · done in 0.0s")
-        app.composer.load_text("two")
+        app.conversation_view.composer.load_text("two")
         await pilot.press("enter")
         streaming = set()
         for _ in range(400):
@@ -234,9 +234,9 @@ async def test_status_line_states(env):
                 break
         assert any(s.startswith("chat-model · streaming · ") and " tokens" in s for s in streaming), streaming
         await send(app, pilot, "three")
-        assert status(app).startswith("error · ") and app.status_line.state == "error"
+        assert status(app).startswith("error · ") and app.conversation_view.status_line.state == "error"
         other = history.new_conversation("other")
-        await app.open_conversation(other.id)
+        await app.conversation_view.open_conversation(other.id)
         assert status(app) == "chat-model · ready"
 
 
@@ -247,7 +247,7 @@ async def test_status_line_connecting_then_offline(env):
         assert status(app).startswith("connecting to http://127.0.0.1:9/v1")
         for _ in range(200):
             await pilot.pause(0.05)
-            if app.status_line.state == "offline":
+            if app.conversation_view.status_line.state == "offline":
                 break
         assert status(app).startswith("offline · no model answers at http://127.0.0.1:9/v1")
 
@@ -257,7 +257,7 @@ async def test_status_line_ready_once_the_endpoint_answers(env):
     async with app.run_test(size=(120, 40)) as pilot:
         for _ in range(200):
             await pilot.pause(0.05)
-            if app.status_line.state != "connecting":
+            if app.conversation_view.status_line.state != "connecting":
                 break
         assert status(app) == "chat-model · ready"
 
@@ -268,11 +268,11 @@ async def test_retry_resends_the_failed_turn_without_a_second_user_message(env):
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await send(app, pilot, "tell me")
-        assert app.chat_log.query(ErrorCard)
+        assert app.conversation_view.chat_log.query(ErrorCard)
         await pilot.press("ctrl+r")
         await settle(app, pilot)
-        assert [b.text for b in app.chat_log.query(UserBubble)] == ["tell me"]
-        assert app.chat_log.query(AssistantBubble).last().text == "Here it is."
+        assert [b.text for b in app.conversation_view.chat_log.query(UserBubble)] == ["tell me"]
+        assert app.conversation_view.chat_log.query(AssistantBubble).last().text == "Here it is."
         assert status(app).startswith("chat-model · done")
     stored = rows(env.vault.db_path, "SELECT role, content FROM messages WHERE role IN ('user', 'assistant')")
     assert stored == [("user", "tell me"), ("assistant", "Here it is.")]
@@ -306,8 +306,8 @@ async def test_a_failed_attach_gives_the_text_back_with_the_cursor_at_the_end(en
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await send(app, pilot, "/attach missing.png what is this")
-        assert app.composer.text == "/attach missing.png what is this"
-        assert app.composer.cursor_location == app.composer.document.end
+        assert app.conversation_view.composer.text == "/attach missing.png what is this"
+        assert app.conversation_view.composer.cursor_location == app.conversation_view.composer.document.end
 
 
 async def test_double_slash_sends_a_literal_slash(env):
@@ -332,7 +332,7 @@ async def test_system_prompt_and_memory_are_multi_line_editors(env):
             area = app.query_one(f"#field-{name}", TextArea)
             area.focus()
             area.load_text(f"line one of {name}\nline two")
-            app.composer.focus()
+            app.conversation_view.composer.focus()
             await pilot.pause()
             assert getattr(env.reload_profile(), name) == f"line one of {name}\nline two"
 
@@ -362,7 +362,7 @@ async def test_the_theme_chosen_is_remembered(env):
 async def test_notifications_are_plain_text(env):
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
-        app.chat_log.notify("photo [draft].png is no longer in the vault\x1b]0;x\x07")
+        app.conversation_view.chat_log.notify("photo [draft].png is no longer in the vault\x1b]0;x\x07")
         await pilot.pause()
         (note,) = list(app._notifications)
         assert note.message == "photo [draft].png is no longer in the vault␛]0;x␇" and note.markup is False
@@ -372,7 +372,7 @@ async def test_waiting_seconds_count_up_while_no_token_comes(env):
     now = [100.0]
     app = AgentApp(env.vault, images="halfcell", clock=lambda: now[0], animate=True, check_endpoint=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        app.status_line.waiting("chat-model", 100.0)
+        app.conversation_view.status_line.waiting("chat-model", 100.0)
         assert status(app) == "chat-model · waiting for the first token · 0.0s"
         now[0] = 103.5
         for _ in range(100):

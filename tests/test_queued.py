@@ -35,14 +35,18 @@ async def test_a_message_sent_during_a_reply_waits_visibly_and_goes_as_its_own_t
         await pilot.press("enter")
         await type_text(pilot, "alpha 3")
         await pilot.press("enter")
-        assert app.composer.text == ""
+        assert app.conversation_view.composer.text == ""
         assert "foxtrot 2" in queued_line(app) and "alpha 3" in queued_line(app)
         hold.set()
         await until(pilot, lambda: len(env.fake.chat_requests) == 3 and not app.turns, timeout=30)
         await pilot.pause()
         users = [m["content"] for m in env.fake.chat_requests[2]["messages"] if m["role"] == "user"]
         assert users == ["foxtrot 1", "foxtrot 2", "alpha 3"]
-        assert [b.text for b in app.chat_log.query(UserBubble)] == ["foxtrot 1", "foxtrot 2", "alpha 3"]
+        assert [b.text for b in app.conversation_view.chat_log.query(UserBubble)] == [
+            "foxtrot 1",
+            "foxtrot 2",
+            "alpha 3",
+        ]
         assert queued_line(app) == ""
 
 
@@ -61,8 +65,8 @@ async def test_a_cancelled_reply_gives_the_queued_message_back_unglued(env):
             await type_text(pilot, "alpha 3")
             await pilot.press("escape")
             await until(pilot, lambda: not app.turns)
-            await until(pilot, lambda: "foxtrot 2" in app.composer.text)
-            assert app.composer.text == "foxtrot 2\n\nalpha 3"
+            await until(pilot, lambda: "foxtrot 2" in app.conversation_view.composer.text)
+            assert app.conversation_view.composer.text == "foxtrot 2\n\nalpha 3"
             assert queued_line(app) == ""
             assert len(env.fake.chat_requests) == 1
     finally:

@@ -83,14 +83,14 @@ async def test_status_updates_while_streaming_repaint_the_line_only(env, monkeyp
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(app, pilot)
-        asked = _layouts_asked(monkeypatch, app.status_line)
-        width = app.status_line.region.width
+        asked = _layouts_asked(monkeypatch, app.conversation_view.status_line)
+        width = app.conversation_view.status_line.region.width
         for tokens in range(1, 21):  # once a frame while a reply streams
-            app.status_line.streaming("chat-model", tokens * 7, app.clock() - 1.0)
+            app.conversation_view.status_line.streaming("chat-model", tokens * 7, app.clock() - 1.0)
             await pilot.pause()
-        assert "140 tokens" in str(app.status_line.render())
+        assert "140 tokens" in str(app.conversation_view.status_line.render())
         assert asked and not any(asked)  # repainted each time, never laid out again
-        assert app.status_line.region.width == width  # one row, as wide as the row leaves it
+        assert app.conversation_view.status_line.region.width == width  # one row, as wide as the row leaves it
 
 
 async def test_the_context_meter_lays_out_only_when_its_width_changes(env, monkeypatch):
@@ -109,7 +109,10 @@ async def test_the_context_meter_lays_out_only_when_its_width_changes(env, monke
         await pilot.pause()
         assert any(asked)
         assert meter.region.width == len("ctx ~12.0k / 32.0k (38%)") + 2
-        assert app.status_line.region.right == meter.region.x or meter.region.right == app.status_line.region.x
+        assert (
+            app.conversation_view.status_line.region.right == meter.region.x
+            or meter.region.right == app.conversation_view.status_line.region.x
+        )
 
 
 def test_events_are_immutable_values():

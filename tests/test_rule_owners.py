@@ -34,13 +34,13 @@ async def test_the_composer_refuses_a_long_message_with_cores_reason(env) -> Non
     app = make(env)
     text = "y" * (MAX_MESSAGE_CHARS + 5)
     async with app.run_test(size=(120, 40)) as pilot:
-        app.composer.load_text(text)
+        app.conversation_view.composer.load_text(text)
         await pilot.press("enter")
         await wait_for(pilot, lambda: app.__dict__.get("notices_seen"))
         reason = message_too_long(text)
         assert reason is not None
         assert app.notices_seen == [reason[:1].upper() + reason[1:]]  # type: ignore[attr-defined]
-        assert app.composer.text == text and not app.turns
+        assert app.conversation_view.composer.text == text and not app.turns
 
 
 async def test_help_is_read_as_cores_parser_reads_it(env) -> None:
@@ -48,10 +48,12 @@ async def test_help_is_read_as_cores_parser_reads_it(env) -> None:
     assert slash.parse("/HELP") == slash.SlashCommand(slash.HELP)
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
-        app.composer.load_text("/HELP")
+        app.conversation_view.composer.load_text("/HELP")
         await pilot.press("enter")
-        await wait_for(pilot, lambda: any("Keys" in str(w.render()) for w in app.chat_log.query(Static)))
-        assert not app.turns and app.composer.text == ""
+        await wait_for(
+            pilot, lambda: any("Keys" in str(w.render()) for w in app.conversation_view.chat_log.query(Static))
+        )
+        assert not app.turns and app.conversation_view.composer.text == ""
     assert history.last_conversation() is None  # nothing stored, no conversation made
 
 
@@ -59,9 +61,9 @@ async def test_new_is_read_as_cores_parser_reads_it(env) -> None:
     """`/New` starts a new chat in the app, as /new does, without storing an empty conversation."""
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
-        app.composer.load_text("/New")
+        app.conversation_view.composer.load_text("/New")
         await pilot.press("enter")
-        await wait_for(pilot, lambda: app.composer.text == "")
+        await wait_for(pilot, lambda: app.conversation_view.composer.text == "")
         await pilot.pause()
         assert not app.turns and app.conversation_id is None
     assert history.last_conversation() is None

@@ -108,5 +108,5 @@ async def test_palette_shows_newest_hits_with_title_and_date_and_pages_on(env):
         await pilot.press("enter")
         await wait_until(pilot, lambda: not isinstance(app.screen, CommandPalette))
         await wait_until(pilot, lambda: app.conversation_id == 8)
-        found = app.chat_log.query(".-found")
+        found = app.conversation_view.chat_log.query(".-found")
         assert found.first().message_id == newest[store_search.PAGE]

@@ -24,17 +24,17 @@ async def test_the_status_says_it_waits_for_approval_and_the_edited_message_show
     env.fake.script(Reply(tool_calls=[("memory_sql", json.dumps({"query": query}))]), Reply(text="Done."))
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
-        app.composer.load_text("fix my first message")
+        app.conversation_view.composer.load_text("fix my first message")
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
-        status = str(app.status_line.render())
+        status = str(app.conversation_view.status_line.render())
         assert "waiting for your approval" in status and "running" not in status
         await until(pilot, lambda: app.screen.armed)  # keys in the dialog's first half second are ignored
         await pilot.press("y")
         await until(pilot, lambda: not app.turns)
         await pilot.pause()
         assert Message.get_by_id(original.id).content == "edited text"
-        texts = [b.text for b in app.chat_log.query(UserBubble)]
+        texts = [b.text for b in app.conversation_view.chat_log.query(UserBubble)]
         assert texts[0] == "edited text" and "original text" not in texts
 
 
@@ -49,8 +49,8 @@ async def test_the_first_run_card_names_the_profiles_model(env):
     app = make(env)
     app.check_endpoint = True
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: bool(app.chat_log.query(".setup-card")))
-        card = str(app.chat_log.query_one(".setup-card").render())
+        await until(pilot, lambda: bool(app.conversation_view.chat_log.query(".setup-card")))
+        card = str(app.conversation_view.chat_log.query_one(".setup-card").render())
         assert "ollama pull mistral-small3.2" in card and "qwen3" not in card
 
 
@@ -76,7 +76,7 @@ async def test_a_new_conversation_shows_its_title_in_the_header_and_the_sidebar(
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("ctrl+b")
         await until(pilot, lambda: bool(app.query(ListView)))
-        app.composer.load_text("plan a trip to Lisbon")
+        app.conversation_view.composer.load_text("plan a trip to Lisbon")
         await pilot.press("enter")
         await until(pilot, lambda: not app.turns)
         await pilot.pause()

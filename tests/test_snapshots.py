@@ -89,7 +89,7 @@ def test_empty_first_run(env, snap_compare):
     async def run_before(pilot):
         for _ in range(100):
             await pilot.pause(0.05)
-            if pilot.app.chat_log.query(".setup-card"):
+            if pilot.app.conversation_view.chat_log.query(".setup-card"):
                 break
         await pilot.pause(0.1)
 
@@ -102,7 +102,7 @@ def test_streamed_markdown_reply(env, snap_compare):
     env.fake.script(Reply(text=MARKDOWN_REPLY, chunk_size=3))
 
     async def run_before(pilot):
-        pilot.app.composer.load_text("How do I reverse a list?")
+        pilot.app.conversation_view.composer.load_text("How do I reverse a list?")
         await pilot.press("enter")
         await wait_idle(pilot)
 
@@ -133,7 +133,7 @@ def test_carousel_three_images_after_right(env, snap_compare):
 
     async def run_before(pilot):
         await pilot.pause()
-        carousel = pilot.app.chat_log.query_one("ImageCarousel")
+        carousel = pilot.app.conversation_view.chat_log.query_one("ImageCarousel")
         carousel.focus()
         await pilot.press("right")
         for _ in range(100):
@@ -151,12 +151,14 @@ def test_generating_placeholder(env, snap_compare):
 
     async def run_before(pilot):
         app = pilot.app
-        view = TurnView(app, None)
+        view = TurnView(app.conversation_view, None)
         conversation = history.new_conversation("generating")
-        await app.open_conversation(conversation.id)
+        await app.conversation_view.open_conversation(conversation.id)
         view.conversation_id = conversation.id
         user = history.add_message(conversation.id, "user", "/imagine a lighthouse at night")
-        await view.handle(ev.TurnStarted(conversation.id, user.id))
+        await view.handle(
+            ev.TurnStarted(conversation.id, user.id, ev.StoredMessage(user.id, user.content), conversation.title)
+        )
         await view.handle(
             ev.ToolStarted("c1", "generate_image", "{}", "generate_image imagine/lighthouse.png: a lighthouse at night")
         )
@@ -170,7 +172,7 @@ def test_error_card(env, snap_compare):
     profiles.set_field(env.profile, "base_url", "http://127.0.0.1:9/v1")
 
     async def run_before(pilot):
-        pilot.app.composer.load_text("hello?")
+        pilot.app.conversation_view.composer.load_text("hello?")
         await pilot.press("enter")
         await wait_idle(pilot)
 
@@ -204,7 +206,7 @@ def test_approval_modal(env, snap_compare):
     )
 
     async def run_before(pilot):
-        pilot.app.composer.load_text("correct my first message to Paris")
+        pilot.app.conversation_view.composer.load_text("correct my first message to Paris")
         await pilot.press("enter")
         for _ in range(100):
             await pilot.pause(0.05)

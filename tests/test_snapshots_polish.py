@@ -63,10 +63,12 @@ def status_snapshot(env, snap_compare, events) -> None:
     async def run_before(pilot):
         app = pilot.app
         conversation = history.new_conversation("status")
-        await app.open_conversation(conversation.id)
+        await app.conversation_view.open_conversation(conversation.id)
         user = history.add_message(conversation.id, "user", "Tell me about foxes")
-        view = TurnView(app, conversation.id)
-        await view.handle(ev.TurnStarted(conversation.id, user.id))
+        view = TurnView(app.conversation_view, conversation.id)
+        await view.handle(
+            ev.TurnStarted(conversation.id, user.id, ev.StoredMessage(user.id, user.content), conversation.title)
+        )
         for event in events:
             await view.handle(event)
         await view.flush()

@@ -35,7 +35,7 @@ def test_thinking_expanded(env, snap_compare):
 
     async def run_before(pilot):
         await pilot.pause()
-        pilot.app.chat_log.query_one("ThinkingBlock").collapsed = False
+        pilot.app.conversation_view.chat_log.query_one("ThinkingBlock").collapsed = False
         await pilot.pause(0.2)
 
     assert snap_compare(make(env), terminal_size=SIZE, run_before=run_before)

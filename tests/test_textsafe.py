@@ -64,28 +64,31 @@ async def test_the_app_never_renders_raw_controls(env):
     env.fake.script(Reply(text=HOSTILE, chunk_size=5), Reply(status=400, error_message=f"no{ESC}[2Jpe"))
     app = AgentApp(env.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        app.composer.load_text("hi")
+        app.conversation_view.composer.load_text("hi")
         await pilot.press("enter")
         for _ in range(200):
             await pilot.pause(0.05)
             if not app.turns:
                 break
-        app.composer.load_text("again")
+        app.conversation_view.composer.load_text("again")
         await pilot.press("enter")
         for _ in range(200):
             await pilot.pause(0.05)
-            if not app.turns and app.chat_log.query(ErrorCard):
+            if not app.turns and app.conversation_view.chat_log.query(ErrorCard):
                 break
         await pilot.pause(0.2)
-        (bubble, *_) = app.chat_log.query(AssistantBubble)
+        (bubble, *_) = app.conversation_view.chat_log.query(AssistantBubble)
         assert bubble.text == HOSTILE  # stored and kept as it came
-        card = str(app.chat_log.query(ErrorCard).last().render())
+        card = str(app.conversation_view.chat_log.query(ErrorCard).last().render())
         assert "no␛[2Jpe" in card
         conversation = history.get_conversation(app.conversation_id)
         history.rename_conversation(conversation.id, f"t{ESC}]0;T{BEL}")
-        await app.open_conversation(conversation.id)  # reopened: rendered from the database
+        await app.conversation_view.open_conversation(conversation.id)  # reopened: rendered from the database
         await pilot.pause(0.2)
-        assert "␛]0;PWNED-TITLE␇" in app.chat_log.query(AssistantBubble).first().query_one("Markdown").source
+        assert (
+            "␛]0;PWNED-TITLE␇"
+            in app.conversation_view.chat_log.query(AssistantBubble).first().query_one("Markdown").source
+        )
         assert "␛]0;T␇" in app.sub_title
         for text in (str(w.render()) for w in app.screen.query("*") if hasattr(w, "render")):
             assert ESC not in text and "\x9b" not in text and BEL not in text

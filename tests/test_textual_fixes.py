@@ -32,16 +32,16 @@ async def test_render_caches_of_removed_bubbles_are_freed(env):
     conversation = _conversation(30)
     app = make(env)
     async with app.run_test(size=(100, 40)) as pilot:
-        await app.open_conversation(conversation)
+        await app.conversation_view.open_conversation(conversation)
         await pilot.pause()
-        rendered = [w for w in app.chat_log.query("*") if w.region.height > 0]
+        rendered = [w for w in app.conversation_view.chat_log.query("*") if w.region.height > 0]
         assert len(rendered) > 10
         assert any(isinstance(w, Markdown) for w in rendered)
         assert any(isinstance(w, AssistantBubble) and not w.children for w in rendered)
         caches = [weakref.ref(w._styles_cache) for w in rendered if w._styles_cache._cache]
         assert len(caches) > 10  # they drew lines: their caches hold them
         del rendered
-        await app.open_conversation(None)  # the log lets every bubble go
+        await app.conversation_view.open_conversation(None)  # the log lets every bubble go
         await pilot.pause()
         gc.collect()
         alive = [c for c in caches if c() is not None]

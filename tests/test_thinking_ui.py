@@ -28,7 +28,7 @@ def make(env) -> AgentApp:
 
 
 async def run(app, pilot, text: str) -> None:
-    app.composer.load_text(text)
+    app.conversation_view.composer.load_text(text)
     await pilot.press("enter")
     for _ in range(300):
         await pilot.pause(0.05)
@@ -51,7 +51,7 @@ async def test_thinking_block_above_the_reply_collapses_and_reopens(env, replay,
     app = make(env)
     async with app.run_test(size=(100, 30)) as pilot:
         await run(app, pilot, "question")
-        (bubble,) = app.chat_log.query(AssistantBubble)
+        (bubble,) = app.conversation_view.chat_log.query(AssistantBubble)
         (block,) = bubble.query(ThinkingBlock)
         assert bubble.text.strip() == answer
         assert block.text.strip() == reasoning and str(block.body.render()) == reasoning
@@ -63,9 +63,9 @@ async def test_thinking_block_above_the_reply_collapses_and_reopens(env, replay,
         await pilot.press("ctrl+g")
         assert block.display
         # Reopened, the conversation shows the stored reasoning, collapsed.
-        await app.chat_log.show_conversation(app.chat_log.conversation_id)
+        await app.conversation_view.chat_log.show_conversation(app.conversation_view.chat_log.conversation_id)
         await pilot.pause()
-        (bubble,) = app.chat_log.query(AssistantBubble)
+        (bubble,) = app.conversation_view.chat_log.query(AssistantBubble)
         (block,) = bubble.query(ThinkingBlock)
         assert block.collapsed and block.title == "Thinking" and block.text == reasoning
         assert bubble.text == answer
@@ -78,7 +78,7 @@ async def test_hidden_thinking_stays_hidden_for_new_replies_and_palette_has_the_
     async with app.run_test(size=(100, 30)) as pilot:
         await app.run_action("toggle_thinking")
         await run(app, pilot, "hi")
-        (block,) = app.chat_log.query(ThinkingBlock)
+        (block,) = app.conversation_view.chat_log.query(ThinkingBlock)
         assert not block.display
         # Ctrl+O (all tool results) leaves thinking blocks alone.
         await pilot.press("ctrl+o")
@@ -90,18 +90,18 @@ async def test_live_thinking_streams_open_then_collapses_when_the_answer_starts(
     replay.script(held("deepseek_reasoning_content.sse", 3))
     app = make(env)
     async with app.run_test(size=(100, 30)) as pilot:
-        app.composer.load_text("question")
+        app.conversation_view.composer.load_text("question")
         await pilot.press("enter")
         block = None
         for _ in range(300):
             await pilot.pause(0.05)
-            blocks = list(app.chat_log.query(ThinkingBlock))
+            blocks = list(app.conversation_view.chat_log.query(ThinkingBlock))
             if blocks and blocks[0].text.strip() == "9.11 vs 9.8: compare tenths, 1 < 8.":
                 block = blocks[0]
                 break
         assert block is not None, "the reasoning never streamed into a thinking block"
         assert not block.collapsed and block.title == "Thinking… 0s"
-        (bubble,) = app.chat_log.query(AssistantBubble)
+        (bubble,) = app.conversation_view.chat_log.query(AssistantBubble)
         assert bubble.text == ""
         replay.release()
         for _ in range(300):
@@ -117,6 +117,6 @@ async def test_a_transient_midstream_error_shows_the_partial_marked_and_the_retr
     app = make(env)
     async with app.run_test(size=(100, 30)) as pilot:
         await run(app, pilot, "hi")
-        first, second = app.chat_log.query(AssistantBubble)
+        first, second = app.conversation_view.chat_log.query(AssistantBubble)
         assert first.text == "The first half of " and first.status == "error"
         assert second.text == "All done." and second.status == "complete"

@@ -100,11 +100,13 @@ async def test_an_unset_api_key_is_reported_and_the_welcome_line_comes_back(env,
     env.profile.save()
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
-        (welcome,) = app.chat_log.query(".welcome")
+        (welcome,) = app.conversation_view.chat_log.query(".welcome")
         await pilot.pause(0.3)
-        assert "TUI_TEST_UNSET_KEY is not set" in str(app.status_line.render())  # said at start, no crash
+        assert "TUI_TEST_UNSET_KEY is not set" in str(
+            app.conversation_view.status_line.render()
+        )  # said at start, no crash
         await send(app, pilot, "hello there")
         assert children(app, UserBubble) == []
-        assert app.composer.text == "hello there"  # nothing lost
+        assert app.conversation_view.composer.text == "hello there"  # nothing lost
         assert welcome.display and welcome.is_attached  # hidden at Enter, shown again
-        assert "TUI_TEST_UNSET_KEY" in str(app.chat_log.query(".error-card").first().render())
+        assert "TUI_TEST_UNSET_KEY" in str(app.conversation_view.chat_log.query(".error-card").first().render())

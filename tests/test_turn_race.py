@@ -78,14 +78,14 @@ async def test_escape_while_the_app_shows_the_finished_reply_keeps_it(env, monke
     monkeypatch.setattr(TurnView, "handle", handle_then_escape)
     app = AgentApp(env.vault, images="halfcell", check_endpoint=False, animate=False)
     async with app.run_test(size=(100, 30)) as pilot:
-        app.composer.load_text("question")
+        app.conversation_view.composer.load_text("question")
         await pilot.press("enter")
         for _ in range(200):
             await pilot.pause(0.05)
-            if not app.turns and app.chat_log.query(AssistantBubble):
+            if not app.turns and app.conversation_view.chat_log.query(AssistantBubble):
                 break
         await pilot.pause(0.2)
-        (bubble,) = app.chat_log.query(AssistantBubble)
+        (bubble,) = app.conversation_view.chat_log.query(AssistantBubble)
         assert bubble.text == "The finished answer."
     assert rows(env.vault.db_path, "SELECT role, content, status FROM messages ORDER BY id")[-1] == (
         "assistant",
@@ -110,7 +110,7 @@ async def test_a_reply_that_finishes_while_its_first_frame_is_written_shows_whol
     monkeypatch.setattr(AssistantBubble, "write", held_write)
     app = AgentApp(env.vault, images="halfcell", check_endpoint=False, animate=False)
     async with app.run_test(size=(100, 30)) as pilot:
-        view = TurnView(app, None)
+        view = TurnView(app.conversation_view, None)
         await view.handle(ev.AssistantStarted(model="m"))
         await view.handle(ev.TextDelta("The whole reply."))
         await writing.wait()  # the flusher is in the first write
@@ -120,6 +120,6 @@ async def test_a_reply_that_finishes_while_its_first_frame_is_written_shows_whol
         go_on.set()
         await finishing
         await pilot.pause()
-        (bubble,) = app.chat_log.query(AssistantBubble)
+        (bubble,) = app.conversation_view.chat_log.query(AssistantBubble)
         assert bubble._stream is None  # stopped after the write, not before it
         assert bubble.query_one(Markdown).source == "The whole reply."

@@ -35,9 +35,9 @@ def start_in(cloned: Clone, monkeypatch: pytest.MonkeyPatch):
 
 
 async def send(app, pilot, text: str) -> None:
-    app.composer.load_text(text)
+    app.conversation_view.composer.load_text(text)
     await pilot.press("enter")
-    await wait_until(pilot, lambda: app.turns or not app.composer.text)  # the app took it
+    await wait_until(pilot, lambda: app.turns or not app.conversation_view.composer.text)  # the app took it
     await wait_until(pilot, lambda: not app.turns)
 
 
@@ -57,13 +57,13 @@ async def test_not_now_runs_nothing_and_sends_no_key(clone, monkeypatch):  # noq
         await wait_until(pilot, lambda: app.screen.armed)
         await pilot.press("n")
         await wait_until(pilot, lambda: not isinstance(app.screen, TrustScreen))
-        await wait_until(pilot, lambda: app._preload_done.is_set())
+        await wait_until(pilot, lambda: app.startup.preload_done.is_set())
         await wait_until(pilot, lambda: app.mcp._starting is None or app.mcp._starting.done())
         clone.fake.script(Reply(text="should not be asked"))
-        app.composer.load_text("hi")
+        app.conversation_view.composer.load_text("hi")
         await pilot.press("enter")
         await wait_until(pilot, lambda: app.query(ErrorCard) and not app.turns)
-        assert app.composer.text == "hi"  # nothing was sent: the message is back for another try
+        assert app.conversation_view.composer.text == "hi"  # nothing was sent: the message is back for another try
         cards = [str(card.render()) for card in app.query(ErrorCard)]
         assert any(
             "This vault is not trusted yet" in card and "CLONED_KEY is not read or sent" in card for card in cards
@@ -88,7 +88,7 @@ async def test_not_now_is_for_this_run_only(clone, monkeypatch):  # noqa: F811
         await wait_until(pilot, lambda: isinstance(app.screen, TrustScreen) and app.screen.armed)
         await pilot.press("n")
         await wait_until(pilot, lambda: not isinstance(app.screen, TrustScreen))
-        await wait_until(pilot, lambda: app._preload_done.is_set())
+        await wait_until(pilot, lambda: app.startup.preload_done.is_set())
         await wait_until(pilot, lambda: app.mcp._starting is None or app.mcp._starting.done())
     clone.nothing_ran()
     assert clone.fake.requests == []

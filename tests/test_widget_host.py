@@ -29,14 +29,14 @@ async def test_the_app_is_a_widget_host_and_its_widgets_read_it(env) -> None:
     app = AgentApp(env.vault, images="halfcell", check_endpoint=False, clock=lambda: 7.0, animate=False)
     assert isinstance(app, WidgetHost) and host_of(app) is app
     async with app.run_test(size=(100, 30)) as pilot:
-        assert app.composer.cursor_blink is False  # live_motion from the app: not animated
+        assert app.conversation_view.composer.cursor_blink is False  # live_motion from the app: not animated
         spinner = Spinner("working")
-        await app.chat_log.mount(spinner)
+        await app.conversation_view.chat_log.mount(spinner)
         await pilot.pause()
         assert spinner._started == 7.0  # the app's clock
         assert toggle_all(app) is False and app.thinking_hidden is True
         block = ThinkingBlock("why", live=False)
-        await app.chat_log.mount(block)
+        await app.conversation_view.chat_log.mount(block)
         await pilot.pause()
         assert block.display is False  # a block that comes later reads the toggle from the app
 

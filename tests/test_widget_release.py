@@ -53,7 +53,7 @@ def _refs(widgets: list[Widget]) -> list[weakref.ref[Widget]]:
 async def _page_up_until_released(app, pilot, first: set[int]) -> None:
     """PageUp until the page first shown is released, then two pages more: Textual's arrangement
     cache holds the last few layouts of the log (and their widgets) until newer ones replace them."""
-    log = app.chat_log
+    log = app.conversation_view.chat_log
     loads_after = None
     for _ in range(200):
         log.scroll_page_up(animate=False)
@@ -74,7 +74,7 @@ async def test_a_page_released_by_scrolling_is_freed_without_a_full_collection(e
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause(1.0)
-        newest = list(app.chat_log.children)
+        newest = list(app.conversation_view.chat_log.children)
         refs = _refs(newest)
         _promote()
         await _page_up_until_released(app, pilot, {id(w) for w in newest})
@@ -93,13 +93,13 @@ async def test_switching_conversations_frees_the_one_shown_before(env, young_col
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause(1.0)
-        refs = _refs(list(app.chat_log.children))
+        refs = _refs(list(app.conversation_view.chat_log.children))
         assert refs
         _promote()
-        await app.chat_log.show_conversation(second)
+        await app.conversation_view.chat_log.show_conversation(second)
         for _ in range(3):
             await pilot.pause(0.05)
-        assert [w.text for w in app.chat_log.children if hasattr(w, "text")] == ["hello"]
+        assert [w.text for w in app.conversation_view.chat_log.children if hasattr(w, "text")] == ["hello"]
         alive = await _alive_after_young_collections(pilot, refs)
         assert alive <= len(refs) // 4, f"{alive} of {len(refs)} widgets of the last conversation alive"
 
@@ -140,7 +140,7 @@ async def test_a_card_below_does_not_keep_the_whole_conversation_mounted_and_com
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause(1.0)
-        log = app.chat_log
+        log = app.conversation_view.chat_log
         await log.mount(NoticeCard("a card after the last message", classes="setup-card"))
         await _scroll_to(app, pilot, "home")
         assert _ids(app)[0] == all_ids[0]
@@ -164,7 +164,7 @@ async def test_the_window_marker_comes_back_with_its_page(env):
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause(1.0)
-        log = app.chat_log
+        log = app.conversation_view.chat_log
         first_seen = all_ids[-5]  # the model sees the last five messages
         await log.mark_window_start(first_seen)
 

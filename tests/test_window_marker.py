@@ -24,7 +24,7 @@ def chat(turns: int) -> int:
 
 
 def marker_before(app) -> str | None:
-    log = app.chat_log
+    log = app.conversation_view.chat_log
     markers = list(log.query(".window-marker"))
     if not markers:
         return None
@@ -38,7 +38,7 @@ async def test_the_marker_shows_after_a_turn_in_a_long_conversation(env):
     env.fake.script(Reply(text="short"))
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
-        app.composer.load_text("hi")
+        app.conversation_view.composer.load_text("hi")
         await pilot.press("enter")
         await until(pilot, lambda: not app.turns)
         await pilot.pause()

@@ -6,6 +6,7 @@ Immutable value classes written out by hand: as frozen dataclasses, the sixteen 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -79,8 +80,43 @@ class _UserTurn(_Event):
         _set(self, "user_message_id", user_message_id)
 
 
+class StoredMessage(_Event):
+    """A message as the loop stored it, with what the screen draws of it: its text, its attached
+    files (vault-relative, in order) and, at a fork, the ids of it and its alternatives (oldest
+    first; empty when it has none), so that nothing is read back from the store to draw it."""
+
+    __slots__ = ("alternatives", "attachments", "content", "id")
+    id: int
+    content: str
+    attachments: tuple[str, ...]
+    alternatives: tuple[int, ...]
+
+    def __init__(
+        self, id: int, content: str, attachments: Sequence[str] = (), alternatives: Sequence[int] = ()
+    ) -> None:
+        _set(self, "id", id)
+        _set(self, "content", content)
+        _set(self, "attachments", tuple(attachments))
+        _set(self, "alternatives", tuple(alternatives))
+
+    @property
+    def position(self) -> int | None:
+        """1-based place among its alternatives (the "n" of "◀ n / N ▶"), None when it has none."""
+        return self.alternatives.index(self.id) + 1 if self.id in self.alternatives else None
+
+
 class TurnStarted(_UserTurn):
-    __slots__ = ()
+    """The user's message is stored (``message``); ``title``: the conversation's title now (a new
+    conversation is titled by its first message)."""
+
+    __slots__ = ("message", "title")
+    message: StoredMessage
+    title: str
+
+    def __init__(self, conversation_id: int, user_message_id: int, message: StoredMessage, title: str = "") -> None:
+        super().__init__(conversation_id, user_message_id)
+        _set(self, "message", message)
+        _set(self, "title", title)
 
 
 class TurnRetried(_UserTurn):
@@ -90,7 +126,14 @@ class TurnRetried(_UserTurn):
 
 
 class ConversationChanged(_InConversation):
-    __slots__ = ()
+    """The turn runs in another conversation (a new one): its ``title`` as stored ("" if none yet)."""
+
+    __slots__ = ("title",)
+    title: str
+
+    def __init__(self, conversation_id: int, title: str = "") -> None:
+        super().__init__(conversation_id)
+        _set(self, "title", title)
 
 
 class BranchChanged(_InConversation):
@@ -169,7 +212,19 @@ class TextToReasoning(_Text):
 
 
 class AssistantFinished(_Event):
-    __slots__ = ("completion_tokens", "message_id", "model", "prompt_tokens", "reasoning", "status", "text")
+    """The reply is stored (``message_id``, None if nothing was); ``alternatives``: the ids of it and
+    the replies it stands beside (regenerated), oldest first, or empty."""
+
+    __slots__ = (
+        "alternatives",
+        "completion_tokens",
+        "message_id",
+        "model",
+        "prompt_tokens",
+        "reasoning",
+        "status",
+        "text",
+    )
     message_id: int | None
     text: str
     model: str
@@ -177,6 +232,7 @@ class AssistantFinished(_Event):
     prompt_tokens: int | None
     completion_tokens: int | None
     reasoning: str
+    alternatives: tuple[int, ...]
 
     def __init__(
         self,
@@ -187,6 +243,7 @@ class AssistantFinished(_Event):
         prompt_tokens: int | None = None,
         completion_tokens: int | None = None,
         reasoning: str = "",
+        alternatives: Sequence[int] = (),
     ) -> None:
         _set(self, "message_id", message_id)
         _set(self, "text", text)
@@ -195,6 +252,7 @@ class AssistantFinished(_Event):
         _set(self, "prompt_tokens", prompt_tokens)
         _set(self, "completion_tokens", completion_tokens)
         _set(self, "reasoning", reasoning)
+        _set(self, "alternatives", tuple(alternatives))
 
 
 class ToolStarted(_Event):

@@ -162,7 +162,9 @@ class AgentLoop:
             branches.rewind_to_parent_of(edit_of)
             yield ev.BranchChanged(conversation_id)
         user = history.add_message(conversation_id, "user", text, attachments=files)
-        yield ev.TurnStarted(conversation_id, user.id)
+        title = history.get_conversation(conversation_id).title  # a new conversation's, from this message
+        stored = ev.StoredMessage(user.id, text, files, _alternatives(user))
+        yield ev.TurnStarted(conversation_id, user.id, stored, title)
 
         pending: list[llm.ToolCall] = []
         if command is not None and command.tool is not None:
@@ -298,13 +300,19 @@ class AgentLoop:
                         item.prompt_tokens,
                         item.completion_tokens,
                         reasoning=item.reasoning,
+                        alternatives=_alternatives(row),
                     )
                     yield item
                 elif isinstance(item, llm.Restart):
                     # The server said the failure is transient: the partial reply stays, the request goes again.
                     partial = reply.save("error")
                     yield ev.AssistantFinished(
-                        partial.id if partial else None, reply.text, model, "error", reasoning=reply.reasoning
+                        partial.id if partial else None,
+                        reply.text,
+                        model,
+                        "error",
+                        reasoning=reply.reasoning,
+                        alternatives=_alternatives(partial) if partial else (),
                     )
                     reply = _Reply(conversation_id, model, FLUSH_INTERVAL_S)
                     yield ev.AssistantStarted(model)
@@ -371,3 +379,10 @@ async def _close(stream: Any) -> None:
             await close()
         except Exception:  # the stream is abandoned; its own error does not matter any more
             log.debug("closing the stream failed", exc_info=True)
+
+
+def _alternatives(message: Message) -> list[int]:
+    """``message`` and its alternatives (ids, oldest first) when it sits at a fork, else [] (the
+    events carry them: the screen draws "◀ n / N ▶" without reading the store again)."""
+    forks = branches.fork_parents(message.conversation_id, [message.parent_id])
+    return branches.alternatives(message, forks) if forks else []

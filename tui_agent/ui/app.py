@@ -1,39 +1,39 @@
-"""The full-screen app: chat log, composer, status line, sidebar; the core loop runs in workers."""
+"""The full-screen app, only what is app-wide: key bindings and the palette, theme, sidebar, screens
+(log, approval, image viewer), MCP's lifecycle, start-up (``startup``). The conversation on screen
+(chat log, composer, turns, message actions) is its ``conversation_view`` (ui/conversation_view.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from textual import on, work
+from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
-from textual.widgets import Header, Static
-from textual.worker import Worker, WorkerState
+from textual.containers import Horizontal
+from textual.notifications import SeverityLevel
+from textual.widgets import Collapsible, Header, Static
+from textual.worker import Worker
 
-from tui_agent.core import profiles, slash
-from tui_agent.core.limits import message_too_long
+from tui_agent.core import profiles
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Profile
+from tui_agent.core.textsafe import visible
 from tui_agent.core.vault import Vault
-from tui_agent.ui import text_guard, textual_fixes
-from tui_agent.ui.commands import AgentCommands, HistorySearch
-from tui_agent.ui.errors import friendly
+from tui_agent.ui import image_actions, text_guard, textual_fixes
+from tui_agent.ui.chat_screen import ChatScreen
+from tui_agent.ui.commands import HELP_EXTRA, AgentCommands, HistorySearch
+from tui_agent.ui.conversation_view import ConversationView
 from tui_agent.ui.gc_tuning import IdleCollector
+from tui_agent.ui.host import ViewDeps
 from tui_agent.ui.mcp_control import McpControl
 from tui_agent.ui.paths import styles_dir
-from tui_agent.ui.queued import SendQueue
-from tui_agent.ui.startup import StartupMixin
-from tui_agent.ui.widgets.bubbles import ErrorCard, UserBubble
-from tui_agent.ui.widgets.chat_log import ChatLog
-from tui_agent.ui.widgets.composer import Composer, SlashHints
-from tui_agent.ui.widgets.context_meter import ContextMeter
-from tui_agent.ui.widgets.status import StatusLine
+from tui_agent.ui.startup import Startup
+from tui_agent.ui.widgets.carousel import ImageCarousel
+from tui_agent.ui.widgets.sidebar_messages import ConversationsAction, ConversationSelected, ProfileChanged
 
 if TYPE_CHECKING:
     from tui_agent.core.llm import LLMClient
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("tui_agent.ui")
 
 
-class AgentApp(StartupMixin):
+class AgentApp(App[None]):
     TITLE = "tui-agent"
     CSS_PATH = [styles_dir() / "app.tcss"]
     COMMANDS = App.COMMANDS | {AgentCommands, HistorySearch}
@@ -81,43 +81,66 @@ class AgentApp(StartupMixin):
         profiles.set_run_profile(profile_name or None)  # this run only; `profile use` switches for good
         self._images_choice = images
         self._image_class: type | None = None
-        self.check_endpoint = check_endpoint
+        self.check_endpoint = check_endpoint  # the endpoint is asked once the client is ready
         self._tool_registry = registry
-        self._preload: Worker[None] | None = None
-        self._until_painted: list[Callable[[], object]] | None = []  # None once the first frame is drawn
-        self._preload_done = asyncio.Event()
-        self._llm_clients: dict[tuple[str, str, float, str], LLMClient] = {}
         self.clock = clock
         self.live_motion = animate
         self.thinking_hidden = False  # every thinking block hidden (Ctrl+G): widgets/thinking.toggle_all
         self.freeze_gc_after_preload = False  # set by run_app: tests keep the collector as it is
-        self.conversation_id: int | None = None
-        self.turns: dict[int | None, Worker[None]] = {}
         self.idle_gc = IdleCollector(self)  # full collections between replies, not during them
         self.always_approve = False
-        self.pending_attachments: list[str] = []
         self.mcp = McpControl(self)
-        self.send_queue = SendQueue(self)
+        # The conversation on screen: it gets what it needs of the app as callables (ui/host.ViewDeps).
+        self.conversation_view = ConversationView(
+            ViewDeps(
+                vault=vault,
+                clock=clock,
+                profile=profiles.active_profile,
+                registry=lambda: self.registry,
+                llm_client=self.llm_client,
+                client_ready=self.client_ready,
+                before_turn=self.mcp.before_turn,
+                approve=self.approve,
+                first_words_shown=self.first_words_shown,
+                input_seen=self.idle_gc.input_seen,
+                turn_ended=self.idle_gc.turn_ended,
+                help_keys=self.help_keys,
+                show_title=self._show_title,
+            ),
+            id="chat-column",
+        )
+        # Around the first frame: the warm-up, the client, the Footer, the endpoint check, trust.
+        self.startup = Startup(
+            self,
+            self.conversation_view,
+            self.mcp,
+            profile=profiles.active_profile,
+            registry_found=self._registry_found,
+            freeze_gc=lambda: self.freeze_gc_after_preload,
+            check_endpoint=lambda: self.check_endpoint,
+        )
 
     # ----------------------------------------------------------------- layout
     def compose(self) -> ComposeResult:
         yield Header()
         with Horizontal(id="main"):
-            with Vertical(id="chat-column"):
-                yield ChatLog(self.vault, id="chat-log")
-                with Horizontal(id="status-row"):
-                    yield StatusLine("", id="status")
-                    yield ContextMeter(id="context-meter")
-                yield Static("", id="pending-attachments", markup=False)
-                # SlashHints (an OptionList) is mounted above the composer at the first "/": not on the first paint.
-                yield Composer(id="composer")
+            yield self.conversation_view  # the sidebar is mounted before it at Ctrl+B
         # The Footer is built right after the first paint (_after_first_paint): it recomposes its
         # keys on every bindings change at start-up (focus, screen), a third of the first paint.
         yield Static(id="footer-slot")
 
+    def get_default_screen(self) -> ChatScreen:
+        return ChatScreen(id="_default")  # focus goes back to the composer whenever it resumes
+
     @property
-    def status_line(self) -> StatusLine:
-        return self.query_one("#status", StatusLine)
+    def conversation_id(self) -> int | None:
+        """The conversation on screen (the sidebar marks it)."""
+        return self.conversation_view.conversation_id
+
+    @property
+    def turns(self) -> dict[int | None, Worker[None]]:
+        """The replies running, one per conversation (the idle collector waits for them)."""
+        return self.conversation_view.turns
 
     @property
     def image_class(self) -> type:
@@ -146,118 +169,178 @@ class AgentApp(StartupMixin):
         apply_saved_theme(self)
         # The status first: opening the conversation then leaves a "connecting" line as it is.
         profile = self.profile
+        view = self.conversation_view
         if self.check_endpoint:
-            self.status_line.connecting(profile.base_url)
+            view.status_line.connecting(profile.base_url)
         else:
-            self.status_line.ready(profile.chat_model)
+            view.status_line.ready(profile.chat_model)
         last = history.last_conversation()
         # Not stored again: next start finds the same one (a write transaction saved on the first paint).
-        await self.open_conversation(last.id if last else None, remember=False)
+        await view.open_conversation(last.id if last else None, remember=False)
         from tui_agent.ui.live_updates import follow
 
         self.live_updates = follow(self)  # PostgreSQL: what other machines store shows here as it comes
-        self.composer.focus()
-        self.ask_about_trust()  # a ./jj_vault not trusted yet: the dialog comes over the chat
+        view.composer.focus()
+        self.startup.ask_about_trust()  # a ./jj_vault not trusted yet: the dialog comes over the chat
         self.mcp.install_signal_handlers()
         log.info("chat screen ready (pid %d)", os.getpid())
         # The openai import (~0.5-1 s) starts right after the first frame, so a message sent at once
         # waits as little as possible for it (run.py may have started it even earlier).
         self.call_after_refresh(self._after_first_paint)
 
-    # ------------------------------------------------------------------ turns
-    @on(Composer.Changed)
-    async def _composer_changed(self) -> None:
-        self.idle_gc.input_seen()
-        specs = self.composer.matches()
-        for hints in self.query("#slash-hints").results(SlashHints):
-            hints.show(specs)
-            return
-        if specs:
-            hints = SlashHints(id="slash-hints")
-            await self.query_one("#chat-column").mount(hints, before=self.composer)
-            hints.show(specs)
+    def _after_first_paint(self) -> None:
+        self.startup.after_first_paint()
 
-    @on(Composer.Submitted)
-    async def _submitted(self, event: Composer.Submitted) -> None:
-        text = event.text.strip()
-        if (too_long := message_too_long(text)) is not None:  # core's rule, as the loop and `ask` apply it
-            self.notify(too_long[:1].upper() + too_long[1:], severity="error")
+    # ------------------------------------------------ app-wide panels and keys
+    async def action_toggle_sidebar(self) -> None:
+        """The sidebar is built (and imported) on first use: it is not needed for the first paint."""
+        from tui_agent.ui.widgets.sidebar import Sidebar
+
+        existing = self.query(Sidebar)
+        if existing:
+            sidebar = existing.first()
+            sidebar.display = not sidebar.display
+            if not sidebar.display:
+                self.conversation_view.composer.focus()  # never leave focus in a hidden field
             return
-        if self.conversation_id in self.turns:
-            if self.editing is not None:
-                self.notify("A reply is still running here: wait, or press Esc to cancel it.", severity="warning")
-                return
-            # Sent when the reply ends, as its own message (shown above the composer meanwhile).
-            self.composer.remember(text)
-            self.composer.clear()
-            await self.send_queue.add(self.conversation_id, text)
-            return
-        try:
-            command = slash.parse(text)  # core's parser: the loop reads the same text the same way
-        except slash.SlashError as exc:
-            await self.chat_log.mount(ErrorCard(friendly("usage", str(exc))))
-            return
-        if command is not None and command.name in (slash.HELP, slash.NEW):  # nothing to send: done here
-            self.composer.clear()
-            if command.name == slash.HELP:
-                await self.action_help()
-            else:
-                await self.action_new_conversation()
-            return
-        self.composer.remember(text)
-        self.composer.clear()
-        attachments, self.pending_attachments = self.pending_attachments, []
-        self.show_pending_attachments()
-        edit_of, self.editing = self.editing, None
-        # Scrolled up far (or jumped to a search hit, or moved the message cursor): back to the end,
-        # following the message and its reply.
-        await self.chat_log.go_to_end()
-        bubble = None
-        if not text.startswith("/") and edit_of is None:
-            # The user's bubble shows at once; the turn adopts it once the message is stored.
-            bubble = UserBubble(text, [self.vault.root / p for p in attachments])
-            # The welcome line goes in the same frame as the bubble comes (not a layout later);
-            # hidden, not removed: it comes back if nothing could be sent (see turn_runner).
-            for welcome in self.chat_log.query(".welcome"):
-                welcome.display = False
-            await self.chat_log.mount(bubble)
-        self.turns[self.conversation_id] = self.run_turn(
-            self.conversation_id, text, attachments, edit_of=edit_of, bubble=bubble
+        await self.query_one("#main").mount(Sidebar(id="sidebar"), before=0)
+
+    @on(ProfileChanged)
+    def _profile_changed(self) -> None:
+        self.conversation_view.status_line.ready(self.profile.chat_model)
+
+    @on(ConversationSelected)
+    async def _conversation_selected(self, event: ConversationSelected) -> None:
+        if event.conversation_id != self.conversation_id:
+            await self.conversation_view.open_conversation(event.conversation_id)
+
+    @on(ConversationsAction)
+    async def _conversation_action(self, event: ConversationsAction) -> None:
+        await self.run_action(
+            {"new": "new_conversation", "rename": "rename_conversation", "delete": "delete_conversation"}[event.action]
         )
+
+    def action_toggle_thinking(self) -> None:
+        from tui_agent.ui.widgets.thinking import toggle_all
+
+        toggle_all(self)
+
+    def action_show_log(self) -> None:
+        from tui_agent.ui.screens.log_screen import LogScreen
+
+        self.push_screen(LogScreen(self.vault.log_file))
+
+    def help_keys(self) -> str:
+        keys = "\n".join(
+            f"{binding.key:<10} {binding.description}" for binding in self.BINDINGS if isinstance(binding, Binding)
+        )
+        return f"{keys}\n{HELP_EXTRA}"
+
+    # The keys and the palette name the conversation's actions here (app-wide): the view does them.
+    async def action_help(self) -> None:
+        await self.conversation_view.action_help()
+
+    async def action_new_conversation(self) -> None:
+        await self.conversation_view.action_new_conversation()
+
+    async def jump_to_message(self, conversation_id: int, message_id: int) -> None:
+        await self.conversation_view.jump_to_message(conversation_id, message_id)  # a history-search hit
+
+    def action_cancel_turn(self) -> None:
+        self.conversation_view.action_cancel_turn()
 
     def action_retry_turn(self) -> None:
-        """Send the failed last turn again, from the user message already stored."""
-        if self.conversation_id is None:
-            self.notify("Nothing to retry yet.")
-        elif self.conversation_id in self.turns:
-            self.notify("A reply is still running here: wait, or press Esc to cancel it.", severity="warning")
-        else:
-            self.turns[self.conversation_id] = self.run_turn(self.conversation_id, "", [], retry=True)
+        self.conversation_view.action_retry_turn()
 
-    @work(group="turns", exit_on_error=False)
-    async def run_turn(
-        self,
-        conversation_id: int | None,
-        text: str,
-        attachments: list[str],
-        *,
-        edit_of: int | None = None,
-        regenerate: int | None = None,
-        retry: bool = False,
-        bubble: UserBubble | None = None,
-    ) -> None:
-        """One turn on screen: a new message, an edited one (``edit_of``: the conversation forks
-        there), another answer in place of reply ``regenerate``, or the failed last turn again."""
-        from tui_agent.ui.turn_runner import run_turn
+    def action_rename_conversation(self) -> None:
+        self.conversation_view.action_rename_conversation()
 
-        await run_turn(
-            self, conversation_id, text, attachments, edit_of=edit_of, regenerate=regenerate, retry=retry, bubble=bubble
-        )
+    def action_delete_conversation(self) -> None:
+        self.conversation_view.action_delete_conversation()
+
+    def action_attach(self) -> None:
+        self.conversation_view.action_attach()
+
+    def action_toggle_tools(self) -> None:
+        """Every tool block of the conversation on screen expanded, or all collapsed (Ctrl+O)."""
+        from tui_agent.ui.widgets.thinking import ThinkingBlock
+
+        blocks = [b for b in self.conversation_view.chat_log.query(Collapsible) if not isinstance(b, ThinkingBlock)]
+        expand = any(block.collapsed for block in blocks)
+        for block in blocks:
+            block.collapsed = not expand
+
+    def action_open_image(self) -> None:
+        image_actions.open_image(self.conversation_view)
+
+    def action_download_image(self) -> None:
+        image_actions.download_image(self.conversation_view)
+
+    def action_open_gallery(self) -> None:
+        image_actions.open_gallery(self.conversation_view)
+
+    @on(ImageCarousel.OpenRequested)
+    def _open_image(self, event: ImageCarousel.OpenRequested) -> None:
+        image_actions.open_full_size(self.conversation_view, event)  # the viewer is a screen of the app
+
+    def action_select_messages(self) -> None:
+        self.conversation_view.action_select_messages()
+
+    def action_message_menu(self) -> None:
+        self.conversation_view.action_message_menu()
+
+    def action_copy_message(self) -> None:
+        self.conversation_view.action_copy_message()
+
+    def action_copy_to_prompt(self) -> None:
+        self.conversation_view.action_copy_to_prompt()
+
+    def action_regenerate(self) -> None:
+        self.conversation_view.action_regenerate()
+
+    def action_edit_message(self) -> None:
+        self.conversation_view.action_edit_message()
+
+    def action_alternative(self, delta: int) -> None:
+        self.conversation_view.action_alternative(delta)
+
+    def action_export_markdown(self) -> None:
+        self.conversation_view.action_export_markdown()
+
+    def action_export_json(self) -> None:
+        self.conversation_view.action_export_json()
+
+    # ----------------------------------------------------- start-up (ui/startup)
+    def when_painted(self, callback: Callable[[], object]) -> None:
+        """``callback`` once the first frame is on screen (at once if it is)."""
+        self.startup.when_painted(callback)
+
+    def first_words_shown(self) -> None:
+        self.startup.first_words_shown()
+
+    async def client_ready(self) -> None:
+        await self.startup.client_ready()
+
+    def llm_client(self, profile: Profile | None = None) -> LLMClient:
+        return self.startup.llm_client(profile)
+
+    def _registry_found(self, registry: ToolRegistry | None) -> None:
+        if self._tool_registry is None:
+            self._tool_registry = registry  # else the property builds it on first use
+
+    def action_trust_vault(self) -> None:
+        self.startup.trust_vault()
+
+    def on_resize(self) -> None:
+        """A resize may come with another cell size (a tmux client attached): images follow it."""
+        from tui_agent.ui.cell_follow import follow_cell
+
+        self.run_worker(follow_cell(self), group="cell", exit_on_error=False)
 
     async def on_unmount(self) -> None:
         profiles.set_run_profile(None)  # --profile was for this run of the app only
         await self.mcp.aclose()  # every MCP server process ends with the app
-        for client in self._llm_clients.values():
+        for client in self.startup.llm_clients.values():
             await client.close()
 
     async def approve(self, tool: str, question: str) -> bool:
@@ -265,32 +348,47 @@ class AgentApp(StartupMixin):
             return True
         from tui_agent.ui.screens.dialogs import ApprovalScreen
 
-        self.status_line.awaiting_approval(tool)  # not "running": nothing runs until the user answers
+        status = self.conversation_view.status_line
+        status.awaiting_approval(tool)  # not "running": nothing runs until the user answers
         choice = await self.push_screen_wait(ApprovalScreen(tool, question))
-        self.status_line.tool_running(tool)
+        status.tool_running(tool)
         if choice == "always":
             self.always_approve = True
         return choice in ("yes", "always")
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.state == WorkerState.ERROR and event.worker.group == "turns":
-            error = event.worker.error
-            log.error("turn failed", exc_info=error)
-            self.chat_log.mount(ErrorCard(friendly("error", f"{error.__class__.__name__}: {error}")))
+    async def _show_title(self, title: str, always: bool) -> None:
+        """The conversation view's title in the header; the sidebar's list again if it changed."""
+        if always or title != self.sub_title:
+            self.sub_title = title
+            for conversations in self.query("ConversationList"):
+                await conversations.reload(self.conversation_id)  # type: ignore[attr-defined]
 
-    @on(Composer.CursorRequested)
-    def _cursor_requested(self) -> None:
-        self.chat_log.enter_cursor()
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Notifications often name files or quote errors: shown as plain text, control characters visible."""
+        # Always plain: a file name like "a[b].png" is not markup, whoever called notify.
+        super().notify(visible(message), title=visible(title), severity=severity, timeout=timeout, markup=False)
 
-    def action_cancel_turn(self) -> None:
-        worker = self.turns.get(self.conversation_id)
-        if worker is not None:
-            worker.cancel()
-            self.turns.pop(self.conversation_id, None)
-        elif self.stop_editing():
-            pass
-        elif any(hints.has_class("-visible") for hints in self.query(SlashHints)):
-            self.composer.clear()
+    def copy_to_clipboard(self, text: str) -> None:
+        """Every copy (ours and Textual's text selection) goes every way available, and says which."""
+        from tui_agent.core.textsafe import clipboard_text
+        from tui_agent.ui.clipboard import copy_text
+        from tui_agent.ui.terminal_probe import served_in_browser
+
+        self._clipboard = clipboard_text(text)
+        driver = self._driver
+        report = copy_text(text, driver.write if driver is not None else None)
+        message = report.message()
+        if served_in_browser() and report.arrived:
+            message = message.replace("terminal (OSC 52)", "browser clipboard")
+        self.notify(message, severity="information" if report.arrived else "error")
 
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from tui_agent.ui.history_search import HistorySearch
 
-__all__ = ["ACTIONS", "AgentCommands", "HistorySearch"]
+__all__ = ["ACTIONS", "HELP_EXTRA", "AgentCommands", "HistorySearch"]
 
 ACTIONS = [
     ("New conversation", "new_conversation", "Start an empty conversation (Ctrl+N)"),
@@ -41,6 +41,23 @@ ACTIONS = [
     ("Help", "help", "Slash commands and key bindings (F1)"),
     ("Trust this vault", "trust_vault", "A ./jj_vault: let it run its MCP servers, image command and API key"),
 ]
+
+# /help and F1: the keys that are not the app's bindings (those are listed from AgentApp.BINDINGS).
+HELP_EXTRA = (
+    "ctrl+p     Command palette (also: search history)\n"
+    "left/right Previous/next image (carousel focused)\n"
+    "o          Open the image full size\n"
+    "\nMessages (Up on an empty composer, or Alt+Up, or a click)\n"
+    "up/down    Move the message cursor; down past the last returns to the composer\n"
+    "enter      The message's actions (copy a code block, export, ...)\n"
+    "c          Copy the message (its Markdown source)\n"
+    "p          Copy it into the composer\n"
+    "r          Regenerate a reply (earlier answers stay: left/right)\n"
+    "e          Edit one of your messages and resend it (the old branch stays)\n"
+    "left/right Previous/next alternative or branch\n"
+    "escape     Back to the composer (also: stop editing)\n"
+    "ctrl+up    Recall earlier messages into the composer"
+)
 
 
 class AgentCommands(Provider):

@@ -7,14 +7,17 @@ are typed by these, never by ``AgentApp``, which builds them: attributes go down
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
+    from textual.app import App
     from textual.css.query import DOMQuery
     from textual.message import Message
     from textual.notifications import SeverityLevel
-    from textual.widget import Widget
+    from textual.screen import Screen
+    from textual.widget import AwaitMount, Widget
     from textual.worker import Worker
 
     from tui_agent.core.llm import LLMClient
@@ -54,7 +57,8 @@ class McpHost(Notifier, Protocol):
 
 
 class QueueHost(Notifier, Protocol):
-    """What ``SendQueue`` needs: the conversation on screen, the composer, a place for its line."""
+    """What ``SendQueue`` needs (the conversation view): the conversation on screen, the composer,
+    a place for its line."""
 
     @property
     def conversation_id(self) -> int | None: ...
@@ -62,7 +66,7 @@ class QueueHost(Notifier, Protocol):
     def composer(self) -> Composer: ...
     def post_message(self, message: Message) -> bool: ...
     def query(self, selector: str) -> DOMQuery[Widget]: ...
-    def query_one(self, selector: str) -> Widget: ...
+    def mount(self, *widgets: Widget, before: Widget | None = None) -> AwaitMount: ...
 
 
 class SearchHost(Protocol):
@@ -71,20 +75,12 @@ class SearchHost(Protocol):
     async def jump_to_message(self, conversation_id: int, message_id: int) -> None: ...
 
 
-class TurnMcp(Protocol):
-    async def before_turn(self) -> None: ...
-
-
-class TurnIdle(Protocol):
-    def turn_ended(self) -> None: ...
-
-
 class TurnQueue(Protocol):
     async def turn_ended(self, conversation_ids: Iterable[int | None], status: str | None) -> None: ...
 
 
 class TurnHost(Protocol):
-    """What one turn on screen needs (``turn_runner.run_turn`` and ``TurnView``)."""
+    """What one turn on screen needs (``turn_runner.run_turn`` and ``TurnView``): the conversation view."""
 
     pending_attachments: list[str]
     turns: dict[int | None, Worker[Any]]
@@ -106,10 +102,6 @@ class TurnHost(Protocol):
     @property
     def status_line(self) -> StatusLine: ...
     @property
-    def mcp(self) -> TurnMcp: ...
-    @property
-    def idle_gc(self) -> TurnIdle: ...
-    @property
     def send_queue(self) -> TurnQueue: ...
 
     async def client_ready(self) -> None:
@@ -117,11 +109,102 @@ class TurnHost(Protocol):
 
     def llm_client(self, profile: Profile | None = None) -> LLMClient: ...
     async def approve(self, tool: str, question: str) -> bool: ...
+    async def before_turn(self) -> None:
+        """The MCP servers the profile names are started (their tools are in the registry)."""
+
+    def turn_ended(self) -> None:
+        """The idle collector may run once the app is quiet (gc_tuning.IdleCollector)."""
+
     def first_words_shown(self) -> None: ...
-    async def conversation_started(self, conversation_id: int) -> None: ...
-    async def show_title(self) -> None:
-        """The conversation's title in the header and the sidebar, as stored now."""
+    async def conversation_started(self, conversation_id: int, title: str) -> None: ...
+    async def show_title(self, stored: str) -> None:
+        """The conversation's title in the header and the sidebar (``stored``: as the turn stored it)."""
 
     def show_pending_attachments(self) -> None: ...
     def call_after_refresh(self, callback: Callable[[], object]) -> bool: ...
     def query_one(self, selector: type[W]) -> W: ...
+
+
+@dataclass(frozen=True)
+class ViewDeps:
+    """What the conversation view gets from the app: narrow callables, never the app (ui/app.py
+    builds it). Attributes go down; what the view tells the app goes through these."""
+
+    vault: Vault
+    clock: Callable[[], float]
+    profile: Callable[[], Profile]
+    registry: Callable[[], ToolRegistry]
+    llm_client: Callable[[Profile | None], LLMClient]
+    client_ready: Callable[[], Awaitable[None]]  # waits for the preload (ui/startup)
+    before_turn: Callable[[], Awaitable[None]]  # the MCP servers started, their tools registered
+    approve: Callable[[str, str], Awaitable[bool]]  # (tool, question): the approval dialog
+    first_words_shown: Callable[[], None]  # what waited for the first reply's words comes now
+    input_seen: Callable[[], None]  # the idle collector waits for a pause in typing
+    turn_ended: Callable[[], None]  # the idle collector may run once the app is quiet
+    help_keys: Callable[[], str]  # the key bindings, one a line (for /help and F1)
+    show_title: Callable[[str, bool], Awaitable[None]]  # (title, always): header; sidebar list if changed
+
+
+class ActionsHost(Notifier, Protocol):
+    """What the message actions need (the conversation view)."""
+
+    editing: int | None
+    turns: dict[int | None, Worker[Any]]
+
+    @property
+    def vault(self) -> Vault: ...
+    @property
+    def conversation_id(self) -> int | None: ...
+    @property
+    def chat_log(self) -> ChatLog: ...
+    @property
+    def composer(self) -> Composer: ...
+    @property
+    def status_line(self) -> StatusLine: ...
+    @property
+    def app(self) -> App[Any]: ...
+    def run_turn(
+        self,
+        conversation_id: int | None,
+        text: str,
+        attachments: list[str],
+        *,
+        edit_of: int | None = None,
+        regenerate: int | None = None,
+    ) -> Worker[None]: ...
+    async def run_action(self, action: str) -> None: ...
+
+
+class ImagesHost(Notifier, Protocol):
+    """What the image actions need (the conversation view)."""
+
+    @property
+    def vault(self) -> Vault: ...
+    @property
+    def conversation_id(self) -> int | None: ...
+    @property
+    def chat_log(self) -> ChatLog: ...
+    @property
+    def app(self) -> App[Any]: ...
+    @property
+    def screen(self) -> Screen[Any]: ...
+
+
+class ConversationOps(Notifier, Protocol):
+    """What renaming, deleting and marking a found message need (the conversation view)."""
+
+    turns: dict[int | None, Worker[Any]]
+
+    @property
+    def deps(self) -> ViewDeps: ...
+    @property
+    def conversation_id(self) -> int | None: ...
+    @property
+    def chat_log(self) -> ChatLog: ...
+    @property
+    def app(self) -> App[Any]: ...
+    def title(self, stored: str | None = None) -> str: ...
+    def call_after_refresh(self, callback: Callable[..., object], *args: Any, **kwargs: Any) -> bool: ...
+    async def open_conversation(
+        self, conversation_id: int | None, *, until_id: int | None = None, remember: bool = True
+    ) -> None: ...

@@ -1,86 +1,46 @@
 """Actions on one message: copy (whole, code block, tool result), copy to prompt, regenerate,
-edit and resend, alternatives, export. Mixed into the app; the message is the one under the
-cursor, else the newest one that fits the action."""
+edit and resend, alternatives, export. Held by the conversation view (its ``action_*`` methods
+call these); the message is the one under the cursor, else the newest one that fits the action."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from textual import on
 from textual.widget import Widget
 
 from tui_agent.core.textsafe import visible
-from tui_agent.ui.conversations import ConversationsApp
 from tui_agent.ui.widgets.alternatives import AlternativesBar
 from tui_agent.ui.widgets.bubbles import AssistantBubble, UserBubble
-from tui_agent.ui.widgets.composer import Composer
-from tui_agent.ui.widgets.message_cursor import CursorAction, CursorLeft
 
 if TYPE_CHECKING:
-    from textual.worker import Worker
+    from tui_agent.ui.host import ActionsHost
 
-    from tui_agent.core.vault import Vault
-    from tui_agent.ui.widgets.status import StatusLine
+STILL_RUNNING = "A reply is still running here: wait, or press Esc to cancel it."
 
 
-class MessageActionsMixin(ConversationsApp):
-    """The base of AgentApp (above ConversationsApp)."""
+class MessageActions:
+    """The conversation view's actions on its messages (``view``: what they read and change)."""
 
-    editing: int | None = None  # the user message being edited in the composer
-
-    if TYPE_CHECKING:
-        vault: Vault
-
-        @property
-        def status_line(self) -> StatusLine: ...
-
-        def run_turn(
-            self,
-            conversation_id: int | None,
-            text: str,
-            attachments: list[str],
-            *,
-            edit_of: int | None = None,
-            regenerate: int | None = None,
-        ) -> Worker[None]: ...
+    def __init__(self, view: ActionsHost) -> None:
+        self.view = view
 
     # ------------------------------------------------------------- targets
-    def _target(self, kinds: tuple[type, ...] = (Widget,)) -> Widget | None:
-        cursor = self.chat_log.cursor
+    def target(self, kinds: tuple[type, ...] = (Widget,)) -> Widget | None:
+        cursor = self.view.chat_log.cursor
         if cursor is not None and isinstance(cursor, kinds):
             return cursor
         if cursor is not None:
             return None
-        for widget in reversed(self.chat_log.selectable()):
+        for widget in reversed(self.view.chat_log.selectable()):
             if isinstance(widget, kinds) and getattr(widget, "text", None):
                 return widget
         return None
 
-    @on(CursorAction)
-    async def _cursor_action(self, event: CursorAction) -> None:
-        await self.run_action(event.action)
-
-    @on(CursorLeft)
-    def _cursor_left(self) -> None:
-        self.composer.focus()
-
-    @on(Composer.ScrollLog)
-    async def _scroll_log(self, event: Composer.ScrollLog) -> None:
-        if event.where == "end":
-            await self.chat_log.go_to_end()
-        elif event.where == "page_up":
-            self.chat_log.scroll_page_up()
-        else:
-            await self.chat_log.action_page_down()
-
-    def action_select_messages(self) -> None:
-        self.chat_log.enter_cursor()
-
-    def action_message_menu(self) -> None:
-        widget = self._target()
+    def message_menu(self) -> None:
+        widget = self.target()
         if widget is None:
-            self.notify("No message here yet.")
+            self.view.notify("No message here yet.")
             return
         from tui_agent.ui.code_blocks import code_blocks  # with the menu: not on the first paint
         from tui_agent.ui.screens.message_actions import MessageAction, MessageActionsScreen
@@ -99,109 +59,96 @@ class MessageActionsMixin(ConversationsApp):
             actions.append(MessageAction("alternative(1)", "Next alternative", "→"))
             actions.append(MessageAction("alternative(-1)", "Previous alternative", "←"))
         if widget.query("ImageCarousel"):
-            actions.append(MessageAction("open_image", "Open the image full size", "F3"))
+            actions.append(MessageAction("app.open_image", "Open the image full size", "F3"))
         actions.append(MessageAction("export_markdown", "Export the conversation as Markdown"))
         actions.append(MessageAction("export_json", "Export the conversation as JSON"))
 
         async def chosen(action: str | None) -> None:
-            if self.chat_log.cursor is not None:
-                self.chat_log.focus()
+            if self.view.chat_log.cursor is not None:
+                self.view.chat_log.focus()
             if action:
-                await self.run_action(action)
+                await self.view.run_action(action)
 
-        self.push_screen(MessageActionsScreen("Message actions", actions), chosen)
+        self.view.app.push_screen(MessageActionsScreen("Message actions", actions), chosen)
 
     # ---------------------------------------------------------------- copy
-    def copy_to_clipboard(self, text: str) -> None:
-        """Every copy (ours and Textual's text selection) goes every way available, and says which."""
-        from tui_agent.core.textsafe import clipboard_text
-        from tui_agent.ui.clipboard import copy_text
-        from tui_agent.ui.terminal_probe import served_in_browser
-
-        self._clipboard = clipboard_text(text)
-        driver = self._driver
-        report = copy_text(text, driver.write if driver is not None else None)
-        message = report.message()
-        if served_in_browser() and report.arrived:
-            message = message.replace("terminal (OSC 52)", "browser clipboard")
-        self.notify(message, severity="information" if report.arrived else "error")
-
-    def action_copy_message(self) -> None:
-        widget = self._target()
+    def copy_message(self) -> None:
+        widget = self.target()
         if widget is None or not getattr(widget, "text", ""):
-            self.notify("Nothing to copy here.")
+            self.view.notify("Nothing to copy here.")
             return
-        self.copy_to_clipboard(str(widget.text))  # type: ignore[attr-defined]
+        self.view.app.copy_to_clipboard(str(widget.text))  # type: ignore[attr-defined]
 
-    def action_copy_code(self, index: int) -> None:
-        widget = self._target((AssistantBubble,))
+    def copy_code(self, index: int) -> None:
+        widget = self.target((AssistantBubble,))
         from tui_agent.ui.code_blocks import code_blocks
 
         blocks = code_blocks(widget.text) if isinstance(widget, AssistantBubble) else []
         if not 0 <= index < len(blocks):
-            self.notify("That reply has no such code block.", severity="warning")
+            self.view.notify("That reply has no such code block.", severity="warning")
             return
-        self.copy_to_clipboard(blocks[index].code)
+        self.view.app.copy_to_clipboard(blocks[index].code)
 
-    def action_copy_to_prompt(self) -> None:
-        widget = self._target()
+    def copy_to_prompt(self) -> None:
+        widget = self.target()
         if widget is None or not getattr(widget, "text", ""):
             return
         from tui_agent.core.textsafe import clipboard_text
 
-        self.composer.load_text(clipboard_text(str(widget.text)))  # type: ignore[attr-defined]
-        self.composer.move_cursor(self.composer.document.end)
-        self.composer.focus()
+        self.view.composer.load_text(clipboard_text(str(widget.text)))  # type: ignore[attr-defined]
+        self.view.composer.move_cursor(self.view.composer.document.end)
+        self.view.composer.focus()
 
     # --------------------------------------------------- regenerate / edit
-    def action_regenerate(self) -> None:
-        widget = self._target((AssistantBubble,))
+    def regenerate(self) -> None:
+        widget = self.target((AssistantBubble,))
         if not isinstance(widget, AssistantBubble) or widget.message_id is None:
-            self.notify("Choose a finished reply to regenerate (Up to move the cursor).", severity="warning")
+            self.view.notify("Choose a finished reply to regenerate (Up to move the cursor).", severity="warning")
             return
-        if self.conversation_id in self.turns:
-            self.notify("A reply is still running here: wait, or press Esc to cancel it.", severity="warning")
+        if self.view.conversation_id in self.view.turns:
+            self.view.notify(STILL_RUNNING, severity="warning")
             return
-        self.turns[self.conversation_id] = self.run_turn(self.conversation_id, "", [], regenerate=widget.message_id)
+        self.view.turns[self.view.conversation_id] = self.view.run_turn(
+            self.view.conversation_id, "", [], regenerate=widget.message_id
+        )
 
-    def action_edit_message(self) -> None:
-        widget = self._target((UserBubble,))
+    def edit_message(self) -> None:
+        widget = self.target((UserBubble,))
         if not isinstance(widget, UserBubble) or widget.message_id is None:
-            self.notify("Choose one of your messages to edit (Up to move the cursor).", severity="warning")
+            self.view.notify("Choose one of your messages to edit (Up to move the cursor).", severity="warning")
             return
-        self.editing = widget.message_id
+        self.view.editing = widget.message_id
         from tui_agent.core.textsafe import clipboard_text
 
-        self.composer.load_text(clipboard_text(widget.text))  # an imported message's controls stay out
-        self.composer.move_cursor(self.composer.document.end)
-        self.composer.focus()
-        self.status_line.show("editing a sent message · Enter resends it as a new branch · Esc stops editing")
+        self.view.composer.load_text(clipboard_text(widget.text))  # an imported message's controls stay out
+        self.view.composer.move_cursor(self.view.composer.document.end)
+        self.view.composer.focus()
+        self.view.status_line.show("editing a sent message · Enter resends it as a new branch · Esc stops editing")
 
     def stop_editing(self) -> bool:
-        if self.editing is None:
+        if self.view.editing is None:
             return False
-        self.editing = None
-        self.composer.clear()
-        self.status_line.show("edit discarded")
+        self.view.editing = None
+        self.view.composer.clear()
+        self.view.status_line.show("edit discarded")
         return True
 
     # -------------------------------------------------------- alternatives
-    def action_alternative(self, delta: int) -> None:
-        widget = self._target((AssistantBubble, UserBubble))
+    def alternative(self, delta: int) -> None:
+        widget = self.target((AssistantBubble, UserBubble))
         bars = list(widget.query(AlternativesBar)) if widget is not None else []
         if not bars:
-            self.notify("This message has no alternatives.")
+            self.view.notify("This message has no alternatives.")
             return
         bars[0].step(delta)
 
-    @on(AlternativesBar.Chosen)
-    async def _alternative_chosen(self, event: AlternativesBar.Chosen) -> None:
+    async def alternative_chosen(self, event: AlternativesBar.Chosen) -> None:
         from tui_agent.core.store import branches
 
-        if self.conversation_id in self.turns:
-            self.notify("Wait for the running reply (or Esc) before switching branches.", severity="warning")
+        if self.view.conversation_id in self.view.turns:
+            self.view.notify("Wait for the running reply (or Esc) before switching branches.", severity="warning")
             return
-        log = self.chat_log
+        log = self.view.chat_log
         # The message being replaced: the chosen one takes its place on screen (and the cursor).
         shown = next((w for w in log.selectable() if event.message_id in _alternative_ids(w)), None)
         offset = shown.virtual_region.y - log.scroll_y if shown is not None else None
@@ -210,22 +157,22 @@ class MessageActionsMixin(ConversationsApp):
         await log.show_message(event.message_id, offset=offset, cursor=cursor)
 
     # -------------------------------------------------------------- export
-    def action_export_markdown(self) -> None:
-        self._export("md")
+    def export_markdown(self) -> None:
+        self.export("md")
 
-    def action_export_json(self) -> None:
-        self._export("json")
+    def export_json(self) -> None:
+        self.export("json")
 
-    def _export(self, fmt: str) -> None:
+    def export(self, fmt: str) -> None:
         from tui_agent.core import export
         from tui_agent.core.store import history
         from tui_agent.ui.terminal_probe import served_in_browser
 
-        if self.conversation_id is None:
-            self.notify("Nothing to export yet.")
+        if self.view.conversation_id is None:
+            self.view.notify("Nothing to export yet.")
             return
-        conversation = history.get_conversation(self.conversation_id)
-        folder = self.vault.root / "exports"
+        conversation = history.get_conversation(self.view.conversation_id)
+        folder = self.view.vault.root / "exports"
         name = export.default_name(conversation, fmt)
         for attempt in range(2, 1000):  # never over an earlier export, never through a symlink
             out = folder / name
@@ -234,19 +181,19 @@ class MessageActionsMixin(ConversationsApp):
                     export.write_json(conversation.id, out)
                     images = 0
                 else:
-                    images = export.to_markdown(self.vault, conversation.id, out).images
+                    images = export.to_markdown(self.view.vault, conversation.id, out).images
                 break
             except export.TargetExists:
                 name = f"{Path(name).stem.rsplit('~', 1)[0]}~{attempt}.{fmt}"
             except (OSError, export.ExportError) as exc:
-                self.notify(visible(f"Could not export: {exc}"), severity="error")
+                self.view.notify(visible(f"Could not export: {exc}"), severity="error")
                 return
         if served_in_browser():
-            self.deliver_text(out, save_filename=out.name)
-            self.notify(f"Downloading {out.name}")
+            self.view.app.deliver_text(out, save_filename=out.name)
+            self.view.notify(f"Downloading {out.name}")
             return
         extra = f" and {images} image(s) in {out.stem}_files/" if images else ""
-        self.notify(visible(f"Exported to {_shown(out)}{extra}"), markup=False)
+        self.view.notify(visible(f"Exported to {_shown(out)}{extra}"), markup=False)
 
 
 def _alternative_ids(widget: Widget) -> list[int]:

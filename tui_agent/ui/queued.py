@@ -19,8 +19,8 @@ PREVIEW_CHARS = 60
 
 
 class SendQueue:
-    def __init__(self, app: QueueHost) -> None:
-        self.app = app
+    def __init__(self, host: QueueHost) -> None:
+        self.host = host
         self.waiting: list[str] = []
         self.conversation_id: int | None = None  # the conversation they were written in
 
@@ -37,25 +37,25 @@ class SendQueue:
             return
         if self.conversation_id is None:  # written while the turn's new conversation had no id yet
             self.conversation_id = next((i for i in ids if i is not None), None)
-        app = self.app
-        if status == "complete" and app.conversation_id == self.conversation_id:
+        host = self.host
+        if status == "complete" and host.conversation_id == self.conversation_id:
             text = self.waiting.pop(0)
             await self.show()
             from tui_agent.ui.widgets.composer import Composer
 
-            app.post_message(Composer.Submitted(text))  # as if Enter were pressed now: its own turn
+            host.post_message(Composer.Submitted(text))  # as if Enter were pressed now: its own turn
             return
         texts, self.waiting = self.waiting, []
         await self.show()
-        current = app.composer.text
-        app.composer.load_text("\n\n".join([*texts, current] if current.strip() else texts))
-        app.composer.move_cursor(app.composer.document.end)
+        current = host.composer.text
+        host.composer.load_text("\n\n".join([*texts, current] if current.strip() else texts))
+        host.composer.move_cursor(host.composer.document.end)
         count = "message is" if len(texts) == 1 else f"{len(texts)} messages are"
-        app.notify(f"Not sent (the reply did not finish): your queued {count} back in the composer.")
+        host.notify(f"Not sent (the reply did not finish): your queued {count} back in the composer.")
 
     async def show(self) -> None:
-        app = self.app
-        found = list(app.query(f"#{LINE_ID}").results(Static))
+        host = self.host
+        found = list(host.query(f"#{LINE_ID}").results(Static))
         if not self.waiting:
             for line in found:
                 line.display = False
@@ -66,7 +66,7 @@ class SendQueue:
             found[0].update(text)
             found[0].display = True
         else:
-            await app.query_one("#chat-column").mount(QueuedLine(text, id=LINE_ID, markup=False), before=app.composer)
+            await host.mount(QueuedLine(text, id=LINE_ID, markup=False), before=host.composer)
 
 
 class QueuedLine(Static):

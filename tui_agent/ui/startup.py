@@ -1,6 +1,6 @@
-"""What the app does once its first frame is drawn: the warm-up thread, the client built in a
-worker, the Footer, the endpoint check, and what waited for the paint. Mixed into the app (above
-the panel actions)."""
+"""What the app does around its first frame: the warm-up thread, the client built in a worker, the
+Footer, the endpoint check, the vault's trust question, and what waited for the paint. Held by
+the app (``app.startup``); it gets the app's parts it uses as arguments."""
 
 from __future__ import annotations
 
@@ -8,45 +8,58 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, cast
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
-from textual import work
 from textual.widgets import Footer
-from textual.worker import Worker
 
 from tui_agent.core import profiles
 from tui_agent.ui import gc_tuning
 from tui_agent.ui.errors import setup_text
-from tui_agent.ui.panel_actions import PanelActionsMixin
 from tui_agent.ui.widgets.bubbles import NoticeCard
 
 if TYPE_CHECKING:
+    from textual.app import App
+    from textual.worker import Worker
+
     from tui_agent.core.llm import LLMClient
     from tui_agent.core.store.models import Profile
     from tui_agent.core.tools.registry import ToolRegistry
+    from tui_agent.ui.conversation_view import ConversationView
     from tui_agent.ui.mcp_control import McpControl
-    from tui_agent.ui.widgets.status import StatusLine
 
 log = logging.getLogger("tui_agent.ui")
 FOOTER_LATEST_S = 1.0  # after the client, when a reply sent at once has no words yet
 
 
-class StartupMixin(PanelActionsMixin):
-    """The base of AgentApp (above PanelActionsMixin); AgentApp.__init__ sets these."""
+class Startup:
+    """``app``: Textual's side of the app (workers, timers, screens, notifications); ``view``: the
+    conversation view (its status line and log); ``profile``: the active profile; ``registry_found``:
+    given the tools the preload built; ``freeze_gc``: whether to freeze what the preload imported;
+    ``check_endpoint``: whether to ask the endpoint once the client is ready."""
 
-    check_endpoint: bool
-    freeze_gc_after_preload: bool
-    mcp: McpControl
-    _tool_registry: ToolRegistry | None
-    _preload: Worker[None] | None
-    _until_painted: list[Callable[[], object]] | None
-    _preload_done: asyncio.Event
-    _llm_clients: dict[tuple[str, str, float, str], LLMClient]
-
-    if TYPE_CHECKING:
-
-        @property
-        def status_line(self) -> StatusLine: ...
+    def __init__(
+        self,
+        app: App[Any],
+        view: ConversationView,
+        mcp: McpControl,
+        *,
+        profile: Callable[[], Profile],
+        registry_found: Callable[[ToolRegistry | None], None],
+        freeze_gc: Callable[[], bool],
+        check_endpoint: Callable[[], bool],
+    ) -> None:
+        self.app = app
+        self.view = view
+        self.mcp = mcp
+        self.profile = profile
+        self.registry_found = registry_found
+        self.freeze_gc = freeze_gc
+        self.check_endpoint = check_endpoint
+        self.preload: Worker[None] | None = None
+        self.until_painted: list[Callable[[], object]] | None = []  # None once the first frame is drawn
+        self.preload_done = asyncio.Event()
+        self.llm_clients: dict[tuple[str, str, float, str], LLMClient] = {}
 
     def ask_about_trust(self) -> None:
         """A vault that came with the current folder: ask once whether to trust it (core.trust)."""
@@ -57,19 +70,19 @@ class StartupMixin(PanelActionsMixin):
             return
         from tui_agent.ui.screens.trust import TrustScreen
 
-        would = trust.what_it_would_do(self.profile)
-        self.push_screen(TrustScreen(str(root), would), callback=self._trust_answered)
+        would = trust.what_it_would_do(self.profile())
+        self.app.push_screen(TrustScreen(str(root), would), callback=self.trust_answered)
 
-    def action_trust_vault(self) -> None:
+    def trust_vault(self) -> None:
         """The command palette's "Trust this vault": the start-up question again (after "Not now")."""
         from tui_agent.core import trust
 
         if trust.untrusted_vault() is None:
-            self.notify("This vault is trusted: you named it, it is your own, or you trusted it.", title="Vault")
+            self.app.notify("This vault is trusted: you named it, it is your own, or you trusted it.", title="Vault")
         else:
             self.ask_about_trust()
 
-    def _trust_answered(self, trusted: bool | None) -> None:
+    def trust_answered(self, trusted: bool | None) -> None:
         from tui_agent.core import trust
         from tui_agent.core.textsafe import visible
 
@@ -78,7 +91,7 @@ class StartupMixin(PanelActionsMixin):
             return
         name = visible(str(root))
         if not trusted:
-            self.notify(
+            self.app.notify(
                 f"Not trusted: no MCP server, no image command, no API key this run. Later: tui-agent vault trust "
                 f"{name}",
                 title="Vault",
@@ -89,22 +102,16 @@ class StartupMixin(PanelActionsMixin):
         try:
             trust.trust(root)
         except trust.TrustStoreError as exc:
-            self.notify(visible(str(exc)), title="Vault not trusted", severity="error", markup=False)
+            self.app.notify(visible(str(exc)), title="Vault not trusted", severity="error", markup=False)
             return
         trust.set_current(root, trusted=True)
-        self.notify(f"Trusted {name}", title="Vault", markup=False)
-        if self.status_line.state == "error":  # the key it held back: the next turn reads it
-            self.status_line.ready(self.profile.chat_model)
-        if self._preload_done.is_set():  # else the preload starts them when it is done
+        self.app.notify(f"Trusted {name}", title="Vault", markup=False)
+        if self.view.status_line.state == "error":  # the key it held back: the next turn reads it
+            self.view.status_line.ready(self.profile().chat_model)
+        if self.preload_done.is_set():  # else the preload starts them when it is done
             self.mcp.start_in_background()
 
-    def on_resize(self) -> None:
-        """A resize may come with another cell size (a tmux client attached): images follow it."""
-        from tui_agent.ui.cell_follow import follow_cell
-
-        self.run_worker(follow_cell(self), group="cell", exit_on_error=False)
-
-    def _after_first_paint(self) -> None:
+    def after_first_paint(self) -> None:
         from tui_agent.ui import warmup
 
         # First: a message sent at once waits for this import and nothing before it.
@@ -112,8 +119,8 @@ class StartupMixin(PanelActionsMixin):
         # The collector stays paused through the warm-up's imports (warmup.start paused it first):
         # what start-up built is frozen with them once the client is ready (_preload_finished).
         gc_tuning.resume(gc_tuning.STARTUP)
-        self._preloaded()
-        waiting, self._until_painted = self._until_painted or [], None
+        self.preloaded()
+        waiting, self.until_painted = self.until_painted or [], None
         for callback in waiting:
             callback()
         # The Footer follows the client (_preload_finished), or a reply sent at once, whose first
@@ -123,16 +130,17 @@ class StartupMixin(PanelActionsMixin):
         """``callback`` once the first frame is on screen (at once if it is). Textual's "after
         refresh" is not that at start-up: a widget mounted with the first page can see its
         callbacks run before anything was laid out."""
-        if self._until_painted is None:
+        if self.until_painted is None:
             callback()
         else:
-            self._until_painted.append(callback)
+            self.until_painted.append(callback)
 
-    async def _mount_footer(self) -> None:
+    async def mount_footer(self) -> None:
         # Deferred (a timer, call_later): the app may be closing by now, its screens already gone.
-        if self._closing or not self.screen_stack or self.screen_stack[0]._closing:
+        app = self.app
+        if app._closing or not app.screen_stack or app.screen_stack[0]._closing:
             return
-        main = self.screen_stack[0]
+        main = app.screen_stack[0]
         for slot in main.query("#footer-slot"):
             await main.mount(Footer(), after=slot)
             await slot.remove()
@@ -143,16 +151,16 @@ class StartupMixin(PanelActionsMixin):
         from tui_agent.ui import warmup
 
         warmup.first_words_shown()
-        self.call_later(self._mount_footer)
+        self.app.call_later(self.mount_footer)
 
     async def client_ready(self) -> None:
         """Wait for the preload (started now if it was not): two threads importing openai at once
         can see a half-initialised module, so a turn builds nothing before it is done."""
-        self._preloaded()
-        await self._preload_done.wait()
+        self.preloaded()
+        await self.preload_done.wait()
 
-    def _preloaded(self) -> Worker[None]:
-        if self._preload is None:
+    def preloaded(self) -> Worker[None]:
+        if self.preload is None:
             from tui_agent.core.llm_errors import LLMError
 
             client: LLMClient | None = None
@@ -160,23 +168,24 @@ class StartupMixin(PanelActionsMixin):
                 client = self.llm_client()
             except (LLMError, profiles.ProfileError) as exc:  # the profile names an API key variable not set
                 log.warning("no client yet: %s", exc)
-                self.status_line.show(str(exc), state="error")  # each turn says it again, as an error card
-            self._preload = cast("Worker[None]", self.preload_client(client))
-        return self._preload
+                self.view.status_line.show(str(exc), state="error")  # each turn says it again, as an error card
+            self.preload = self.app.run_worker(
+                partial(self.preload_client, client), thread=True, exit_on_error=False, group="startup"
+            )
+        return self.preload
 
     def llm_client(self, profile: Profile | None = None) -> LLMClient:
         """One client per endpoint for the app's life: its connection stays open between turns
         (no new TCP and TLS handshake before each reply). ``profile``: the active one, if read."""
         from tui_agent.core.llm import LLMClient, resolve_api_key
 
-        profile = profile or self.profile
+        profile = profile or self.profile()
         key = (profile.base_url, resolve_api_key(profile), float(profile.request_timeout_s), profile.api_key_env)
-        client = self._llm_clients.get(key)
+        client = self.llm_clients.get(key)
         if client is None:
-            client = self._llm_clients[key] = LLMClient.for_profile(profile)
+            client = self.llm_clients[key] = LLMClient.for_profile(profile)
         return client
 
-    @work(thread=True, exit_on_error=False, group="startup")
     def preload_client(self, client: LLMClient | None) -> None:
         """After the first paint, in one thread (concurrent imports of one package can see it half
         initialised): import openai and what the first turn needs, build the client, then check
@@ -197,11 +206,11 @@ class StartupMixin(PanelActionsMixin):
             from tui_agent.ui import warmup
 
             warmup.client_built()  # the warm-up goes on with what shows the reply
-            self.call_from_thread(self._preload_finished, registry)
-        if self.check_endpoint and not self.turns:  # a message already sent finds out for itself
+            self.app.call_from_thread(self.preload_finished, registry)
+        if self.check_endpoint() and not self.view.turns:  # a message already sent finds out for itself
             self.probe_endpoint()
 
-    def _preload_finished(self, registry: ToolRegistry | None) -> None:
+    def preload_finished(self, registry: ToolRegistry | None) -> None:
         from tui_agent.ui import warmup
 
         log.info(
@@ -209,36 +218,35 @@ class StartupMixin(PanelActionsMixin):
             time.time() - warmup.timings.get("started_at", time.time()),
             warmup.timings.get("request_s", 0.0),
         )
-        if self._tool_registry is None:
-            self._tool_registry = registry  # else the property builds it on first use
-        if self.freeze_gc_after_preload:
+        self.registry_found(registry)
+        if self.freeze_gc():
             from tui_agent.ui.gc_tuning import freeze_long_lived
 
             freeze_long_lived()  # openai's types, the tools: as long-lived as the modules frozen at start
-        self._preload_done.set()
-        if not self.turns:  # else after the reply's first words (first_words_shown), or a second
-            self.call_later(self._mount_footer)
+        self.preload_done.set()
+        if not self.view.turns:  # else after the reply's first words (first_words_shown), or a second
+            self.app.call_later(self.mount_footer)
         else:
-            self.set_timer(FOOTER_LATEST_S, self._mount_footer)
+            self.app.set_timer(FOOTER_LATEST_S, self.mount_footer)
         self.mcp.start_in_background()
 
     def probe_endpoint(self) -> None:
         import httpx2  # openai's own HTTP library: imported already, nothing more to load
 
-        profile = self.profile
+        profile = self.profile()
         try:
             httpx2.get(profile.base_url.rstrip("/") + "/models", timeout=3.0)
         except httpx2.HTTPError:
             log.info("no endpoint answers at %s", profile.base_url)
-            self.call_from_thread(self._show_setup_card, profile.base_url, profile.chat_model)
+            self.app.call_from_thread(self.show_setup_card, profile.base_url, profile.chat_model)
             return
-        self.call_from_thread(self._endpoint_answered)
+        self.app.call_from_thread(self.endpoint_answered)
 
-    def _show_setup_card(self, base_url: str, chat_model: str) -> None:
-        self.chat_log.mount(NoticeCard(setup_text(base_url, chat_model), classes="setup-card"))
-        if self.status_line.state == "connecting":
-            self.status_line.offline(base_url)
+    def show_setup_card(self, base_url: str, chat_model: str) -> None:
+        self.view.chat_log.mount(NoticeCard(setup_text(base_url, chat_model), classes="setup-card"))
+        if self.view.status_line.state == "connecting":
+            self.view.status_line.offline(base_url)
 
-    def _endpoint_answered(self) -> None:
-        if self.status_line.state == "connecting":
-            self.status_line.ready(self.profile.chat_model)
+    def endpoint_answered(self) -> None:
+        if self.view.status_line.state == "connecting":
+            self.view.status_line.ready(self.profile().chat_model)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 
 async def run_turn(
-    app: TurnHost,
+    host: TurnHost,
     conversation_id: int | None,
     text: str,
     attachments: list[str],
@@ -35,21 +35,21 @@ async def run_turn(
     bubble: UserBubble | None = None,
 ) -> None:
     """Imported with the first turn (the loop, the events and the turn's widgets are not needed
-    before it); ``AgentApp.run_turn`` runs it as the turn's worker."""
+    before it); ``ConversationView.run_turn`` runs it as the turn's worker."""
     warmup.turn_started()
-    view = TurnView(app, conversation_id, user_bubble=bubble)
+    view = TurnView(host, conversation_id, user_bubble=bubble)
     started = retry or regenerate is not None  # until the user's message is stored, a failure gives the text back
-    await app.client_ready()
-    await app.mcp.before_turn()
+    await host.client_ready()
+    await host.before_turn()
     try:
-        profile = app.profile  # read once: each read is two queries
+        profile = host.profile  # read once: each read is two queries
         loop = AgentLoop(
-            app.vault,
+            host.vault,
             profile,
-            app.registry,
-            client=app.llm_client(profile),
+            host.registry,
+            client=host.llm_client(profile),
             keep_client=True,
-            approve=app.approve,
+            approve=host.approve,
         )
         try:
             if regenerate is not None:
@@ -67,30 +67,30 @@ async def run_turn(
             await loop.aclose()
     except asyncio.CancelledError:
         await view.close_bubble("cancelled")
-        app.status_line.show("cancelled", state="error")
+        host.status_line.show("cancelled", state="error")
         raise
     except (LLMError, profiles.ProfileError) as exc:
         kind = getattr(exc, "kind", "model")
         await view._mount(ErrorCard(friendly(kind, str(exc))))
     finally:
-        app.first_words_shown()  # or there will be none: what waited for them goes on
+        host.first_words_shown()  # or there will be none: what waited for them goes on
         if not started:
             if bubble is not None and bubble.is_attached:
                 await bubble.remove()
-            for welcome in app.chat_log.query(".welcome"):
-                welcome.display = True  # hidden at Enter (AgentApp._submitted)
+            for welcome in host.chat_log.query(".welcome"):
+                welcome.display = True  # hidden at Enter (ConversationView._submitted)
             # Nothing was stored (a bad /attach, say): nothing is lost, the text goes back.
-            if not app.composer.text:
-                app.composer.load_text(text)
-                app.composer.move_cursor(app.composer.document.end)
-            app.pending_attachments = attachments + app.pending_attachments
-            app.show_pending_attachments()
+            if not host.composer.text:
+                host.composer.load_text(text)
+                host.composer.move_cursor(host.composer.document.end)
+            host.pending_attachments = attachments + host.pending_attachments
+            host.show_pending_attachments()
         me = get_current_worker()
         for key in {conversation_id, view.conversation_id}:
-            if app.turns.get(key) is me:
-                del app.turns[key]
-        if not view.attached and view.conversation_id == app.conversation_id:
-            await app.chat_log.show_conversation(app.conversation_id)
-        app.idle_gc.turn_ended()
+            if host.turns.get(key) is me:
+                del host.turns[key]
+        if not view.attached and view.conversation_id == host.conversation_id:
+            await host.chat_log.show_conversation(host.conversation_id)
+        host.turn_ended()
         # What was sent during the reply: the next one goes now (or all back to the composer).
-        await app.send_queue.turn_ended({conversation_id, view.conversation_id}, view.done_status)
+        await host.send_queue.turn_ended({conversation_id, view.conversation_id}, view.done_status)

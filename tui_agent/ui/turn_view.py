@@ -1,4 +1,5 @@
-"""Renders the loop's events into the chat log, only while its conversation is on screen."""
+"""Renders the loop's events into the conversation view's chat log (``host``: ui/host.TurnHost), only
+while its conversation is on screen. Everything it draws comes on the events; it reads no store."""
 
 from __future__ import annotations
 
@@ -39,14 +40,14 @@ class DetachedStatus:
 
 
 class TurnView:
-    def __init__(self, app: TurnHost, conversation_id: int | None, *, user_bubble: UserBubble | None = None) -> None:
-        self.app = app
+    def __init__(self, host: TurnHost, conversation_id: int | None, *, user_bubble: UserBubble | None = None) -> None:
+        self.host = host
         self.user_bubble = user_bubble  # shown when Enter was pressed, adopted when the message is stored
-        self.log = app.chat_log
+        self.log = host.chat_log
         self.conversation_id = conversation_id
         self.bubble: AssistantBubble | None = None
         self.progress: dict[str, ToolProgress] = {}
-        self.started = app.clock()
+        self.started = host.clock()
         self._pending: list[str] = []
         self._thoughts: list[str] = []
         self.model = ""
@@ -71,13 +72,13 @@ class TurnView:
             await self.log.mount(widget)
 
     async def handle(self, event: ev.Event) -> None:
-        status = self.app.status_line if self.attached else DetachedStatus()
+        status = self.host.status_line if self.attached else DetachedStatus()
         if not self._words_shown and isinstance(event, (ev.AssistantFinished, ev.ToolStarted, ev.ErrorEvent)):
             self._words_shown = True  # a first reply without words (tool calls): nothing waits longer
-            self.app.first_words_shown()
+            self.host.first_words_shown()
         if isinstance(event, ev.ConversationChanged):
             self.conversation_id = event.conversation_id
-            await self.app.conversation_started(event.conversation_id)
+            await self.host.conversation_started(event.conversation_id, event.title)
         elif isinstance(event, ev.BranchChanged):
             # Regenerate or edit: the page now ends where the new reply or message will go. A cursor
             # on the reply being regenerated moves to the new reply once it is stored.
@@ -86,34 +87,29 @@ class TurnView:
                 await self.log.show_conversation(event.conversation_id)
         elif isinstance(event, ev.TurnStarted):
             self.conversation_id = event.conversation_id
-            await self._show_title()  # a new conversation is titled by its first message, stored just now
+            await self._show_title(event.title)  # a new conversation is titled by its first message
             if self.user_bubble is not None and self.user_bubble.is_attached:
                 self.user_bubble.message_id = event.user_message_id  # shown at Enter: nothing to read
                 return
-            from tui_agent.core.store import branches, history
-
-            images = history.attachments_for([event.user_message_id]).get(event.user_message_id, [])
-            message = history.recent_messages(event.conversation_id, limit=1)[0]
-            forks = branches.fork_parents(event.conversation_id, [message.parent_id])
-            alternatives = branches.alternatives(message, forks)
+            message = event.message  # as stored: the view reads nothing back
             await self._mount(
                 UserBubble(
                     message.content,
-                    [self.app.vault.root / p for p in images],
+                    [self.host.vault.root / p for p in message.attachments],
                     message_id=message.id,
-                    alternatives=alternatives,
+                    alternatives=list(message.alternatives),
                 )
             )
         elif isinstance(event, ev.ContextBuilt):
             self.window_tokens = (event.estimated_tokens, event.budget_tokens)
             if self.attached:
-                self.app.query_one(ContextMeter).show(event.estimated_tokens, event.budget_tokens, estimated=True)
+                self.host.query_one(ContextMeter).show(event.estimated_tokens, event.budget_tokens, estimated=True)
                 await self.log.mark_window_start(event.first_message_id if event.truncated else None)
         elif isinstance(event, ev.ModelSwitched):
             status.model_switched(event.model, event.reason)
         elif isinstance(event, ev.AssistantStarted):
             self.model, self.tokens, self.first_token_at = event.model, 0, None
-            status.waiting(event.model, self.app.clock())
+            status.waiting(event.model, self.host.clock())
             self.bubble = AssistantBubble(thinking=True)
             await self._mount(self.bubble)
         elif isinstance(event, (ev.TextDelta, ev.ReasoningDelta)):
@@ -122,7 +118,7 @@ class TurnView:
                 self.tokens += 1
             first = self.first_token_at is None
             if first:
-                self.first_token_at = self.app.clock()
+                self.first_token_at = self.host.clock()
             if self._flusher is None:
                 # The first words show at once; later ones are written once per frame.
                 self._flusher = asyncio.create_task(self._flush_soon(0.0 if first else self._frame_s()))
@@ -135,7 +131,7 @@ class TurnView:
         elif isinstance(event, ev.AssistantFinished):
             await self.flush()
             if event.prompt_tokens is not None and self.window_tokens is not None and self.attached:
-                self.app.query_one(ContextMeter).show(event.prompt_tokens, self.window_tokens[1], estimated=False)
+                self.host.query_one(ContextMeter).show(event.prompt_tokens, self.window_tokens[1], estimated=False)
             status.finished(event.model, self.started, event.prompt_tokens, event.completion_tokens)
             if self.bubble is not None:
                 if not event.text and not event.reasoning.strip() and self.bubble.is_attached:
@@ -143,7 +139,8 @@ class TurnView:
                 elif self.bubble.is_attached:
                     await self.bubble.finish(event.status)
                     self.bubble.message_id = event.message_id
-                    await self._show_alternatives(self.bubble)
+                    if event.alternatives:  # regenerated: "◀ n / N ▶" under it
+                        await self.bubble.show_alternatives(list(event.alternatives))
                     if self.cursor_to_reply and self.log.has_focus and self.log.cursor is None:
                         self.log.move_cursor_to(self.bubble, scroll=False)  # the view follows its end
             self.bubble = None
@@ -152,11 +149,11 @@ class TurnView:
 
             progress = ToolProgress(event.call_id, event.summary)
             self.progress[event.call_id] = progress
-            status.tool_running(event.name, self.app.clock())
+            status.tool_running(event.name, self.host.clock())
             await self._mount(progress)
         elif isinstance(event, ev.ToolFinished):
             done_progress: ToolProgress | None = self.progress.pop(event.call_id, None)
-            paths = [self.app.vault.root / p for p in event.result.images]
+            paths = [self.host.vault.root / p for p in event.result.images]
             widget = self.log.tool_widget(event.name, event.arguments, event.result.to_json(), paths, event.message_id)
             if done_progress is not None and done_progress.is_attached:
                 await self.log.mount(widget, after=done_progress)
@@ -177,20 +174,9 @@ class TurnView:
             self.done_status = event.status
             status.done(event.status, self.started)
 
-    async def _show_title(self) -> None:
-        if self.app.conversation_id == self.conversation_id:
-            await self.app.show_title()
-
-    async def _show_alternatives(self, bubble: AssistantBubble) -> None:
-        from tui_agent.core.store import branches
-        from tui_agent.core.store.models import Message
-
-        if bubble.message_id is None or self.conversation_id is None:
-            return
-        message = Message.get_or_none(Message.id == bubble.message_id)
-        if message is not None:
-            forks = branches.fork_parents(self.conversation_id, [message.parent_id])
-            await bubble.show_alternatives(branches.alternatives(message, forks))
+    async def _show_title(self, title: str) -> None:
+        if self.host.conversation_id == self.conversation_id:
+            await self.host.show_title(title)
 
     def _frame_s(self) -> float:
         """The time to the next write: a frame, or longer while the reply's last block is long."""
@@ -225,7 +211,7 @@ class TurnView:
         self._pending.clear()
         self._thoughts.clear()
         if text and self.attached and self.first_token_at is not None:  # once per frame, like the text
-            self.app.status_line.streaming(self.model, self.tokens, self.first_token_at)
+            self.host.status_line.streaming(self.model, self.tokens, self.first_token_at)
         if self.bubble is None or not self.attached or not self.bubble.is_attached:
             return
         if thoughts.strip() or (thoughts and self.bubble.query(THINKING)):
@@ -236,7 +222,7 @@ class TurnView:
             await self.bubble.write(text)
             if not self._words_shown:
                 self._words_shown = True
-                self.app.call_after_refresh(self.app.first_words_shown)  # once they are drawn
+                self.host.call_after_refresh(self.host.first_words_shown)  # once they are drawn
 
     async def close_bubble(self, status: str) -> None:
         await self.flush()

@@ -1,0 +1,57 @@
+"""What the conversation view does to a whole conversation besides showing it: rename and delete
+(each asks first, in a dialog), and mark the message a history-search hit jumped to."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tui_agent.core.store import history
+
+if TYPE_CHECKING:
+    from tui_agent.ui.host import ConversationOps
+
+
+def mark_found(view: ConversationOps, message_id: int) -> None:
+    """The message (or the tool block of it) is marked and scrolled to the top of the log."""
+    log = view.chat_log
+    log.release_anchor()
+    for widget in log.children:
+        if (
+            getattr(widget, "message_id", None) == message_id
+            or getattr(getattr(widget, "block", None), "message_id", None) == message_id
+        ):
+            widget.add_class("-found")
+            view.call_after_refresh(log.scroll_to_widget, widget, top=True, animate=False)
+            break
+
+
+def rename(view: ConversationOps) -> None:
+    if view.conversation_id is None:
+        view.notify("Nothing to rename yet: send a message first.")
+        return
+    conversation_id = view.conversation_id
+    from tui_agent.ui.screens.dialogs import PromptScreen
+
+    async def done(title: str | None) -> None:
+        if title:
+            history.rename_conversation(conversation_id, title)
+            await view.deps.show_title(view.title(), True)
+
+    view.app.push_screen(PromptScreen("Rename conversation", view.title()), done)
+
+
+def delete(view: ConversationOps) -> None:
+    if view.conversation_id is None:
+        return
+    conversation_id = view.conversation_id
+    from tui_agent.ui.screens.dialogs import ConfirmScreen
+
+    async def done(confirmed: bool | None) -> None:
+        if confirmed:
+            worker = view.turns.pop(conversation_id, None)
+            if worker is not None:
+                worker.cancel()
+            history.delete_conversation(conversation_id)
+            await view.open_conversation(None)
+
+    view.app.push_screen(ConfirmScreen(f"Delete “{view.title()}” and all its messages?"), done)
