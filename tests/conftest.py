@@ -128,15 +128,21 @@ def pg_cluster() -> Iterator[pg_cluster_module.Cluster]:
 def pg_url(pg_cluster: pg_cluster_module.Cluster, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """A new, empty PostgreSQL database for this test; ``$TUI_AGENT_DB`` names it, so that every
     command and child process the test starts uses it."""
+    from tui_agent.core.store.models import MODELS
+
+    before = MODELS[0]._meta.database
     name = pg_cluster.create_database()
     url = pg_cluster.url(name)
     monkeypatch.setenv("TUI_AGENT_DB", url)
     yield url
-    from tui_agent.core.store.models import MODELS
-
     database = MODELS[0]._meta.database
     if database is not None and getattr(database, "store_url", None) is not None:
         database.close()
+        # The models go back to what they were bound to: a later test on this worker that opens no
+        # store must not find them bound to a database that is about to be dropped (the picture
+        # store would then write there).
+        for model in MODELS:
+            model._meta.set_database(before)
     pg_cluster.drop_database(name)
 
 
