@@ -152,3 +152,11 @@ async def test_cancel_keeps_the_partial_reply(env):
     assert stored[0] == ("user", "complete", "tell me a long story")
     assert stored[1][0:2] == ("assistant", "cancelled")
     assert stored[1][2].startswith("".join(seen)[:20]) and 0 < len(stored[1][2]) < 400
+
+
+async def test_the_system_prompt_names_the_sql_the_memory_tool_takes(env, store_backend):
+    """On a PostgreSQL store the model is told it writes PostgreSQL, as the tool's own description says."""
+    await run_turn(env, "hello")
+    system = env.fake.chat_requests[0]["messages"][0]["content"]
+    dialect = "PostgreSQL" if store_backend == "postgresql" else "SQLite"
+    assert f"memory_sql runs ONE {dialect} SELECT" in system

@@ -35,6 +35,19 @@ Tool rules:
 """
 
 log = logging.getLogger("tui_agent.context")
+
+
+def _tool_rules() -> str:
+    """The rules, naming the SQL the memory tool takes: PostgreSQL's on a PostgreSQL store."""
+    from tui_agent.core.store import portable
+    from tui_agent.core.store.models import Message
+
+    database = Message._meta.database
+    if database is not None and portable.is_postgresql(database):
+        return TOOL_RULES.replace("ONE SQLite SELECT", "ONE PostgreSQL SELECT")
+    return TOOL_RULES
+
+
 IMAGE_TOKENS = 1000
 IMAGES_FOLLOW = "The tool finished; its image output follows."
 CHARS_PER_TOKEN = 4
@@ -65,7 +78,7 @@ class ContextBuilder:
         self._pixels_from: float = 0
 
     def system_message(self, profile: Profile) -> dict[str, Any]:
-        parts = [TOOL_RULES]
+        parts = [_tool_rules()]
         if profile.system_prompt.strip():
             parts.append(profile.system_prompt.strip())
         if profile.memory.strip():
