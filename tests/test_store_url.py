@@ -103,3 +103,12 @@ def test_db_option_after_the_subcommand_and_a_sqlite_url_elsewhere(tmp_path: Pat
     assert result.returncode == 0, result.stderr
     assert json.loads((vault / location.LOCAL_SETTINGS).read_text())["db"] == f"sqlite://{elsewhere}"
     assert "db use" in cli("--vault", str(vault), "db", "show", env=environment).stdout
+
+
+def test_a_store_error_never_writes_an_escape_sequence_to_stderr(tmp_path: Path):
+    """The error names the store (and may quote the server's words): control characters shown."""
+    result = cli(
+        "--db", "postgresql://ann@127.0.0.1:1/x%1B]0;pwned%07", "--vault", str(tmp_path / "v"), "history", "list"
+    )
+    assert result.returncode == 1 and "cannot reach PostgreSQL" in result.stderr
+    assert "\x1b" not in result.stderr and "\x07" not in result.stderr and "␛]0;pwned␇" in result.stderr

@@ -329,5 +329,8 @@ def _guarded(run: Callable[[], int | None]) -> int | None:
         message = store_failure_message(exc)
         if message is None:
             raise
-        print(f"error: {message}", file=sys.stderr)
+        from tui_agent.core.textsafe import visible
+
+        # A store's message can quote a server's own words (PostgreSQL's errors): shown, never acted on.
+        print(f"error: {visible(message)}", file=sys.stderr)
         return 1
