@@ -145,7 +145,18 @@ class ViewDeps:
     show_title: Callable[[str, bool], Awaitable[None]]  # (title, always): header; sidebar list if changed
 
 
-class ActionsHost(Notifier, Protocol):
+class OnConversation(Notifier, Protocol):
+    """The conversation on screen, its chat log and the app (what every part of the view needs)."""
+
+    @property
+    def conversation_id(self) -> int | None: ...
+    @property
+    def chat_log(self) -> ChatLog: ...
+    @property
+    def app(self) -> App[Any]: ...
+
+
+class ActionsHost(OnConversation, Protocol):
     """What the message actions need (the conversation view)."""
 
     editing: int | None
@@ -154,15 +165,9 @@ class ActionsHost(Notifier, Protocol):
     @property
     def vault(self) -> Vault: ...
     @property
-    def conversation_id(self) -> int | None: ...
-    @property
-    def chat_log(self) -> ChatLog: ...
-    @property
     def composer(self) -> Composer: ...
     @property
     def status_line(self) -> StatusLine: ...
-    @property
-    def app(self) -> App[Any]: ...
     def run_turn(
         self,
         conversation_id: int | None,
@@ -175,34 +180,22 @@ class ActionsHost(Notifier, Protocol):
     async def run_action(self, action: str) -> None: ...
 
 
-class ImagesHost(Notifier, Protocol):
+class ImagesHost(OnConversation, Protocol):
     """What the image actions need (the conversation view)."""
 
     @property
     def vault(self) -> Vault: ...
     @property
-    def conversation_id(self) -> int | None: ...
-    @property
-    def chat_log(self) -> ChatLog: ...
-    @property
-    def app(self) -> App[Any]: ...
-    @property
     def screen(self) -> Screen[Any]: ...
 
 
-class ConversationOps(Notifier, Protocol):
+class ConversationOps(OnConversation, Protocol):
     """What renaming, deleting and marking a found message need (the conversation view)."""
 
     turns: dict[int | None, Worker[Any]]
 
     @property
     def deps(self) -> ViewDeps: ...
-    @property
-    def conversation_id(self) -> int | None: ...
-    @property
-    def chat_log(self) -> ChatLog: ...
-    @property
-    def app(self) -> App[Any]: ...
     def title(self, stored: str | None = None) -> str: ...
     def call_after_refresh(self, callback: Callable[..., object], *args: Any, **kwargs: Any) -> bool: ...
     async def open_conversation(
