@@ -32,6 +32,8 @@ from collections.abc import Sequence
 PROMPT = "{prompt}"
 PROMPT_FILE = "{prompt_file}"
 OUTPUT = "{output}"
+INPUT = "{input}"  # the picture to edit (edit_image): a private copy, never the vault's file
+MASK = "{mask}"
 
 _SHELLS = (
     "sh bash dash zsh fish rbash ksh mksh oksh lksh pdksh ash yash posh csh tcsh rc es xonsh nu elvish "
