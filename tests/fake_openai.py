@@ -1,6 +1,7 @@
 """A small OpenAI-compatible server on loopback for tests and benchmarks.
 
-It streams text and tool calls, serves ``/v1/images/generations``, can be scripted to fail
+It streams text and tool calls, serves ``/v1/images/generations`` and ``/v1/images/edits``
+(multipart, parsed: every field and file is recorded), can be scripted to fail
 (status codes, malformed tool-call JSON, a connection dropped mid-stream, a hang) and records
 every request body. Run it alone with ``python tests/fake_openai.py --port 8765``.
 """
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import base64
+import email.parser
+import email.policy
 import io
 import json
 import threading
@@ -50,6 +53,11 @@ class FakeOpenAI:
         self.image_replies: deque[Reply] = deque()
         self.requests: list[dict[str, Any]] = []
         self.image_requests: list[dict[str, Any]] = []
+        self.edit_replies: deque[Reply] = deque()
+        self.edit_requests: list[EditRequest] = []
+        self.edit_answer = "b64_json"  # or "url": the picture is then served at /v1/files/<n>.png
+        self.edits_enabled = True  # False: /images/edits answers 404, like a server that only generates
+        self.served_files: dict[str, bytes] = {}
         self.headers: list[dict[str, str]] = []  # of every request, in order (GET and POST)
         self.first_request_at: float | None = None
         self.stream_ended_at: float | None = None
@@ -94,7 +102,14 @@ class FakeOpenAI:
 
             def do_GET(self) -> None:
                 fake.headers.append(dict(self.headers))
-                if self.path.rstrip("/").endswith("/models"):
+                served = fake.served_files.get(self.path.rsplit("/", 1)[-1])
+                if self.path.startswith("/v1/files/") and served is not None:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "image/png")
+                    self.send_header("Content-Length", str(len(served)))
+                    self.end_headers()
+                    self.wfile.write(served)
+                elif self.path.rstrip("/").endswith("/models"):
                     self._json(200, {"object": "list", "data": [{"id": "fake-chat", "object": "model"}]})
                 else:
                     self._json(404, {"error": {"message": "not found"}})
@@ -102,9 +117,13 @@ class FakeOpenAI:
             def do_POST(self) -> None:
                 fake.headers.append(dict(self.headers))
                 length = int(self.headers.get("content-length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
+                raw = self.rfile.read(length)
                 if fake.first_request_at is None:
                     fake.first_request_at = time.time()
+                if self.path.endswith("/images/edits"):
+                    self._edit(raw)
+                    return
+                body = json.loads(raw or b"{}")
                 if self.path.endswith("/images/generations"):
                     fake.image_requests.append(body)
                     self._image(fake._next(fake.image_replies), body)
@@ -129,6 +148,29 @@ class FakeOpenAI:
                     return
                 data = base64.b64encode(png_bytes()).decode()
                 self._json(200, {"created": int(time.time()), "data": [{"b64_json": data}] * int(body.get("n", 1))})
+
+            def _edit(self, raw: bytes) -> None:
+                if not fake.edits_enabled:
+                    self._json(404, {"error": {"message": "404 page not found"}})
+                    return
+                request = parse_multipart(self.headers.get("content-type", ""), raw)
+                fake.edit_requests.append(request)
+                reply = fake._next(fake.edit_replies)
+                if reply.hang_s:
+                    time.sleep(reply.hang_s)
+                if reply.status != 200:
+                    self._json(reply.status, {"error": {"message": reply.error_message}})
+                    return
+                picture = edited_png(request.files["image"].data if "image" in request.files else b"")
+                count = int(request.fields.get("n", "1"))
+                if fake.edit_answer == "url":
+                    name = f"{len(fake.served_files)}.png"
+                    fake.served_files[name] = picture
+                    host, port = fake.server.server_address[:2]
+                    item = {"url": f"http://{host}:{port}/v1/files/{name}"}
+                else:
+                    item = {"b64_json": base64.b64encode(picture).decode()}
+                self._json(200, {"created": int(time.time()), "data": [item] * count})
 
             def _json(self, status: int, payload: dict[str, Any]) -> None:
                 raw = json.dumps(payload).encode()
@@ -171,6 +213,54 @@ class FakeOpenAI:
                 self.close_connection = True
 
         return Handler
+
+
+@dataclass
+class Upload:
+    filename: str
+    content_type: str
+    data: bytes
+
+
+@dataclass
+class EditRequest:
+    """One ``POST /v1/images/edits`` as the server read it from its multipart body."""
+
+    content_type: str
+    fields: dict[str, str]
+    files: dict[str, Upload]
+
+
+def parse_multipart(content_type: str, raw: bytes) -> EditRequest:
+    """Read a ``multipart/form-data`` body with the standard library's MIME parser."""
+    message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+        b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + raw
+    )
+    fields: dict[str, str] = {}
+    files: dict[str, Upload] = {}
+    if message.is_multipart():
+        for part in message.iter_parts():
+            name = part.get_param("name", header="content-disposition")
+            filename = part.get_param("filename", header="content-disposition")
+            data = part.get_payload(decode=True) or b""
+            if filename is not None:
+                files[str(name)] = Upload(str(filename), part.get_content_type(), data)
+            else:
+                fields[str(name)] = data.decode()
+    return EditRequest(content_type, fields, files)
+
+
+def edited_png(source: bytes) -> bytes:
+    """The "edited" picture: the source's size, bluer (a real PNG the tests can tell from the source)."""
+    from PIL import Image
+
+    size = (16, 12)
+    try:
+        with Image.open(io.BytesIO(source)) as picture:
+            size = picture.size
+    except Exception:
+        pass
+    return png_bytes((20, 40, 230), size)
 
 
 def _chunk(model: str, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:

@@ -126,12 +126,13 @@ def default_registry() -> ToolRegistry:
     """The built-in tools plus any registered under the ``tui_agent.tools`` entry point group."""
     from importlib.metadata import entry_points  # ~10 ms: only when the tools are built
 
+    from tui_agent.core.tools.edit_image import EditImageTool
     from tui_agent.core.tools.generate_image import GenerateImageTool
     from tui_agent.core.tools.memory_sql import MemorySqlTool
     from tui_agent.core.tools.show_image import ShowImageTool
     from tui_agent.core.tools.web_search import WebSearchTool
 
-    registry = ToolRegistry([GenerateImageTool(), WebSearchTool(), MemorySqlTool(), ShowImageTool()])
+    registry = ToolRegistry([GenerateImageTool(), EditImageTool(), WebSearchTool(), MemorySqlTool(), ShowImageTool()])
     for entry in entry_points(group=ENTRY_POINT_GROUP):
         try:
             registry.register(entry.load()())
