@@ -26,6 +26,9 @@ Tool rules:
   'animals/red-fox.png'. After an image is generated you may stay silent or keep talking; never
   mention links, file paths or placeholders, and never claim that you generated the image. When you
   are shown the generated image afterwards, talk about what you actually see.
+- edit_image changes a picture the conversation holds (image: its media/... path from an earlier
+  result) into a NEW picture: use it when the user wants a picture changed ("make it bluer"), not
+  generate_image, which would draw a different one. The same rules as after generate_image apply.
 - web_search finds current information on the web; cite what you use.
 - memory_sql runs ONE SQLite SELECT or UPDATE over the chat history table
   messages(id, conversation_id, role, content, tool_name, model, status, created_at).

@@ -20,6 +20,9 @@ class SlashSpec(NamedTuple):  # NamedTuples and plain classes: a dataclass costs
 COMMANDS: list[SlashSpec] = [
     SlashSpec("imagine", "/imagine <prompt>", "generate image(s) with the image tool"),
     SlashSpec("generate-image", "/generate-image [n] <prompt>", "generate n images (1-4; default from the profile)"),
+    SlashSpec(
+        "edit", "/edit <media/path> <words>", "edit a picture of the vault, e.g. /edit media/fox.png make it bluer"
+    ),
     SlashSpec("search", "/search <query>", "search the web"),
     SlashSpec("sql", "/sql <query>", "run one SELECT or UPDATE over the chat history (memory_sql)"),
     SlashSpec("show", "/show <path>", "show an image from the vault, e.g. media/food/pizza.png"),
@@ -91,6 +94,11 @@ def parse(text: str) -> SlashCommand | None:
                 raise SlashError(f"usage: {spec.usage}")
             return SlashCommand(name, "generate_image", _image_args(prompt.strip(), int(count_text)))
         return SlashCommand(name, "generate_image", _image_args(rest, None))
+    if name == "edit":
+        source, _, prompt = rest.partition(" ")
+        if not prompt.strip():
+            raise SlashError(f"usage: {spec.usage} (say what to change after the picture's path)")
+        return SlashCommand(name, "edit_image", _edit_args(source, prompt.strip()))
     if name == "search":
         return SlashCommand(name, "web_search", {"query": rest})
     if name == "sql":
@@ -110,6 +118,22 @@ def _image_args(prompt: str, count: int | None) -> dict[str, Any]:
     if count is not None:
         arguments["count"] = count
     return arguments
+
+
+def edit_command(source: str) -> str:
+    """What "edit this picture" puts in the composer: the command and the picture, then the words."""
+    return f"/edit {source} "
+
+
+def _edit_args(source: str, prompt: str) -> dict[str, Any]:
+    # The new picture goes to edits/, named for the source and the words: never over the source.
+    stem = source.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    return {
+        "image": source,
+        "prompt": prompt,
+        "path": f"edits/{slug(stem, 30)}-{slug(prompt, 30)}-{time.strftime('%Y%m%d-%H%M%S')}.png",
+        "reason": "the user asked with a slash command",
+    }
 
 
 def slug(text: str, limit: int = 40) -> str:

@@ -231,10 +231,8 @@ class AgentApp(App[None]):
         self.push_screen(LogScreen(self.vault.log_file))
 
     def help_keys(self) -> str:
-        keys = "\n".join(
-            f"{binding.key:<10} {binding.description}" for binding in self.BINDINGS if isinstance(binding, Binding)
-        )
-        return f"{keys}\n{HELP_EXTRA}"
+        keys = (f"{b.key:<10} {b.description}" for b in self.BINDINGS if isinstance(b, Binding))
+        return "\n".join(keys) + f"\n{HELP_EXTRA}"
 
     # The keys and the palette name the conversation's actions here (app-wide): the view does them.
     async def action_help(self) -> None:
@@ -278,6 +276,9 @@ class AgentApp(App[None]):
 
     def action_open_gallery(self) -> None:
         image_actions.open_gallery(self.conversation_view)
+
+    def action_edit_picture(self) -> None:
+        image_actions.edit_picture(self.conversation_view)  # "e" on a carousel, the message menu, the palette
 
     @on(ImageCarousel.OpenRequested)
     def _open_image(self, event: ImageCarousel.OpenRequested) -> None:

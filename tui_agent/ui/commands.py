@@ -22,6 +22,7 @@ ACTIONS = [
         "The focused or newest image, full size in the app; in a browser, a new tab (F3)",
     ),
     ("Download image", "download_image", "The focused or newest image, as a file (F4)"),
+    ("Edit this picture", "edit_picture", "/edit with the focused or newest picture in the composer (e on a picture)"),
     ("Browse images in a browser tab", "open_gallery", "This conversation's images, full size (tui-agent serve)"),
     ("Cancel the running turn", "cancel_turn", "Esc"),
     ("Retry the failed turn", "retry_turn", "Send the last message again after an error (Ctrl+R)"),
@@ -47,6 +48,7 @@ HELP_EXTRA = (
     "ctrl+p     Command palette (also: search history)\n"
     "left/right Previous/next image (carousel focused)\n"
     "o          Open the image full size\n"
+    "e          Edit this picture: /edit media/... in the composer\n"
     "\nMessages (Up on an empty composer, or Alt+Up, or a click)\n"
     "up/down    Move the message cursor; down past the last returns to the composer\n"
     "enter      The message's actions (copy a code block, export, ...)\n"

@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 
 def _carousel(view: ImagesHost) -> ImageCarousel | None:
     focused = view.app.focused
-    carousels = list(view.chat_log.query(ImageCarousel))
+    cursor = view.chat_log.cursor  # the message under the message cursor, when it holds pictures
+    carousels = list((cursor or view.chat_log).query(ImageCarousel)) or list(view.chat_log.query(ImageCarousel))
     carousel = focused if isinstance(focused, ImageCarousel) else (carousels[-1] if carousels else None)
     if carousel is None:
         view.notify("No image in this conversation yet.")
@@ -30,6 +31,20 @@ def open_image(view: ImagesHost) -> None:
 def _focused_or_newest_image(view: ImagesHost) -> Path | None:
     carousel = _carousel(view)
     return carousel.current if carousel is not None else None
+
+
+def edit_picture(view: ImagesHost) -> None:
+    """ "Edit this picture": ``/edit media/... `` in the composer, for the focused carousel's page,
+    else the picture under the message cursor, else the newest; the user types what to change."""
+    from tui_agent.core.media_files import relative_name
+    from tui_agent.core.slash import edit_command
+
+    if (path := _focused_or_newest_image(view)) is None:
+        return
+    composer = view.composer
+    composer.load_text(edit_command(relative_name(view.vault.root, path)))
+    composer.move_cursor(composer.document.end)
+    composer.focus()
 
 
 def download_image(view: ImagesHost) -> None:

@@ -60,6 +60,7 @@ class MessageActions:
             actions.append(MessageAction("alternative(-1)", "Previous alternative", "←"))
         if widget.query("ImageCarousel"):
             actions.append(MessageAction("app.open_image", "Open the image full size", "F3"))
+            actions.append(MessageAction("app.edit_picture", "Edit this picture (/edit in the composer)"))
         actions.append(MessageAction("export_markdown", "Export the conversation as Markdown"))
         actions.append(MessageAction("export_json", "Export the conversation as JSON"))
 

@@ -13,11 +13,12 @@ TITLE_CHARS = 80
 
 @dataclass(frozen=True)
 class Outcome:
-    """What a stored tool result says: status, error text, and a warning (``data.warning``)."""
+    """What a stored tool result says: status, error text, a warning (``data.warning``), a source."""
 
     status: str
     error: str = ""
     warning: str = ""
+    source: str = ""  # the picture an edit started from (``data.source``: ``media/...`` only)
 
 
 def outcome(output: str) -> Outcome:
@@ -30,7 +31,10 @@ def outcome(output: str) -> Outcome:
     status = str(value.get("status", "error"))
     data = value.get("data")
     warning = str(data.get("warning", "")) if isinstance(data, dict) else ""
-    return Outcome(status, str(value.get("error", "")) if status != "ok" else "", warning)
+    source = data.get("source", "") if isinstance(data, dict) else ""
+    if not isinstance(source, str) or not source.startswith("media/") or any(s in source for s in ("..", "\\", "\x00")):
+        source = ""  # a tool's words, not a path to follow out of media/
+    return Outcome(status, str(value.get("error", "")) if status != "ok" else "", warning, source)
 
 
 # (text in the error, title, what to do): the first match wins.
@@ -41,6 +45,13 @@ _REASONS: list[tuple[str, str, str]] = [
     ("timed out", "It took too long", "Try again, or raise image_timeout_s in the sidebar (Ctrl+B)."),
     ("exists:", "That file already exists", "Nothing was overwritten. Ask again: the model picks another name."),
     ("not a valid PNG", "The generator did not make a PNG", "Check image_command: it must write a PNG to {output}."),
+    (
+        "cannot edit",
+        "This image backend cannot edit pictures",
+        "Set image_backend openai with a server that edits (OpenAI gpt-image-1), or put {input} in image_command.",
+    ),
+    ("cannot use a mask", "This image command takes no mask", "Put {mask} in image_command, or edit without one."),
+    ("not found: media/", "That picture is not in the vault", "The model sees which one; pick a picture shown above."),
     (
         " not found",
         "The image generator is not installed",

@@ -208,6 +208,8 @@ def _title_from(content: str) -> str:
         if command == "/generate-image":
             count, _, prompt = rest.partition(" ")
             rest = prompt.strip() if count.isdigit() and prompt.strip() else rest
+        elif command == "/edit":
+            rest = rest.partition(" ")[2].strip() or rest
         elif command == "/attach":
             rest = rest.partition(" ")[2].strip() or "image " + rest.rsplit("/", 1)[-1]
         line = rest or command.lstrip("/")

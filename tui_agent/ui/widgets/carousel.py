@@ -1,4 +1,5 @@
-"""An image carousel: one image at a time, left/right keys and arrow buttons, a ``1 / 3`` counter.
+"""An image carousel: one image at a time, left/right keys and arrow buttons, a ``1 / 3`` counter;
+``e`` puts ``/edit <the picture shown>`` in the composer (the app's ``edit_picture``).
 
 One image shows no arrows and no counter. A broken or missing file shows a clear placeholder.
 
@@ -44,6 +45,7 @@ class ImageCarousel(Vertical, can_focus=True):
         Binding("left", "previous", "Previous image", id="carousel.previous"),
         Binding("right", "next", "Next image", id="carousel.next"),
         Binding("o", "open", "Open full size", id="carousel.open"),
+        Binding("e", "app.edit_picture", "Edit this picture", id="carousel.edit"),
     ]
     DEFAULT_CSS = """
     ImageCarousel { height: auto; width: 1fr; max-width: 104; padding: 0 1; }

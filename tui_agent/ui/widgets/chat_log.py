@@ -132,8 +132,11 @@ class ChatLog(PageReleaseMixin, MessageCursorMixin, VerticalScroll):
         return None
 
     def tool_widget(self, name: str, arguments: str, output: str, paths: list[Path], message_id: int | None) -> Widget:
+        from tui_agent.ui.tool_failures import outcome
         from tui_agent.ui.widgets.tool_block import ToolResultView  # with the first tool result shown
 
+        if name == "edit_image" and paths and (source := outcome(output).source):
+            paths = [self.vault.root / source, *paths]  # the carousel's pages: the source, then the edit
         return ToolResultView(name, arguments, output, result_status(output), paths, message_id=message_id)
 
     def _widgets(self, rows: list[Message]) -> list[Widget]:
