@@ -134,3 +134,56 @@ def test_ask_generates_a_fox_then_edits_it(env):
     assert last["model"] == "vision-model" and image_urls(last["messages"][-1]) == [data_url(blue)]
     log_text = env.vault.log_file.read_text()
     assert f"Endpoint: {env.fake.base_url}/images/edits\nSource: media/animals/fox.png" in log_text
+
+
+async def test_the_app_generates_edits_pages_and_points_at_a_picture(env):
+    from test_app import children, make, send
+    from test_follow import until
+
+    from tui_agent.ui.widgets.carousel import ImageCarousel
+    from tui_agent.ui.widgets.tool_block import ToolResultView
+
+    use_images_api(env)
+    script_fox_then_edit(env)
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(app, pilot, "draw a fox")
+        await send(app, pilot, "make it bluer")
+        generated, edited = children(app, ToolResultView)
+        assert [p.relative_to(env.vault.root).as_posix() for p in edited.images] == [
+            "media/animals/fox-blue.png",  # the carousel's pages: the edit first, then its source
+            "media/animals/fox.png",
+        ]
+        assert edited.block.title == "Tool result · edit_image · ✓ ok"
+        assert "vision-model" in str(app.conversation_view.status_line.render())
+        carousel = edited.query_one(ImageCarousel)
+        carousel.focus()
+        await pilot.press("right")
+        assert str(carousel.query_one(".counter").render()) == "2 / 2"
+        await pilot.press("e")  # "edit this picture": the page shown goes into the composer
+        composer = app.conversation_view.composer
+        await until(pilot, lambda: composer.has_focus)
+        assert composer.text == "/edit media/animals/fox.png "
+        carousel.focus()
+        await pilot.press("left", "e")
+        await until(pilot, lambda: composer.has_focus)
+        assert composer.text == "/edit media/animals/fox-blue.png "
+        env.fake.script(Reply(text="Bluer still."))
+        await send(app, pilot, composer.text + "even bluer")
+        *_, again = children(app, ToolResultView)
+        assert again.result.status == "ok" and len(again.images) == 2
+        assert env.fake.edit_requests[-1].files["image"].data == (env.vault.media / "animals/fox-blue.png").read_bytes()
+        composer.clear()
+        await app.run_action("edit_picture")  # the palette's entry: the newest picture
+        assert composer.text.startswith("/edit media/edits/fox-blue-even-bluer-")
+        log = app.conversation_view.chat_log
+        log.focus()
+        log.move_cursor_to(generated)  # the message cursor on the first picture: its menu's action
+        await app.run_action("edit_picture")
+        assert composer.text == "/edit media/animals/fox.png "
+    assert env.fake.chat_requests[-1]["model"] == "vision-model"
+    # Reopened from the store, the edit still pages through its source and result.
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: len(children(app, ToolResultView)) == 3)
+        assert len(children(app, ToolResultView)[1].images) == 2

@@ -136,7 +136,7 @@ class ChatLog(PageReleaseMixin, MessageCursorMixin, VerticalScroll):
         from tui_agent.ui.widgets.tool_block import ToolResultView  # with the first tool result shown
 
         if name == "edit_image" and paths and (source := outcome(output).source):
-            paths = [self.vault.root / source, *paths]  # the carousel's pages: the source, then the edit
+            paths = [*paths, self.vault.root / source]  # the carousel's pages: the edit first, then its source
         return ToolResultView(name, arguments, output, result_status(output), paths, message_id=message_id)
 
     def _widgets(self, rows: list[Message]) -> list[Widget]:

@@ -153,6 +153,8 @@ class MessageCursorMixin:
                 return
             if self.cursor is not None and event.key in LETTER_KEYS and not self.clicked:
                 return  # a listed command (its binding runs)
+            if _own_key(self.screen.focused, self, event.key):  # type: ignore[attr-defined]
+                return  # a key of the focused widget inside the log (a picture's o and e): its binding runs
             self.handing_over = True
             if self.cursor is not None:
                 self.move_cursor_to(None)
@@ -165,3 +167,10 @@ class MessageCursorMixin:
     def _hand_over(self, composer: Widget) -> None:
         composer.focus()
         self.handing_over = False
+
+
+def _own_key(focused: Widget | None, log: object, key: str) -> bool:
+    """Is ``key`` one of the focused widget's own bindings (a widget inside the log, not the log)?"""
+    if focused is None or focused is log:
+        return False
+    return any(isinstance(b, Binding) and key in b.key.split(",") for b in type(focused).BINDINGS)
