@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from backends import BOTH_BACKENDS
 from fake_openai import Reply, edited_png, png_bytes
 from helpers import done, rows, run_turn
 
@@ -62,6 +63,7 @@ def test_edit_slash_command():
     )
 
 
+@BOTH_BACKENDS
 async def test_generate_then_edit_switches_to_vision_with_the_new_picture(env):
     use_images_api(env)
     script_fox_then_edit(env)
@@ -187,3 +189,28 @@ async def test_the_app_generates_edits_pages_and_points_at_a_picture(env):
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: len(children(app, ToolResultView)) == 3)
         assert len(children(app, ToolResultView)[1].images) == 2
+
+
+@pytest.mark.parametrize("store_backend", ["postgresql"], indirect=True)
+async def test_machine_b_edits_a_picture_machine_a_made(env, tmp_path):
+    """Two vault folders on one PostgreSQL database: the source is fetched from the database into
+    B's media/ (nothing copied by hand), and B's edit is stored there for A too."""
+    import dataclasses
+
+    from tui_agent.core import media_files
+    from tui_agent.core.vault import Vault
+
+    use_images_api(env)
+    env.fake.script(Reply(tool_calls=[("generate_image", json.dumps(GENERATE))]), Reply(text="A fox."))
+    conversation = done(await run_turn(env, "draw a fox")).conversation_id
+    fox = (env.vault.media / "animals/fox.png").read_bytes()
+    b = dataclasses.replace(env, vault=Vault(tmp_path / "machine-b").init())
+    assert not (b.vault.media / "animals/fox.png").exists()
+    env.fake.script(Reply(tool_calls=[("edit_image", json.dumps(EDIT))]), Reply(text="Bluer."))
+    events = await run_turn(b, "make it bluer", conversation)
+    finished = next(e for e in events if isinstance(e, ev.ToolFinished))
+    assert finished.result.is_ok, finished.result.error
+    assert env.fake.edit_requests[0].files["image"].data == fox
+    blue = (b.vault.media / "animals/fox-blue.png").read_bytes()
+    assert media_files.local_file(env.vault.root, "media/animals/fox-blue.png").read_bytes() == blue  # A has it
+    assert image_urls(env.fake.chat_requests[-1]["messages"][-1]) == [data_url(blue)]

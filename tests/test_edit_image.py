@@ -334,3 +334,18 @@ def test_the_shell_runs_it(env, fox, tmp_path):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["data"]["paths"] == ["media/animals/cli.png"]
     assert env.fake.edit_requests[0].files["image"].data == FOX
+
+
+def test_the_card_and_the_carousel_read_an_edit_result():
+    from tui_agent.ui.tool_failures import card_text, outcome
+
+    def ok(source: object) -> str:
+        return json.dumps({"status": "ok", "data": {"paths": ["media/b.png"], "source": source}})
+
+    assert outcome(ok("media/animals/fox.png")).source == "media/animals/fox.png"
+    for hostile in ("/etc/passwd", "media/../agent.db", "media\\..\\x.png", "media/a\x00.png", 7, "agent.db"):
+        assert outcome(ok(hostile)).source == "", hostile  # never a page outside media/
+    card = card_text("edit_image", "not found: media/animals/fox.png")
+    assert card.splitlines()[0] == "✗ edit_image: That picture is not in the vault"
+    card = card_text("edit_image", "flux2 cannot edit pictures: image_command has no {input} placeholder (...)")
+    assert card.splitlines()[0] == "✗ edit_image: This image backend cannot edit pictures"
