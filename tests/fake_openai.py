@@ -55,7 +55,7 @@ class FakeOpenAI:
         self.image_requests: list[dict[str, Any]] = []
         self.edit_replies: deque[Reply] = deque()
         self.edit_requests: list[EditRequest] = []
-        self.edit_answer = "b64_json"  # or "url": the picture is then served at /v1/files/<n>.png
+        self.edit_answer = "b64_json"  # "url": served at /v1/files/<n>.png; "data_url": a data: URL
         self.edits_enabled = True  # False: /images/edits answers 404, like a server that only generates
         self.served_files: dict[str, bytes] = {}
         self.headers: list[dict[str, str]] = []  # of every request, in order (GET and POST)
@@ -163,7 +163,9 @@ class FakeOpenAI:
                     return
                 picture = edited_png(request.files["image"].data if "image" in request.files else b"")
                 count = int(request.fields.get("n", "1"))
-                if fake.edit_answer == "url":
+                if fake.edit_answer == "data_url":
+                    item = {"url": "data:image/png;base64," + base64.b64encode(picture).decode()}
+                elif fake.edit_answer == "url":
                     name = f"{len(fake.served_files)}.png"
                     fake.served_files[name] = picture
                     host, port = fake.server.server_address[:2]

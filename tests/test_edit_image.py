@@ -109,9 +109,10 @@ async def test_our_multipart_is_what_openai_python_sends(env, fox):
     }
 
 
-async def test_an_answer_by_url_is_downloaded(env, fox):
+@pytest.mark.parametrize("answer", ["url", "data_url"])
+async def test_an_answer_by_url_is_downloaded(env, fox, answer):
     use_images_api(env, "dall-e-2")
-    env.fake.edit_answer = "url"
+    env.fake.edit_answer = answer
     result = await edit(env, image="animals/fox.png", prompt="bluer", path="animals/by-url.png", count=2)
     assert result.is_ok, result.error
     assert result.data["paths"] == ["media/animals/by-url-1.png", "media/animals/by-url-2.png"]

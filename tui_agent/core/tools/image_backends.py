@@ -251,6 +251,8 @@ class OpenAIBackend(ImageBackend):
             b64, url = first.get("b64_json"), first.get("url")
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
             b64 = url = None
+        if isinstance(url, str) and url.startswith("data:") and ";base64," in url:
+            b64 = url.split(";base64,", 1)[1]  # some local servers answer a data: URL for "url"
         if isinstance(b64, str) and b64:
             try:
                 output.write_bytes(base64.b64decode(b64, validate=True))
