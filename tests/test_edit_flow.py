@@ -181,6 +181,12 @@ async def test_the_app_generates_edits_pages_and_points_at_a_picture(env):
         log = app.conversation_view.chat_log
         log.focus()
         log.move_cursor_to(generated)  # the message cursor on the first picture: its menu's action
+        await pilot.press("enter")
+        await until(pilot, lambda: hasattr(app.screen, "actions"))
+        assert ("app.edit_picture", "Edit this picture (/edit in the composer)") in [
+            (a.id, a.label) for a in app.screen.actions
+        ]
+        await pilot.press("escape")
         await app.run_action("edit_picture")
         assert composer.text == "/edit media/animals/fox.png "
     assert env.fake.chat_requests[-1]["model"] == "vision-model"
