@@ -350,3 +350,10 @@ def test_the_card_and_the_carousel_read_an_edit_result():
     assert card.splitlines()[0] == "✗ edit_image: That picture is not in the vault"
     card = card_text("edit_image", "flux2 cannot edit pictures: image_command has no {input} placeholder (...)")
     assert card.splitlines()[0] == "✗ edit_image: This image backend cannot edit pictures"
+
+
+async def test_a_missing_program(env, fox):
+    profiles.set_field(env.profile, "image_command", '["nope-editor", "--input", "{input}", "{prompt}", "{output}"]')
+    result = await edit(env, image="media/animals/fox.png", prompt="bluer", path="animals/b.png")
+    assert result.to_dict() == {"status": "error", "error": "nope-editor not found"}
+    assert files_under(env.vault.media) == {"animals/fox.png"}
