@@ -170,6 +170,10 @@ async def test_the_app_generates_edits_pages_and_points_at_a_picture(env):
         await pilot.press("left", "e")
         await until(pilot, lambda: composer.has_focus)
         assert composer.text == "/edit media/animals/fox-blue.png "
+        carousel.query_one("#next").focus()  # its arrow button: the carousel's keys still work there
+        await pilot.press("e")
+        await until(pilot, lambda: composer.has_focus)
+        assert composer.text == "/edit media/animals/fox-blue.png "
         env.fake.script(Reply(text="Bluer still."))
         await send(app, pilot, composer.text + "even bluer")
         *_, again = children(app, ToolResultView)

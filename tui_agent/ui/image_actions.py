@@ -13,10 +13,11 @@ if TYPE_CHECKING:
 
 
 def _carousel(view: ImagesHost) -> ImageCarousel | None:
-    focused = view.app.focused
+    focused = view.app.focused  # a carousel, or its arrow button
+    held = next((n for n in focused.ancestors_with_self if isinstance(n, ImageCarousel)), None) if focused else None
     cursor = view.chat_log.cursor  # the message under the message cursor, when it holds pictures
     carousels = list((cursor or view.chat_log).query(ImageCarousel)) or list(view.chat_log.query(ImageCarousel))
-    carousel = focused if isinstance(focused, ImageCarousel) else (carousels[-1] if carousels else None)
+    carousel = held or (carousels[-1] if carousels else None)
     if carousel is None:
         view.notify("No image in this conversation yet.")
     return carousel
@@ -38,11 +39,12 @@ def edit_picture(view: ImagesHost) -> None:
     else the picture under the message cursor, else the newest; the user types what to change."""
     from tui_agent.core.media_files import relative_name
     from tui_agent.core.slash import edit_command
+    from tui_agent.core.textsafe import clipboard_text
 
     if (path := _focused_or_newest_image(view)) is None:
         return
     composer = view.composer
-    composer.load_text(edit_command(relative_name(view.vault.root, path)))
+    composer.load_text(clipboard_text(edit_command(relative_name(view.vault.root, path))))  # a stored name
     composer.move_cursor(composer.document.end)
     composer.focus()
 

@@ -170,7 +170,11 @@ class MessageCursorMixin:
 
 
 def _own_key(focused: Widget | None, log: object, key: str) -> bool:
-    """Is ``key`` one of the focused widget's own bindings (a widget inside the log, not the log)?"""
-    if focused is None or focused is log:
-        return False
-    return any(isinstance(b, Binding) and key in b.key.split(",") for b in type(focused).BINDINGS)
+    """Is ``key`` bound by the focused widget inside the log or a widget between it and the log
+    (a carousel, or its arrow button: the carousel's keys)?"""
+    node: Any = focused
+    while node is not None and node is not log:
+        if any(isinstance(b, Binding) and key in b.key.split(",") for b in type(node).BINDINGS):
+            return True
+        node = node.parent
+    return False
