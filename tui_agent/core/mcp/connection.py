@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tui_agent import __version__
+from tui_agent.core.approvals import NotApproved
 from tui_agent.core.mcp.bounded import TOO_LARGE, bounded_stdio_client, bounded_transport
 from tui_agent.core.mcp.config import McpConfigError, ServerConfig, expand
 from tui_agent.core.mcp.tool_caps import cap_tools
@@ -160,7 +161,7 @@ class ServerConnection:
                     self._client = None
         except asyncio.CancelledError:
             raise
-        except McpConfigError as exc:
+        except (McpConfigError, NotApproved) as exc:
             self._fail(str(exc))
         except BaseException as exc:
             if self.state == "starting" and "Connection closed" in _describe(exc):
@@ -176,7 +177,13 @@ class ServerConnection:
             self._fail(self._gone_text())
 
     def _transport(self, errlog: TextIO) -> Any:
+        from tui_agent.core import approvals
+        from tui_agent.core.mcp.config import approval_item
+
         config = self.config
+        if config.error:
+            raise McpConfigError("", config.error)
+        approvals.require(approval_item(config))  # the gate: nothing starts or connects unless approved here
         if config.transport == "http":
             import httpx2
             from mcp.client.streamable_http import streamable_http_client

@@ -138,6 +138,12 @@ class GenerateImageTool(Tool):
             withheld = trust.withheld("the image command is not run")
             if withheld is not None:
                 raise GenerationError(withheld)
+            from tui_agent.core import approvals
+
+            try:
+                approvals.require(approvals.command(profile.image_command, f"profile {profile.name}: image_command"))
+            except approvals.NotApproved as exc:
+                raise GenerationError(str(exc)) from None
             argv = json.loads(profile.image_command)
             reason = template_reason(argv)  # checked when set, and again here: the row may predate the rule
             if reason is not None:
@@ -154,7 +160,7 @@ class GenerateImageTool(Tool):
         if profile.image_backend == "openai":
             base = (profile.image_base_url or profile.base_url).rstrip("/")
             try:
-                key = resolve_api_key(profile)
+                key = resolve_api_key(profile, base, "image_base_url")
             except LLMError as exc:
                 raise GenerationError(str(exc)) from None
             return _OpenAIBackend(
