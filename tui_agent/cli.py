@@ -274,10 +274,17 @@ def _trust_gate(command: str | None, vault: str | None, args: argparse.Namespace
     from tui_agent.core import trust
     from tui_agent.core.vault import resolve_vault
 
-    root, found_here = resolve_vault(vault)
-    if not found_here or trust.is_trusted(root):
-        return None
     from tui_agent.core.textsafe import visible
+
+    root, found_here = resolve_vault(vault)
+    if not found_here:
+        return None
+    try:
+        if trust.key(root) in trust.trusted_paths():
+            return None
+    except trust.TrustStoreError as exc:  # a list someone else could have written: not believed (ssh's rule)
+        print(f"error: {visible(str(exc))}", file=sys.stderr)
+        return 1
 
     name = visible(str(root))  # in full: the command in the message must work when copied
     if command == "ask" and args.text != ["-"] and sys.stdin.isatty() and sys.stderr.isatty():

@@ -143,12 +143,12 @@ def _decoded(row: McpServer, column: str, kind: type) -> Any:
     """A JSON column of the row, of the shape it must have; McpConfigError naming it otherwise."""
     raw = getattr(row, column)
     try:
-        value = json.loads(raw) if raw else kind()
+        value: Any = json.loads(raw) if raw else kind()
     except (ValueError, TypeError, RecursionError):
         raise McpConfigError(column, "the stored value is not JSON") from None
     if not isinstance(value, kind):
         raise McpConfigError(column, f"the stored value must be a JSON {'list' if kind is list else 'object'}")
-    items = value if kind is list else list(value.values())
+    items: list[Any] = value if isinstance(value, list) else list(value.values()) if isinstance(value, dict) else []
     if not all(isinstance(item, str) for item in items):
         raise McpConfigError(column, "the stored values must be strings")
     return value
@@ -221,7 +221,7 @@ def approval_item(config: ServerConfig) -> Item:
     """The server as core.approvals guards it: what runs, or where it connects, and with what."""
     from tui_agent.core import approvals
 
-    value = {
+    value: dict[str, object] = {
         "transport": config.transport,
         "command": config.command,
         "args": config.args,
