@@ -272,9 +272,8 @@ def _trust_gate(command: str | None, vault: str | None, args: argparse.Namespace
     if command not in ("ask", "serve") and not (command == "mcp" and getattr(args, "action", None) == "test"):
         return None
     from tui_agent.core import trust
-    from tui_agent.core.vault import resolve_vault
-
     from tui_agent.core.textsafe import visible
+    from tui_agent.core.vault import resolve_vault
 
     root, found_here = resolve_vault(vault)
     if not found_here:

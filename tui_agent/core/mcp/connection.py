@@ -138,9 +138,11 @@ class ServerConnection:
         from mcp import Client
         from mcp_types import Implementation
 
-        errlog = open(self.log_path, "a", encoding="utf-8")  # closed in finally
+        from tui_agent.core.mcp.errlog import VisibleLog
+
+        errlog = VisibleLog(self.log_path)  # the server's stderr, made visible; closed in finally
         try:
-            transport = self._transport(errlog)
+            transport = self._transport(errlog.writer)
             client = Client(
                 transport,
                 message_handler=self._on_message,
@@ -165,6 +167,7 @@ class ServerConnection:
             self._fail(str(exc))
         except BaseException as exc:
             if self.state == "starting" and "Connection closed" in _describe(exc):
+                errlog.close(wait_s=2.0)  # what it wrote before it exited is in the log now
                 last = self._last_stderr_line()
                 self._fail(f"the server exited while starting{': ' + last if last else ''} (see {self.log_path.name})")
             else:
