@@ -119,7 +119,10 @@ async def test_the_gate_holds_where_the_server_starts_whoever_calls(env, tmp_pat
     connection = ServerConnection(config, env.vault.logs / "mcp-sneaky.log", 20)
     assert await connection.start() is False
     assert connection.state == "failed"
-    assert connection.error.startswith("start the MCP server sneaky: ") and "not approved on this machine" in connection.error
+    assert (
+        connection.error.startswith("start the MCP server sneaky: ")
+        and "not approved on this machine" in connection.error
+    )
     assert not marker.exists()
     approvals.approve([mcp_config.approval_item(config)])
     assert await connection.start() is True

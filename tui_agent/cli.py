@@ -282,7 +282,7 @@ def _trust_gate(command: str | None, vault: str | None, args: argparse.Namespace
         if trust.key(root) in trust.trusted_paths():
             return None
     except trust.TrustStoreError as exc:  # a list someone else could have written: not believed (ssh's rule)
-        print(f"error: {visible(str(exc))}", file=sys.stderr)
+        print(f"error: {visible(str(exc))}; the vault {visible(str(root))} is not trusted", file=sys.stderr)
         return 1
 
     name = visible(str(root))  # in full: the command in the message must work when copied

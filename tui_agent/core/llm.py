@@ -122,6 +122,10 @@ def resolve_api_key(profile: Profile, url: str | None = None, setting: str = "ba
     for every endpoint); a named but unset variable is an error, never a silent blank."""
     from tui_agent.core import approvals, trust
 
+    if profile.api_key_env:
+        withheld = trust.withheld(f"the API key in ${profile.api_key_env} is not read or sent")
+        if withheld is not None:
+            raise LLMError(withheld, kind="untrusted")
     target = profile.base_url if url is None else url
     item = approvals.endpoint(target, profile.api_key_env, f"profile {profile.name}: {setting}")
     try:
@@ -130,10 +134,6 @@ def resolve_api_key(profile: Profile, url: str | None = None, setting: str = "ba
         raise LLMError(str(exc), kind="unapproved") from None
     if not profile.api_key_env:
         return "no-key"
-
-    withheld = trust.withheld(f"the API key in ${profile.api_key_env} is not read or sent")
-    if withheld is not None:
-        raise LLMError(withheld, kind="untrusted")
     value = os.environ.get(profile.api_key_env)
     if not value:
         raise LLMError(

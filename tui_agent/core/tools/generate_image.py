@@ -138,16 +138,16 @@ class GenerateImageTool(Tool):
             withheld = trust.withheld("the image command is not run")
             if withheld is not None:
                 raise GenerationError(withheld)
-            from tui_agent.core import approvals
-
-            try:
-                approvals.require(approvals.command(profile.image_command, f"profile {profile.name}: image_command"))
-            except approvals.NotApproved as exc:
-                raise GenerationError(str(exc)) from None
             argv = json.loads(profile.image_command)
             reason = template_reason(argv)  # checked when set, and again here: the row may predate the rule
             if reason is not None:
                 raise GenerationError(f"profile field image_command {reason}")
+            from tui_agent.core import approvals
+
+            try:  # the gate: a command someone else stored runs only once approved on this machine
+                approvals.require(approvals.command(profile.image_command, f"profile {profile.name}: image_command"))
+            except approvals.NotApproved as exc:
+                raise GenerationError(str(exc)) from None
             program = argv[0]
             found = shutil.which(program)
             if found is None:
