@@ -71,7 +71,7 @@ class Startup:
 
         root = trust.untrusted_vault()
         if root is None:
-            self.settings.start()
+            self.when_painted(self.settings.start)  # it reads the store: after the first frame
             return
         from tui_agent.ui.screens.trust import TrustScreen
 
