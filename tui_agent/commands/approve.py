@@ -63,7 +63,10 @@ def review(profile: Profile, interactive: bool) -> int | None:
     except approvals.ApprovalsError as exc:
         print(f"error: {visible(str(exc))}", file=sys.stderr)
         return 1
-    print(f"error: {refusal(items)}", file=sys.stderr)
+    from tui_agent.core.profiles import active_profile
+
+    other = "" if active_profile().name == profile.name else profile.name
+    print(f"error: {refusal(items, other)}", file=sys.stderr)
     return 1
 
 

@@ -202,6 +202,15 @@ def approve(items: list[Item]) -> None:
         raise ApprovalsError(str(exc)) from None
 
 
+def approve_written(items: list[Item]) -> None:
+    """Values this machine just wrote: approved here. An unusable approvals file does not undo the
+    write (it is logged; the value is asked about where it is used)."""
+    try:
+        approve(items)
+    except ApprovalsError as exc:
+        log.warning("not approved as written: %s", exc)
+
+
 def carry_over(before: dict[str, Item | None], after: dict[str, Item | None]) -> None:
     """A value written on this machine (``profile set``, the sidebar) is approved as it is written,
     when what it replaces was approved here (or was not set): writing ``api_key_env`` beside a
@@ -213,4 +222,4 @@ def carry_over(before: dict[str, Item | None], after: dict[str, Item | None]) ->
             continue
         if old is None or approved(old):
             approvable.append(item)
-    approve(approvable)
+    approve_written(approvable)

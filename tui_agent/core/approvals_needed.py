@@ -23,13 +23,14 @@ def pending_for(profile: Profile) -> list[approvals.Item]:
     return approvals.pending(needed(profile))
 
 
-def refusal(items: list[approvals.Item]) -> str:
-    """The one line for a run that cannot ask (no terminal)."""
+def refusal(items: list[approvals.Item], profile: str = "") -> str:
+    """The one line for a run that cannot ask (no terminal); ``profile``: a profile other than the
+    active one, named in the command to run."""
     from tui_agent.core.textsafe import visible
 
     first = items[0].label
     more = f" and {len(items) - 1} more" if len(items) > 1 else ""
     return visible(
         f"not approved on this machine (changed in the shared store, maybe on another machine): {first}{more}; "
-        "review and approve with `tui-agent approve` at a terminal"
+        f"review and approve with `tui-agent approve{' --profile ' + profile if profile else ''}` at a terminal"
     )

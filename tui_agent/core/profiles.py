@@ -262,7 +262,7 @@ def create_profile(name: str, values: dict[str, Any] | None = None, *, approve: 
     if approve:
         from tui_agent.core import approvals
 
-        approvals.approve([item for item in approvals.profile_slots(profile).values() if item is not None])
+        approvals.approve_written([item for item in approvals.profile_slots(profile).values() if item is not None])
     return profile
 
 

@@ -213,7 +213,7 @@ def add_server(config: ServerConfig) -> ServerConfig:
     )
     from tui_agent.core import approvals
 
-    approvals.approve([approval_item(config)])  # added on this machine: approved here
+    approvals.approve_written([approval_item(config)])  # added on this machine: approved here
     return config
 
 
