@@ -7,12 +7,15 @@ from test_carousel import image_conversation, make
 from test_follow import until
 from test_image_viewer import notifications
 
+from tui_agent.core import approvals
+
 
 async def test_f4_saves_the_real_bytes_and_never_overwrites(env, tmp_path, monkeypatch):
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))  # no user-dirs.dirs: ~/Downloads
+    approvals.approve(approvals.profile_items(env.reload_profile()))  # its settings, approved in this config too
     downloads = home / "Downloads"
     image_conversation(env)
     source = (env.vault.media / "shapes/shape-1.png").read_bytes()

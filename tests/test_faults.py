@@ -16,6 +16,7 @@ from fake_openai import Reply
 from helpers import EchoTool, done, rows, run_turn
 
 from tui_agent.core import events as ev
+from tui_agent.core import profiles
 from tui_agent.core.tools.registry import ToolRegistry
 
 
@@ -91,8 +92,7 @@ async def test_hang_times_out_with_a_clear_error(env):
 
 
 async def test_unreachable_endpoint_names_the_url(env):
-    env.profile.base_url = "http://127.0.0.1:9/v1"
-    env.profile.save()
+    profiles.set_field(env.profile, "base_url", "http://127.0.0.1:9/v1")  # written here: approved here
     from tui_agent.core.llm import LLMClient
     from tui_agent.core.loop import AgentLoop
     from tui_agent.core.tools.registry import default_registry
@@ -121,7 +121,7 @@ async def test_bad_key_and_unknown_model(env, monkeypatch):
         else:
             raise AssertionError("no error")
     await client.close()
-    env.profile.api_key_env = "MY_KEY"
+    profiles.set_field(env.profile, "api_key_env", "MY_KEY")  # written here: approved here (core.approvals)
     try:
         resolve_api_key(env.profile)
     except LLMError as exc:

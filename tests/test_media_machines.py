@@ -23,7 +23,7 @@ from media_helpers import damage_picture, remove_picture
 from serve_helpers import TOKEN, start_serve
 from store_rows import value
 
-from tui_agent.core import media_files, profiles
+from tui_agent.core import approvals, media_files, profiles
 from tui_agent.core.vault import Vault
 from tui_agent.ui.app import AgentApp
 from tui_agent.ui.widgets.carousel import ImageCarousel
@@ -277,6 +277,7 @@ async def test_f4_in_b_saves_a_picture_made_in_a_even_when_not_cached(env, tmp_p
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))  # no user-dirs.dirs: ~/Downloads
+    approvals.approve(approvals.profile_items(env.reload_profile()))  # its settings, approved in this config too
     await draw_in_a(env)
     made = (env.vault.root / FOX).read_bytes()
     b = machine_b(env, tmp_path)

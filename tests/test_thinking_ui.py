@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 from sse_replay import ReplayServer, held
 
+from tui_agent.core import profiles
 from tui_agent.ui.app import AgentApp
 from tui_agent.ui.commands import ACTIONS
 from tui_agent.ui.widgets.bubbles import AssistantBubble
@@ -17,8 +18,7 @@ from tui_agent.ui.widgets.thinking import ThinkingBlock
 @pytest.fixture
 def replay(env) -> Iterator[ReplayServer]:
     server = ReplayServer().start()
-    env.profile.base_url = server.base_url
-    env.profile.save()
+    profiles.set_field(env.profile, "base_url", server.base_url)  # set here: approved here
     yield server
     server.stop()
 

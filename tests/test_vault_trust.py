@@ -59,6 +59,10 @@ class Clone:
         generator.chmod(0o755)
         vault = Vault(self.vault).init()
         db = open_database(vault.db_path)
+        # Its settings were made (so approved) on this machine, in the config the commands use: what
+        # is tested here is the trust of the folder (the settings' approval: test_approvals.py).
+        config_before = os.environ.get("XDG_CONFIG_HOME")
+        os.environ["XDG_CONFIG_HOME"] = str(self.config)
         try:
             profile = profiles.create_profile(
                 "cloned",
@@ -85,6 +89,10 @@ class Clone:
             )
         finally:
             db.close()
+            if config_before is None:
+                os.environ.pop("XDG_CONFIG_HOME", None)
+            else:
+                os.environ["XDG_CONFIG_HOME"] = config_before
         return self
 
     def cli(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -155,7 +163,8 @@ def test_a_cloned_vault_runs_nothing_and_sends_no_key_until_trusted(clone):
     stored = clone.config / "tui-agent" / "trusted-vaults.json"
     assert json.loads(stored.read_text()) == {"version": 1, "trusted": [str(clone.vault.resolve())]}
     assert stat.S_IMODE(stored.stat().st_mode) == 0o600
-    assert [p.name for p in stored.parent.iterdir() if not p.name.startswith(".")] == ["trusted-vaults.json"]
+    names = sorted(p.name for p in stored.parent.iterdir() if not p.name.startswith("."))
+    assert names == ["approved-settings.json", "trusted-vaults.json"]  # the settings' approvals are beside it
     clone.nothing_ran()
 
     clone.fake.script(Reply(tool_calls=[("generate_image", IMAGE_CALL)]), Reply(text="A boat."))
@@ -217,7 +226,7 @@ def test_the_same_vault_named_with_vault_is_trusted_and_other_folders_are_not(cl
 @pytest.mark.slow
 def test_a_damaged_trust_list_trusts_nothing_and_is_not_overwritten(clone):
     stored = clone.config / "tui-agent" / "trusted-vaults.json"
-    stored.parent.mkdir(parents=True)
+    stored.parent.mkdir(parents=True, exist_ok=True)  # the build wrote its approvals there
     stored.write_text("{not json")
     result = clone.cli("ask", "hi")
     assert result.returncode == 1 and "is not trusted" in result.stderr
@@ -243,6 +252,9 @@ def test_the_key_check_and_the_tools_ask_the_process_state(tmp_path, monkeypatch
         assert SECRET not in str(caught.value)
     finally:
         trust.set_current(tmp_path / "jj_vault", trusted=True)
+    from tui_agent.core import approvals
+
+    approvals.approve([approvals.endpoint(profile.base_url, "SOME_KEY", "test")])  # and approved here
     assert resolve_api_key(profile) == SECRET
 
 

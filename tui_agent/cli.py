@@ -26,10 +26,12 @@ commands:
   mcp        MCP servers: list, add, remove, enable, disable, policy, test
   vault      trust a vault that came with the current folder: trust, untrust, status
   db         where the history lives: use, show, forget, copy, setup (SQLite by default, or PostgreSQL)
+  approve    approve here the settings changed in the shared store (MCP servers, endpoints, image command)
 
 The vault (all data) is --vault > $TUI_AGENT_VAULT > ./jj_vault > the user data dir. A ./jj_vault
 runs no program and sends no API key until you trust it (tui-agent vault trust).
 The store is --db > $TUI_AGENT_DB > `tui-agent db use` > the vault's agent.db.
+A setting that runs a program or carries a key takes effect on a machine only once approved there.
 """
 
 
@@ -134,6 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
     from tui_agent.commands.db import add_parser as add_db_parser
 
     add_db_parser(sub, common)
+    from tui_agent.commands.approve import add_parser as add_approve_parser
+
+    add_approve_parser(sub, common)
     _globals_win(parser, top=True)
     return parser
 
@@ -253,6 +258,10 @@ def _dispatch(command: str | None, vault: str | None, args: argparse.Namespace) 
         from tui_agent.commands.db import run_db
 
         return run_db(vault, args)
+    if command == "approve":
+        from tui_agent.commands.approve import run_approve
+
+        return run_approve(vault, args)
     return None
 
 
@@ -263,12 +272,18 @@ def _trust_gate(command: str | None, vault: str | None, args: argparse.Namespace
     if command not in ("ask", "serve") and not (command == "mcp" and getattr(args, "action", None) == "test"):
         return None
     from tui_agent.core import trust
+    from tui_agent.core.textsafe import visible
     from tui_agent.core.vault import resolve_vault
 
     root, found_here = resolve_vault(vault)
-    if not found_here or trust.is_trusted(root):
+    if not found_here:
         return None
-    from tui_agent.core.textsafe import visible
+    try:
+        if trust.key(root) in trust.trusted_paths():
+            return None
+    except trust.TrustStoreError as exc:  # a list someone else could have written: not believed (ssh's rule)
+        print(f"error: {visible(str(exc))}; the vault {visible(str(root))} is not trusted", file=sys.stderr)
+        return 1
 
     name = visible(str(root))  # in full: the command in the message must work when copied
     if command == "ask" and args.text != ["-"] and sys.stdin.isatty() and sys.stderr.isatty():

@@ -57,8 +57,13 @@ def run_ask(vault_arg: str | None, args: argparse.Namespace) -> int:
         _err(f"error: {exc}")
         return 2
     _Out.safe = staticmethod(_raw if getattr(args, "raw", False) else visible)
-    text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
     interactive = args.text != ["-"] and sys.stdin.isatty() and sys.stderr.isatty()
+    from tui_agent.commands.approve import review
+
+    refused = review(profile, interactive)  # settings changed in the shared store: approved here first
+    if refused is not None:
+        return refused
+    text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
     show_reasoning = not getattr(args, "no_reasoning", False)
     signals: list[int] = []  # what ended the turn early (SIGINT, SIGTERM), in order
     try:

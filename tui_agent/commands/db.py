@@ -30,20 +30,22 @@ def run_db(vault_arg: str | None, args: argparse.Namespace) -> int:
         from tui_agent.commands.db_copy import run_copy
 
         return run_copy(vault_arg, args)
+    from tui_agent.core import trust
     from tui_agent.core.store import location
     from tui_agent.core.store.errors import StoreError
     from tui_agent.core.textsafe import visible
     from tui_agent.core.vault import Vault, resolve_vault
 
-    root, _ = resolve_vault(vault_arg)
+    root, found_here = resolve_vault(vault_arg)
+    trusted = not found_here or trust.is_trusted(root)
     if args.action == "setup":
         from tui_agent.commands.db_setup import run_setup
 
-        return run_setup(root, args)
+        return run_setup(root, args, trusted=trusted)
     try:
         if args.action == "use":
             url = location.parse(args.url, base=Path.cwd())
-            if url.password:  # checked before connecting: nothing is written
+            if url.password or url.credentials:  # checked before connecting: nothing is written
                 location.remember(root, url)
             Vault(root).init()
             _open_and_close(url)
@@ -57,7 +59,7 @@ def run_db(vault_arg: str | None, args: argparse.Namespace) -> int:
             location.remember(root, None)
             print(f"the history of {visible(str(root))} is kept in its own agent.db again")
             return 0
-        url = location.resolve(root)
+        url = location.resolve(root, trusted=trusted)
         if os.environ.get(location.DB_ENV):
             source = f"${location.DB_ENV} (or --db)"
         elif location.remembered(root):

@@ -33,11 +33,16 @@ def add_parser(dsub: argparse._SubParsersAction[argparse.ArgumentParser], common
     )
 
 
-def run_setup(root: Path, args: argparse.Namespace) -> int:
+def run_setup(root: Path, args: argparse.Namespace, *, trusted: bool = True) -> int:
     from tui_agent.core.store import location, pg_memory
+    from tui_agent.core.store.errors import StoreError
     from tui_agent.core.textsafe import visible
 
-    url = location.resolve(root)
+    try:
+        url = location.resolve(root, trusted=trusted)
+    except StoreError as exc:
+        print(f"error: {visible(str(exc))}", file=sys.stderr)
+        return 1
     if not url.is_postgresql:
         print(
             f"error: the store is SQLite ({visible(url.where())}): `db setup` is for a PostgreSQL store "

@@ -87,10 +87,22 @@ def _dispatch(session: Any, args: argparse.Namespace) -> int:
         servers = mcp_config.list_servers(profile)
         if not servers:
             print("no MCP servers; add one with: tui-agent mcp add NAME -- COMMAND [ARGS...]")
+        from tui_agent.core import approvals
+
         for server in servers:
+            if server.error:
+                print(visible(f"err {server.name}\t{server.error}"))
+                continue
             tools = "".join(f" {tool}={policy}" for tool, policy in sorted(server.tool_policies.items()))
             state = "on " if server.enabled else "off"
-            print(visible(f"{state} {server.name}\t{server.transport}\t{server.policy}{tools}\t{server.describe()}"))
+            mark = (
+                ""
+                if approvals.approved(mcp_config.approval_item(server))
+                else "\t(not approved here: tui-agent approve)"
+            )
+            print(
+                visible(f"{state} {server.name}\t{server.transport}\t{server.policy}{tools}\t{server.describe()}{mark}")
+            )
         return 0
     if args.action == "add":
         return _add(args)
@@ -141,6 +153,27 @@ def _add(args: argparse.Namespace) -> int:
     return 0
 
 
+def _approved_here(config: Any) -> int | None:
+    """The server as stored must be approved on this machine: asked at a terminal, else one line."""
+    from tui_agent.commands.approve import ask, at_terminal
+    from tui_agent.core import approvals
+    from tui_agent.core.approvals_needed import refusal
+    from tui_agent.core.mcp import config as mcp_config
+
+    item = mcp_config.approval_item(config)
+    try:
+        if not approvals.pending([item]):
+            return None
+        if at_terminal() and ask([item]):
+            approvals.approve([item])
+            return None
+    except approvals.ApprovalsError as exc:
+        print(f"error: {visible(str(exc))}", file=sys.stderr)
+        return 1
+    print(f"error: {refusal([item])}", file=sys.stderr)
+    return 1
+
+
 async def _test(session: Any, name: str) -> int:
     from tui_agent.core import profiles
     from tui_agent.core.mcp import config as mcp_config
@@ -150,6 +183,8 @@ async def _test(session: Any, name: str) -> int:
     config = mcp_config.get_server(name)
     config.enabled = True
     profile = profiles.active_profile()
+    if (refused := _approved_here(config)) is not None:
+        return refused
     manager = McpManager(session.vault, ToolRegistry())
     connection = manager.configure_one(config, float(profile.mcp_timeout_s))
     try:

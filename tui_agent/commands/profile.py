@@ -45,7 +45,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.source:
             source = profiles.get_profile(args.source)
             values = {name: getattr(source, name) for name in profiles.FIELD_NAMES}
-        profile = profiles.create_profile(args.name, values)
+        # Copied from the store: approved here only where the source's values were (core.approvals).
+        profile = profiles.create_profile(args.name, values, approve=values is None)
         _say(f"created profile {profile.name}")
         return 0
     if args.action == "use":

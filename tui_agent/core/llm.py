@@ -116,15 +116,24 @@ class _MidStreamError(LLMError):
     """An error the server sent inside a 200 stream (``data: {"error": ...}``)."""
 
 
-def resolve_api_key(profile: Profile) -> str:
-    """The key named by ``api_key_env``; a named but unset variable is an error, never a silent blank."""
+def resolve_api_key(profile: Profile, url: str | None = None, setting: str = "base_url") -> str:
+    """The key named by ``api_key_env``, for requests to ``url`` (default: ``base_url``), handed out
+    only when this machine approved that URL with that key variable (core.approvals: the one gate
+    for every endpoint); a named but unset variable is an error, never a silent blank."""
+    from tui_agent.core import approvals, trust
+
+    if profile.api_key_env:
+        withheld = trust.withheld(f"the API key in ${profile.api_key_env} is not read or sent")
+        if withheld is not None:
+            raise LLMError(withheld, kind="untrusted")
+    target = profile.base_url if url is None else url
+    item = approvals.endpoint(target, profile.api_key_env, f"profile {profile.name}: {setting}")
+    try:
+        approvals.require(item)
+    except approvals.NotApproved as exc:
+        raise LLMError(str(exc), kind="unapproved") from None
     if not profile.api_key_env:
         return "no-key"
-    from tui_agent.core import trust
-
-    withheld = trust.withheld(f"the API key in ${profile.api_key_env} is not read or sent")
-    if withheld is not None:
-        raise LLMError(withheld, kind="untrusted")
     value = os.environ.get(profile.api_key_env)
     if not value:
         raise LLMError(

@@ -213,8 +213,11 @@ def field_as_text(profile: Profile, name: str) -> str:
 
 def set_field(profile: Profile, name: str, raw: str) -> Profile:
     """Validate and save one field; the profile is unchanged when the value is invalid."""
+    from tui_agent.core import approvals
+
     value = parse_field(name, raw)
     old = getattr(profile, name)
+    before = approvals.profile_slots(profile)
     setattr(profile, name, value)
     try:
         validate_profile(profile)
@@ -223,6 +226,7 @@ def set_field(profile: Profile, name: str, raw: str) -> Profile:
         raise
     profile.updated_at = utcnow()
     profile.save()
+    approvals.carry_over(before, approvals.profile_slots(profile))  # written here: approved here
     return profile
 
 
@@ -246,13 +250,19 @@ def default_values(environ: dict[str, str] | None = None) -> dict[str, Any]:
     }
 
 
-def create_profile(name: str, values: dict[str, Any] | None = None) -> Profile:
+def create_profile(name: str, values: dict[str, Any] | None = None, *, approve: bool = True) -> Profile:
+    """A new profile from ``values`` (default: first-run values). ``approve``: its values were chosen
+    on this machine (not copied from the store), so they are approved here (core.approvals)."""
     validate_name(name)
     if Profile.get_or_none(Profile.name == name) is not None:
         raise ProfileError("name", f"a profile named {name!r} already exists")
     profile = Profile(name=name, **(values or default_values()))
     validate_profile(profile)
     profile.save()
+    if approve:
+        from tui_agent.core import approvals
+
+        approvals.approve_written([item for item in approvals.profile_slots(profile).values() if item is not None])
     return profile
 
 

@@ -37,9 +37,10 @@ def open_session(vault_arg: str | None = None) -> Session:
     root, found_here = resolve_vault(vault_arg)
     vault = Vault(root).init()
     # A vault that came with the current folder runs no program and sends no key until trusted.
-    trust.set_current(vault.root, trusted=not found_here or trust.is_trusted(vault.root))
+    trusted = not found_here or trust.is_trusted(vault.root)
+    trust.set_current(vault.root, trusted=trusted)
     setup_logging(vault)
-    url = location.resolve(vault.root)
+    url = location.resolve(vault.root, trusted=trusted)  # an untrusted vault's local settings: not used
     db = open_store(url)
     try:
         if not Profile.select().exists():

@@ -38,13 +38,18 @@ class _Current:
 
 
 def config_dir() -> Path:
-    import platformdirs
+    from tui_agent.core.private_file import config_dir as user_config_dir
 
-    return Path(platformdirs.user_config_dir("tui-agent", appauthor=False))
+    return user_config_dir()
 
 
 def trust_file() -> Path:
     return config_dir() / TRUST_FILE_NAME
+
+
+def key(path: Path | str) -> str:
+    """How the trust list names a vault: its absolute, resolved path."""
+    return _key(path)
 
 
 def _key(path: Path | str) -> str:
@@ -52,12 +57,20 @@ def _key(path: Path | str) -> str:
 
 
 def trusted_paths() -> list[str]:
-    """The trusted vault paths; raises TrustStoreError when the file is there but unusable."""
+    """The trusted vault paths; raises TrustStoreError when the file is there but unusable, or when
+    someone else could have written it (another owner, writable by others, a symlink, in a folder
+    others can write: core.private_file, the rules ssh applies to authorized_keys)."""
+    from tui_agent.core import private_file
+
     path = trust_file()
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = private_file.read_text(path)
+        if raw is None:
+            return []
     except FileNotFoundError:
         return []
+    except private_file.UnsafeFileError as exc:
+        raise TrustStoreError(f"{exc} (the trust list is not used)") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise TrustStoreError(f"cannot read {path} ({exc.__class__.__name__}: {exc}): fix or remove it") from None
     try:
@@ -102,10 +115,15 @@ def _change(key: str, add: bool) -> bool:
 @contextlib.contextmanager
 def _locked() -> Iterator[None]:
     """One writer at a time (two ``vault trust`` at once must not lose either)."""
+    from tui_agent.core import private_file
+
     folder = config_dir()
     try:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_file.check_folder(folder)
         handle = os.open(folder / f".{TRUST_FILE_NAME}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    except private_file.UnsafeFileError as exc:
+        raise TrustStoreError(str(exc)) from None
     except OSError as exc:
         raise TrustStoreError(f"cannot write in {folder} ({exc.strerror or exc})") from None
     try:

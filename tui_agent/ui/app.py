@@ -332,6 +332,9 @@ class AgentApp(App[None]):
     def action_trust_vault(self) -> None:
         self.startup.trust_vault()
 
+    def action_approve_settings(self) -> None:
+        self.startup.settings.start(tell_if_none=True)
+
     def on_resize(self) -> None:
         """A resize may come with another cell size (a tmux client attached): images follow it."""
         from tui_agent.ui.cell_follow import follow_cell

@@ -41,6 +41,7 @@ ACTIONS = [
     ("Export conversation as JSON", "export_json", "Every stored field; tui-agent history import reads it"),
     ("Help", "help", "Slash commands and key bindings (F1)"),
     ("Trust this vault", "trust_vault", "A ./jj_vault: let it run its MCP servers, image command and API key"),
+    ("Approve changed settings", "approve_settings", "Settings changed in the shared store: approve them here"),
 ]
 
 # /help and F1: the keys that are not the app's bindings (those are listed from AgentApp.BINDINGS).

@@ -24,6 +24,8 @@ HINTS = {
     "retry": "Ctrl+R sends a turn again after it failed or was cancelled.",
     "untrusted": "Trust it from the command palette (Ctrl+P: Trust this vault) or with the command above, "
     "then send again.",
+    "unapproved": "Check the value, then approve it from the command palette (Ctrl+P: Approve changed settings) "
+    "or with `tui-agent approve`, and send again.",
 }
 
 TITLES = {
@@ -43,6 +45,7 @@ TITLES = {
     "bad_stream": "The server sent something unexpected",
     "retry": "Nothing to retry",
     "untrusted": "This vault is not trusted yet",
+    "unapproved": "Changed on another machine: not approved here",
 }
 
 

@@ -60,6 +60,10 @@ class Startup:
         self.until_painted: list[Callable[[], object]] | None = []  # None once the first frame is drawn
         self.preload_done = asyncio.Event()
         self.llm_clients: dict[tuple[str, str, float, str], LLMClient] = {}
+        from tui_agent.ui.settings_review import SettingsReview
+
+        # Settings changed in the shared store: asked about once the vault is trusted (core.approvals).
+        self.settings = SettingsReview(app, profile, self.settings_approved)
 
     def ask_about_trust(self) -> None:
         """A vault that came with the current folder: ask once whether to trust it (core.trust)."""
@@ -67,6 +71,7 @@ class Startup:
 
         root = trust.untrusted_vault()
         if root is None:
+            self.when_painted(self.settings.start)  # it reads the store: after the first frame
             return
         from tui_agent.ui.screens.trust import TrustScreen
 
@@ -106,6 +111,14 @@ class Startup:
             return
         trust.set_current(root, trusted=True)
         self.app.notify(f"Trusted {name}", title="Vault", markup=False)
+        if self.view.status_line.state == "error":  # the key it held back: the next turn reads it
+            self.view.status_line.ready(self.profile().chat_model)
+        if self.preload_done.is_set():  # else the preload starts them when it is done
+            self.mcp.start_in_background()
+        self.settings.start()
+
+    def settings_approved(self) -> None:
+        """Values were approved in the dialog: what they held back goes now."""
         if self.view.status_line.state == "error":  # the key it held back: the next turn reads it
             self.view.status_line.ready(self.profile().chat_model)
         if self.preload_done.is_set():  # else the preload starts them when it is done
@@ -233,7 +246,11 @@ class Startup:
     def probe_endpoint(self) -> None:
         import httpx2  # openai's own HTTP library: imported already, nothing more to load
 
+        from tui_agent.core import approvals
+
         profile = self.profile()
+        if not approvals.approved(approvals.endpoint(profile.base_url, profile.api_key_env, "base_url")):
+            return  # not contacted before it is approved here (the dialog asks)
         try:
             httpx2.get(profile.base_url.rstrip("/") + "/models", timeout=3.0)
         except httpx2.HTTPError:

@@ -11,11 +11,14 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from tui_agent.core.store.models import McpServer, McpServerProfile, Profile
 from tui_agent.core.store.portable import upsert
+
+if TYPE_CHECKING:
+    from tui_agent.core.approvals import Item
 
 SERVER_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -28,7 +31,7 @@ class McpConfigError(ValueError):
     """An MCP server setting is invalid; ``field`` names it."""
 
     def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
+        super().__init__(f"{field}: {message}" if field else message)
         self.field = field
 
 
@@ -48,11 +51,14 @@ class ServerConfig:
     tool_policies: dict[str, str] = field(default_factory=dict)
     timeout_s: float | None = None
     enabled: bool = True
+    error: str = ""  # the stored row is malformed (a peer wrote it by hand): it never starts
 
     def policy_for(self, tool: str) -> str:
         return self.tool_policies.get(tool, self.policy)
 
     def describe(self) -> str:
+        if self.error:
+            return self.error
         if self.transport == "http":
             return self.url
         return " ".join([self.command, *self.args])
@@ -133,21 +139,50 @@ def expand(value: str, environ: dict[str, str] | None = None, *, whole_name: boo
 
 
 # ------------------------------------------------------------------ storage
+def _decoded(row: McpServer, column: str, kind: type) -> Any:
+    """A JSON column of the row, of the shape it must have; McpConfigError naming it otherwise."""
+    raw = getattr(row, column)
+    try:
+        value: Any = json.loads(raw) if raw else kind()
+    except (ValueError, TypeError, RecursionError):
+        raise McpConfigError(column, "the stored value is not JSON") from None
+    if not isinstance(value, kind):
+        raise McpConfigError(column, f"the stored value must be a JSON {'list' if kind is list else 'object'}")
+    items: list[Any] = value if isinstance(value, list) else list(value.values()) if isinstance(value, dict) else []
+    if not all(isinstance(item, str) for item in items):
+        raise McpConfigError(column, "the stored values must be strings")
+    return value
+
+
 def _from_row(row: McpServer, enabled: bool | None = None) -> ServerConfig:
-    return ServerConfig(
-        name=row.name,
-        transport=row.transport,
-        command=row.command,
-        args=json.loads(row.args or "[]"),
-        env=json.loads(row.env or "{}"),
-        cwd=row.cwd,
-        url=row.url,
-        headers=json.loads(row.headers or "{}"),
-        policy=row.policy,
-        tool_policies=json.loads(row.tool_policies or "{}"),
-        timeout_s=row.timeout_s,
-        enabled=bool(row.enabled) if enabled is None else enabled,
-    )
+    """The row as the runtime uses it. A row another writer made malformed (``args`` not a list of
+    strings...) comes back with ``error`` set and never starts; the other servers are not affected."""
+    name = str(row.name)
+    on = bool(row.enabled) if enabled is None else enabled
+    try:
+        config = ServerConfig(
+            name=name,
+            transport=str(row.transport),
+            command=str(row.command or ""),
+            args=_decoded(row, "args", list),
+            env=_decoded(row, "env", dict),
+            cwd=str(row.cwd or ""),
+            url=str(row.url or ""),
+            headers=_decoded(row, "headers", dict),
+            policy=str(row.policy),
+            tool_policies=_decoded(row, "tool_policies", dict),
+            timeout_s=row.timeout_s,
+            enabled=on,
+        )
+        return validate(config)
+    except McpConfigError as exc:
+        from tui_agent.core.textsafe import visible
+
+        error = visible(
+            f"MCP server {name}: the stored setting is malformed ({exc}); fix it with `tui-agent mcp "
+            f"remove {name}` and `mcp add` again"
+        )
+        return ServerConfig(name=name, transport=str(row.transport), enabled=on, error=error)
 
 
 def _row(name: str) -> McpServer:
@@ -176,7 +211,26 @@ def add_server(config: ServerConfig) -> ServerConfig:
         timeout_s=config.timeout_s,
         enabled=config.enabled,
     )
+    from tui_agent.core import approvals
+
+    approvals.approve_written([approval_item(config)])  # added on this machine: approved here
     return config
+
+
+def approval_item(config: ServerConfig) -> Item:
+    """The server as core.approvals guards it: what runs, or where it connects, and with what."""
+    from tui_agent.core import approvals
+
+    value: dict[str, object] = {
+        "transport": config.transport,
+        "command": config.command,
+        "args": config.args,
+        "env": config.env,
+        "cwd": config.cwd,
+        "url": config.url,
+        "headers": config.headers,
+    }
+    return approvals.mcp_server(config.name, value, config.describe())
 
 
 def remove_server(name: str) -> None:
@@ -184,8 +238,12 @@ def remove_server(name: str) -> None:
 
 
 def get_server(name: str, profile: Profile | None = None) -> ServerConfig:
+    """One server; a malformed stored row raises McpConfigError (one line)."""
     row = _row(name)
-    return _from_row(row, _enabled_for(row, profile))
+    config = _from_row(row, _enabled_for(row, profile))
+    if config.error:
+        raise McpConfigError("", config.error)
+    return config
 
 
 def list_servers(profile: Profile | None = None) -> list[ServerConfig]:
@@ -210,6 +268,8 @@ def set_enabled(name: str, enabled: bool, profile: Profile | None = None) -> Non
 def set_policy(name: str, policy: str, tool: str | None = None) -> None:
     row = _row(name)
     config = _from_row(row)
+    if config.error:
+        raise McpConfigError("", config.error)
     if tool is None:
         config.policy = policy
     else:

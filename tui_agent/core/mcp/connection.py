@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tui_agent import __version__
+from tui_agent.core.approvals import NotApproved
 from tui_agent.core.mcp.bounded import TOO_LARGE, bounded_stdio_client, bounded_transport
 from tui_agent.core.mcp.config import McpConfigError, ServerConfig, expand
 from tui_agent.core.mcp.tool_caps import cap_tools
@@ -137,9 +138,11 @@ class ServerConnection:
         from mcp import Client
         from mcp_types import Implementation
 
-        errlog = open(self.log_path, "a", encoding="utf-8")  # closed in finally
+        from tui_agent.core.mcp.errlog import VisibleLog
+
+        errlog = VisibleLog(self.log_path)  # the server's stderr, made visible; closed in finally
         try:
-            transport = self._transport(errlog)
+            transport = self._transport(errlog.writer)
             client = Client(
                 transport,
                 message_handler=self._on_message,
@@ -160,10 +163,11 @@ class ServerConnection:
                     self._client = None
         except asyncio.CancelledError:
             raise
-        except McpConfigError as exc:
+        except (McpConfigError, NotApproved) as exc:
             self._fail(str(exc))
         except BaseException as exc:
             if self.state == "starting" and "Connection closed" in _describe(exc):
+                errlog.close(wait_s=2.0)  # what it wrote before it exited is in the log now
                 last = self._last_stderr_line()
                 self._fail(f"the server exited while starting{': ' + last if last else ''} (see {self.log_path.name})")
             else:
@@ -176,7 +180,13 @@ class ServerConnection:
             self._fail(self._gone_text())
 
     def _transport(self, errlog: TextIO) -> Any:
+        from tui_agent.core import approvals
+        from tui_agent.core.mcp.config import approval_item
+
         config = self.config
+        if config.error:
+            raise McpConfigError("", config.error)
+        approvals.require(approval_item(config))  # the gate: nothing starts or connects unless approved here
         if config.transport == "http":
             import httpx2
             from mcp.client.streamable_http import streamable_http_client

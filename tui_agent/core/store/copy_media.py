@@ -104,7 +104,10 @@ class Pictures:
             sql = "SELECT b.data FROM media_paths p JOIN media_blobs b ON b.sha256 = p.sha256 WHERE p.path = ?"
             row = portable.execute(self.db, sql, (path,)).fetchone()
             if row is not None:
-                return bytes(row[0]), self.stored[path][1]
+                data, digest = bytes(row[0]), self.stored[path][0]
+                if hashlib.sha256(data).hexdigest() != digest:  # stored by content hash: anything else is damage
+                    raise OSError(f"its bytes in the source do not match their sha256 {digest[:16]}… (damaged)")
+                return data, self.stored[path][1]
         target = self.file(path)
         if target is None or not target.is_file():
             return None

@@ -27,6 +27,9 @@ DB_ENV = "TUI_AGENT_DB"
 LOCAL_SETTINGS = "local-settings.json"  # in the vault: this machine's choices, never synced
 _VARIABLE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 SCHEMES = ("sqlite", "postgresql", "postgres")
+# libpq parameters that carry a credential, or name a file of them: never kept, never shown
+# (``password`` itself is the URL's password, however it is written).
+CREDENTIAL_OPTIONS = ("passfile", "sslpassword")
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,7 @@ class StoreURL:
     password_variable: str = ""  # the ${NAME} in the password's place
     password: str = ""  # given in clear (--db / the environment only; never kept)
     options: tuple[tuple[str, str], ...] = ()
+    credentials: tuple[tuple[str, str], ...] = ()  # passfile=, sslpassword= (never kept, never shown)
 
     @property
     def is_postgresql(self) -> bool:
@@ -61,6 +65,7 @@ class StoreURL:
         """Keyword arguments for psycopg / peewee's PostgresqlDatabase (libpq fills in the rest:
         PGPASSWORD, ~/.pgpass, PGSSLMODE...)."""
         args: dict[str, Any] = dict(self.options)
+        args.update(self.credentials)
         if self.user:
             args["user"] = self.user
         if self.host:
@@ -117,12 +122,30 @@ def parse(text: str, *, base: Path | None = None) -> StoreURL:
     if match:
         variable, password = match.group(1), ""
     options: list[tuple[str, str]] = []
+    credentials: list[tuple[str, str]] = []
+    kept: list[str] = []  # the query as written, minus what carries a credential
     for pair in filter(None, parts.query.split("&")):
         key, _, value = pair.partition("=")
-        options.append((unquote(key), unquote(value)))
+        name, value = unquote(key), unquote(value)
+        if name.strip().lower() == "password":
+            match = _VARIABLE.match(value)
+            if match and not password:
+                variable = variable or match.group(1)
+                kept.append(pair)  # a variable's name is no secret: kept, read when connecting
+            elif not variable:
+                password = password or value
+            continue
+        if name.strip().lower() in CREDENTIAL_OPTIONS:
+            credentials.append((name.strip().lower(), value))
+            continue
+        options.append((name, value))
+        kept.append(pair)
+    text = _without_password(raw, keep_variable=bool(variable))
+    if len(kept) != len(list(filter(None, parts.query.split("&")))):
+        text = text.split("?", 1)[0] + ("?" + "&".join(kept) if kept else "")
     return StoreURL(
         "postgresql",
-        _without_password(raw, keep_variable=bool(variable)),
+        text,
         user=unquote(parts.username or ""),
         host=unquote(parts.hostname or ""),
         port=port,
@@ -130,6 +153,7 @@ def parse(text: str, *, base: Path | None = None) -> StoreURL:
         password_variable=variable,
         password=password,
         options=tuple(options),
+        credentials=tuple(credentials),
     )
 
 
@@ -169,6 +193,12 @@ def remembered(vault_root: Path) -> str | None:
 def remember(vault_root: Path, url: StoreURL | None) -> None:
     """Keep (or with None, forget) the store URL in the vault's local settings. Refuses a URL with
     a password in clear: it would be written to disk."""
+    if url is not None and url.credentials:
+        names = ", ".join(sorted({name for name, _ in url.credentials}))
+        raise StoreError(
+            f"the URL carries a credential ({names}), which would be written to disk: leave it out and let libpq "
+            "find it ($PGPASSFILE, ~/.pgpass; $PGSSLPASSWORD is not kept either)"
+        )
     if url is not None and url.password:
         raise StoreError(
             "the URL holds a password in clear, which would be written to disk: leave it out and put it in "
@@ -187,8 +217,19 @@ def remember(vault_root: Path, url: StoreURL | None) -> None:
     os.replace(temporary, target)
 
 
-def resolve(vault_root: Path) -> StoreURL:
+def resolve(vault_root: Path, *, trusted: bool = True) -> StoreURL:
     """The store this process uses: ``$TUI_AGENT_DB`` (``--db`` sets it, so that child processes
-    use the same store) > the vault's remembered URL > the vault's agent.db."""
-    chosen = os.environ.get(DB_ENV) or remembered(vault_root)
+    use the same store) > the vault's remembered URL > the vault's agent.db.
+
+    ``trusted`` False: the vault came with the current folder and is not trusted (core.trust), so
+    its local settings are not read at all: a cloned folder's ``local-settings.json`` naming
+    ``postgresql://you:${ANY_VARIABLE}@elsewhere/x`` must not make us connect there with a secret."""
+    chosen = os.environ.get(DB_ENV)
+    if not chosen and (vault_root / LOCAL_SETTINGS).exists() and not trusted:
+        raise StoreError(
+            f"the vault {_shown(str(vault_root))} came with the current folder and is not trusted, so the store its "
+            f"{LOCAL_SETTINGS} names is not used: trust it with `tui-agent vault trust {vault_root}`, or name it "
+            "with --vault"
+        )
+    chosen = chosen or remembered(vault_root)
     return parse(chosen, base=vault_root) if chosen else default_url(vault_root)

@@ -39,24 +39,37 @@ class Change:
 
     @classmethod
     def parse(cls, payload: str) -> Change | None:
+        """The change a payload announces, or None (logged) for anything else. Any role can NOTIFY
+        on the channel: a payload that is not a JSON object, an id that is not a whole number in
+        range (``1e999``, ``10**400``, ``true``, ``"7"``), or a field of the wrong type is ignored."""
         try:
             data = json.loads(payload)
-            conversation = data.get("conversation")
-            message = data.get("message")
-            return cls(
-                int(conversation) if conversation is not None else None,
-                int(message) if message is not None else None,
-                str(data.get("kind", "")),
-                str(data["status"]) if data.get("status") is not None else None,
-                str(data.get("origin", "")),
-            )
-        except (ValueError, TypeError, AttributeError):
+        except (ValueError, RecursionError):
+            data = None
+        if not isinstance(data, dict):
             log.warning("a notification that is not tui-agent's: %.200r", payload)
             return None
+        conversation, message = data.get("conversation"), data.get("message")
+        kind, status, origin = data.get("kind", ""), data.get("status"), data.get("origin", "")
+        if (
+            not _id_or_none(conversation)
+            or not _id_or_none(message)
+            or not isinstance(kind, str)
+            or not isinstance(origin, str)
+            or not (status is None or isinstance(status, str))
+        ):
+            log.warning("a notification with fields out of shape, ignored: %.200r", payload)
+            return None
+        return cls(conversation, message, kind[:40], status[:40] if status is not None else None, origin[:200])
 
     @classmethod
     def reconnected(cls) -> Change:
         return cls(None, None, "reconnected")
+
+
+def _id_or_none(value: object) -> bool:
+    """Nothing, or a row id as the database has them (a positive BIGINT; not a bool, not a float)."""
+    return value is None or (type(value) is int and 0 < value < 2**63)
 
 
 class Listener:
@@ -88,6 +101,16 @@ class Listener:
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
+
+    def _deliver(self, payload: str) -> None:
+        """One notification: a bad one, or a failing callback, costs that one only (the connection
+        and the notifications queued behind it stay)."""
+        try:
+            change = Change.parse(payload)
+            if change is not None:
+                self.deliver(change)
+        except Exception:
+            log.exception("live updates: delivering a change failed")
 
     @property
     def stopping(self) -> bool:
@@ -122,15 +145,13 @@ class Listener:
                 listened_before = True
                 while not self.stopping:
                     for note in conn.notifies(timeout=POLL_S):
-                        change = Change.parse(note.payload)
-                        if change is not None:
-                            self.deliver(change)
+                        self._deliver(note.payload)
                         if self.stopping:
                             break
             except psycopg.Error as exc:
                 log.info("live updates: connection lost (%s)", str(exc).splitlines()[0] if str(exc) else exc)
-            except Exception:  # a failing callback must not end live updates for the app's life
-                log.exception("live updates: delivering a change failed")
+            except Exception:  # never expected here (_deliver keeps its own failures): listen again
+                log.exception("live updates: the listener failed")
             finally:
                 self.connected.clear()
                 conn.close()

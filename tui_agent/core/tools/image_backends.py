@@ -85,6 +85,12 @@ def backend_for(ctx: ToolContext, *, edit: bool = False) -> ImageBackend:
         reason = template_reason(argv)  # checked when set, and again here: the row may predate the rule
         if reason is not None:
             raise GenerationError(f"profile field image_command {reason}")
+        from tui_agent.core import approvals
+
+        try:  # the gate: a command someone else stored runs only once approved on this machine
+            approvals.require(approvals.command(profile.image_command, f"profile {profile.name}: image_command"))
+        except approvals.NotApproved as exc:
+            raise GenerationError(str(exc)) from None
         program = argv[0]
         found = shutil.which(program)
         if found is None:
@@ -97,7 +103,7 @@ def backend_for(ctx: ToolContext, *, edit: bool = False) -> ImageBackend:
     if profile.image_backend == "openai":
         base = (profile.image_base_url or profile.base_url).rstrip("/")
         try:
-            key = resolve_api_key(profile)
+            key = resolve_api_key(profile, base, "image_base_url")
         except LLMError as exc:
             raise GenerationError(str(exc)) from None
         url = f"{base}/images/edits" if edit else f"{base}/images/generations"

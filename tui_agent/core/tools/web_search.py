@@ -39,6 +39,7 @@ class WebSearchTool(Tool):
         backend = ctx.profile.web_search_backend
         try:
             if backend == "searxng":
+                _approved(ctx.profile)
                 results = await _searxng(ctx.profile.web_search_url, query, limit)
             elif backend == "duckduckgo":
                 results = await asyncio.wait_for(asyncio.to_thread(_duckduckgo, query, limit), TIMEOUT_S)
@@ -53,6 +54,19 @@ class WebSearchTool(Tool):
 
 class SearchError(Exception):
     pass
+
+
+def _approved(profile: Any) -> None:
+    """The SearXNG URL gets the searches (the conversation's words): only once approved here."""
+    from tui_agent.core import approvals
+
+    if not profile.web_search_url:
+        return  # _searxng says what is missing
+    item = approvals.endpoint(profile.web_search_url, "", f"profile {profile.name}: web_search_url", "web searches")
+    try:
+        approvals.require(item)
+    except approvals.NotApproved as exc:
+        raise SearchError(str(exc)) from None
 
 
 async def _searxng(base_url: str, query: str, limit: int) -> list[dict[str, str]]:
