@@ -42,7 +42,12 @@ async def test_the_app_asks_before_a_changed_setting_runs(env, tmp_path, monkeyp
         Profile.update(base_url=attacker.base_url).where(Profile.id == env.profile.id).execute()
         app = AgentApp(env.vault, images="halfcell", check_endpoint=False, clock=lambda: 0.0, animate=False)
         async with app.run_test(size=(120, 40)) as pilot:
-            await wait_until(pilot, lambda: isinstance(app.screen, SettingsApprovalScreen))
+            await wait_until(
+                pilot,
+                lambda: (
+                    isinstance(app.screen, SettingsApprovalScreen) and bool(app.screen.query("#settings-approval-text"))
+                ),
+            )
             text = str(app.screen.query_one("#settings-approval-text").render())
             assert "start the MCP server evil: " in text
             assert f"send $MY_KEY (an API key) and the conversation to {attacker.base_url}" in text
