@@ -54,6 +54,10 @@ class FakeOpenAI:
         self.first_request_at: float | None = None
         self.stream_ended_at: float | None = None
         self.default_text = "ok"
+        # Extra endpoints (a server's own model endpoints): (method, path) -> body -> (status, JSON).
+        self.routes: dict[tuple[str, str], Any] = {}
+        # usage.prompt_tokens of a reply from the request body (default: 10).
+        self.prompt_tokens: Any = None
         self.lock = threading.Lock()
         self.server = ThreadingHTTPServer((host, port), self._handler())
         self.server.daemon_threads = True
@@ -94,7 +98,9 @@ class FakeOpenAI:
 
             def do_GET(self) -> None:
                 fake.headers.append(dict(self.headers))
-                if self.path.rstrip("/").endswith("/models"):
+                if ("GET", self.path) in fake.routes:
+                    self._json(*fake.routes["GET", self.path]({}))
+                elif self.path.rstrip("/").endswith("/models"):
                     self._json(200, {"object": "list", "data": [{"id": "fake-chat", "object": "model"}]})
                 else:
                     self._json(404, {"error": {"message": "not found"}})
@@ -103,6 +109,9 @@ class FakeOpenAI:
                 fake.headers.append(dict(self.headers))
                 length = int(self.headers.get("content-length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
+                if ("POST", self.path) in fake.routes:
+                    self._json(*fake.routes["POST", self.path](body))
+                    return
                 if fake.first_request_at is None:
                     fake.first_request_at = time.time()
                 if self.path.endswith("/images/generations"):
@@ -119,7 +128,8 @@ class FakeOpenAI:
                     )
                     self._json(reply.status, {"error": {"message": reply.error_message, "type": "error", "code": code}})
                     return
-                self._stream(reply, body.get("model", "fake"))
+                prompt_tokens = fake.prompt_tokens(body) if fake.prompt_tokens is not None else 10
+                self._stream(reply, body.get("model", "fake"), prompt_tokens)
 
             def _image(self, reply: Reply, body: dict[str, Any]) -> None:
                 if reply.hang_s:
@@ -140,13 +150,13 @@ class FakeOpenAI:
                 self.end_headers()
                 self.wfile.write(raw)
 
-            def _stream(self, reply: Reply, model: str) -> None:
+            def _stream(self, reply: Reply, model: str, prompt_tokens: int = 10) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Cache-Control", "no-cache")
                 self.send_header("Connection", "close")
                 self.end_headers()
-                chunks = list(_chunks(reply, model))
+                chunks = list(_chunks(reply, model, prompt_tokens))
                 try:
                     for index, chunk in enumerate(chunks):
                         if reply.drop_after_chunks is not None and index >= reply.drop_after_chunks:
@@ -183,7 +193,7 @@ def _chunk(model: str, delta: dict[str, Any], finish: str | None = None) -> dict
     }
 
 
-def _chunks(reply: Reply, model: str) -> Any:
+def _chunks(reply: Reply, model: str, prompt_tokens: int = 10) -> Any:
     yield _chunk(model, {"role": "assistant", "content": ""})
     pieces = (
         reply.tokens
@@ -200,7 +210,6 @@ def _chunks(reply: Reply, model: str) -> Any:
         for part in (arguments[:half], arguments[half:]):
             yield _chunk(model, {"tool_calls": [{"index": index, "function": {"arguments": part}}]})
     yield _chunk(model, {}, "tool_calls" if reply.tool_calls else "stop")
-    prompt_tokens = 10
     completion_tokens = max(1, len(reply.text) // 4)
     yield {
         "id": "chatcmpl-fake",

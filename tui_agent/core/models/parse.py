@@ -194,6 +194,18 @@ def from_lmstudio_v0(payload: Any) -> dict[str, ModelInfo]:
     return out
 
 
+def lmstudio_embeddings(payload: Any) -> set[str]:
+    """The embedding models of either LM Studio list (not chat models: left out of the list)."""
+    entries = payload.get("models") if isinstance(payload, dict) and "models" in payload else listed(payload)
+    out = set()
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, dict) and entry.get("type") in ("embedding", "embeddings"):
+            name = entry.get("key", entry.get("id"))
+            if isinstance(name, str):
+                out.add(name)
+    return out
+
+
 def _lmstudio_window(loaded_ctx: int | None, most: int | None) -> tuple[int | None, str]:
     if loaded_ctx:
         return loaded_ctx, "loaded (LM Studio)"

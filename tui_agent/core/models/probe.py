@@ -158,8 +158,12 @@ def _details(http: _Http, kind: str, entries: list[dict[str, Any]], want: list[s
         out += [ModelInfo(i, OLLAMA) for i in ids if parse.ollama_name(i) not in shown]
         return out
     if kind == LMSTUDIO:
-        found = parse.from_lmstudio_v1(http.get(http.root + "/api/v1/models"))
+        native = http.get(http.root + "/api/v1/models")
+        found = parse.from_lmstudio_v1(native)
         if not found:
-            found = parse.from_lmstudio_v0(http.get(http.root + "/api/v0/models"))
-        return [found.get(i) or ModelInfo(i, LMSTUDIO) for i in ids] + [m for k, m in found.items() if k not in ids]
+            native = http.get(http.root + "/api/v0/models")
+            found = parse.from_lmstudio_v0(native)
+        skip = parse.lmstudio_embeddings(native)
+        listed = [found.get(i) or ModelInfo(i, LMSTUDIO) for i in ids if i not in skip]
+        return listed + [m for k, m in found.items() if k not in ids]
     return [ModelInfo(i) for i in ids]
