@@ -331,6 +331,11 @@ class AgentApp(App[None]):
     def action_trust_vault(self) -> None:
         self.startup.trust_vault()
 
+    def action_choose_model(self) -> None:
+        from tui_agent.ui.model_choice import choose_model
+
+        choose_model(self)
+
     def on_resize(self) -> None:
         """A resize may come with another cell size (a tmux client attached): images follow it."""
         from tui_agent.ui.cell_follow import follow_cell
