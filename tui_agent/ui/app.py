@@ -334,7 +334,7 @@ class AgentApp(App[None]):
     def action_choose_model(self) -> None:
         from tui_agent.ui.model_choice import choose_model
 
-        choose_model(self)
+        choose_model(self, self.vault)
 
     def on_resize(self) -> None:
         """A resize may come with another cell size (a tmux client attached): images follow it."""

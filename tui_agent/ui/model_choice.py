@@ -4,31 +4,31 @@ UI never waits on the store), then the sidebar and status line told."""
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import Any
+
+from textual.app import App
 
 from tui_agent.core import profiles
+from tui_agent.core.vault import Vault
 from tui_agent.core.textsafe import visible
 from tui_agent.ui.screens.model_picker import Choice, ModelPicker
 from tui_agent.ui.widgets.sidebar_messages import ProfileChanged
 
-if TYPE_CHECKING:
-    from tui_agent.ui.app import AgentApp
-
 log = logging.getLogger("tui_agent.ui")
 
 
-def choose_model(app: AgentApp) -> None:
+def choose_model(app: App[Any], vault: Vault) -> None:
     """Open the picker for the active profile; the choice sets its chat_model or vision_model."""
-    profile = app.profile
+    profile = profiles.active_profile()
 
     def chosen(choice: Choice | None) -> None:
         if choice is not None:
             app.run_worker(lambda: _save(app, *choice), thread=True, group="models", exit_on_error=False)
 
-    app.push_screen(ModelPicker(profile, app.vault), chosen)
+    app.push_screen(ModelPicker(profile, vault), chosen)
 
 
-def _save(app: AgentApp, field: str, name: str) -> None:
+def _save(app: App[Any], field: str, name: str) -> None:
     try:
         profiles.set_field(profiles.active_profile(), field, name)
     except Exception as exc:  # a profile error or the store's: one line, nothing changed
@@ -38,7 +38,7 @@ def _save(app: AgentApp, field: str, name: str) -> None:
     app.call_from_thread(_saved, app, field, name)
 
 
-def _saved(app: AgentApp, field: str, name: str) -> None:
+def _saved(app: App[Any], field: str, name: str) -> None:
     from tui_agent.ui.widgets.sidebar import ProfileEditor
 
     for editor in app.query(ProfileEditor):
