@@ -93,7 +93,7 @@ async def test_a_long_conversation_always_fits_the_real_window(tmp_path, standin
         assert request["tools"]  # the tools and their schemas survive too
     # Older turns left first, and the window marker says where the request starts.
     built = [e for e in turns[-1] if isinstance(e, ev.ContextBuilt)][-1]
-    assert built.truncated and built.budget_tokens < window
+    assert built.truncated and built.budget_tokens == window and built.estimated_tokens <= window
     firsts = [r["messages"][1]["content"] for r in requests]
     assert firsts[-1] != firsts[0]
     notices = [e for events in turns for e in events if isinstance(e, ev.ModelNotice)]

@@ -109,9 +109,11 @@ class ContextBuilder:
         rows, attachments, truncated = self.kept_rows(conversation_id, budget)
         self._pixels_from = _pixels_from(rows, profile, model or profile.chat_model)
         text = system_tokens + sum(_cost(m, {}) for m in rows)
+        estimated = system_tokens + sum(_cost(m, attachments) for m in rows)
         self.window = ContextWindow(
-            estimated_tokens=system_tokens + sum(_cost(m, attachments) for m in rows),
-            budget_tokens=budget,
+            # Against the real window when it is known (the meter: how full it is), tools included.
+            estimated_tokens=estimated + tools_tokens if window else estimated,
+            budget_tokens=window or budget,
             first_message_id=rows[0].id if rows else None,
             truncated=truncated,
             text_tokens=text,

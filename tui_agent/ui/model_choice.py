@@ -9,8 +9,8 @@ from typing import Any
 from textual.app import App
 
 from tui_agent.core import profiles
-from tui_agent.core.vault import Vault
 from tui_agent.core.textsafe import visible
+from tui_agent.core.vault import Vault
 from tui_agent.ui.screens.model_picker import Choice, ModelPicker
 from tui_agent.ui.widgets.sidebar_messages import ProfileChanged
 

@@ -25,10 +25,12 @@ CACHE_MAX_BYTES = 2 * 1024 * 1024
 FRESH_S = 60.0  # a model known to be loaded keeps its window this long before it is asked again
 UNKNOWN_FRESH_S = 600.0  # a server that says nothing about windows is not asked every turn
 FAILED_FRESH_S = 15.0  # nor is one that did not answer
+NOT_LOADED_FRESH_S = 2.0  # a model not loaded yet: asked again for the next request, not within one turn
 
 _lock = threading.Lock()
 _memory: dict[str, ServerModels] = {}
 _warned: set[tuple[str, ...]] = set()
+_budgets: dict[tuple[str, str], int] = {}
 
 
 def cache_path(vault: Vault) -> Path:
@@ -57,6 +59,18 @@ def forget(base_url: str) -> None:
         current = _memory.get(_key(base_url))
         if current is not None:
             _memory[_key(base_url)] = current._replace(checked_at=0.0)
+
+
+def remember_budget(base_url: str, model: str, history_tokens: int) -> None:
+    """The history budget the last request to ``model`` had (where a conversation just opened
+    shows its window marker before any request)."""
+    with _lock:
+        _budgets[_key(base_url), model] = history_tokens
+
+
+def remembered_budget(base_url: str, model: str) -> int | None:
+    with _lock:
+        return _budgets.get((_key(base_url), model))
 
 
 def once(*key: str) -> bool:
@@ -123,7 +137,7 @@ def _fresh(known: ServerModels, models: list[str]) -> bool:
         info = known.find(name)
         if info is None or (info.window is None and known.server in (OLLAMA, LMSTUDIO, LLAMACPP)):
             return False
-        if known.server in (OLLAMA, LMSTUDIO) and not info.loaded:
+        if known.server in (OLLAMA, LMSTUDIO) and not info.loaded and age >= NOT_LOADED_FRESH_S:
             return False  # loaded by the next request: its real window is known after it
     return age < FRESH_S
 
@@ -178,3 +192,4 @@ def clear() -> None:
     with _lock:
         _memory.clear()
         _warned.clear()
+        _budgets.clear()

@@ -62,8 +62,10 @@ class _Http:
 
         self.base_url = base_url.rstrip("/")
         self.root = self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.client = httpx2.Client(headers=headers, verify=tls.context(), follow_redirects=False)
+        # The key goes only to a server that asks for it (401/403 without it): local servers and
+        # OpenRouter's list need none, and a key is sent no more than it must be.
+        self.api_key = api_key
+        self.client = httpx2.Client(verify=tls.context(), follow_redirects=False)
         self.deadline = deadline
 
     def close(self) -> None:
@@ -104,8 +106,8 @@ def probe(base_url: str, api_key: str | None = None, want: list[str] | None = No
             return ServerModels(base_url, UNKNOWN, (), listing, started)
         entries = parse.listed(listing)
         kind = parse.server_kind(entries) or UNKNOWN
-        if kind == UNKNOWN:
-            kind = _native_kind(http)
+        if kind == UNKNOWN and http.base_url.startswith("http://"):
+            kind = _native_kind(http)  # a local server of an older version (not a cloud API over https)
         models = _details(http, kind, entries, want)
         return ServerModels(base_url, kind, tuple(models), None, started)
     except (httpx2.TimeoutException, TimeoutError):
@@ -119,6 +121,9 @@ def probe(base_url: str, api_key: str | None = None, want: list[str] | None = No
 def _listing(http: _Http) -> Any:
     """``GET /models``, or one line saying why not."""
     response = http.client.get(http.base_url + "/models", timeout=http.deadline.timeout())
+    if response.status_code in (401, 403) and http.api_key:
+        http.client.headers["Authorization"] = f"Bearer {http.api_key}"
+        response = http.client.get(http.base_url + "/models", timeout=http.deadline.timeout())
     if response.status_code != 200:
         detail = response.text[:200].replace("\n", " ").strip()
         return f"{http.base_url}/models answered {response.status_code}" + (f": {detail}" if detail else "")

@@ -50,6 +50,8 @@ class RequestFit:
 
     def fit_notices(self, info: ModelInfo | None, builder: ContextBuilder) -> list[str]:
         fitted = builder.fit
+        if info is not None and fitted is not None and fitted.window is not None:
+            catalog.remember_budget(self.profile.base_url, info.id, fitted.history_tokens)
         if info is None or fitted is None or not fitted.too_small or fitted.window is None:
             return []
         if not catalog.once("too-small", self.profile.base_url, info.id, str(fitted.window)):
