@@ -138,7 +138,8 @@ def _native_kind(http: _Http) -> str:
     version = http.get(http.root + "/api/version")
     if isinstance(version, dict) and isinstance(version.get("version"), str) and http.get(http.root + "/api/ps"):
         return OLLAMA
-    if parse.from_lmstudio_v0(http.get(http.root + "/api/v0/models")):
+    native = parse.listed(http.get(http.root + "/api/v0/models"))
+    if any("max_context_length" in e and "type" in e for e in native):
         return LMSTUDIO
     props = http.get(http.root + "/props")
     if isinstance(props, dict) and isinstance(props.get("default_generation_settings"), dict):
