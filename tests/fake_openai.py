@@ -148,7 +148,10 @@ class FakeOpenAI:
                 if status == 429:
                     self.send_header("Retry-After", "0")
                 self.end_headers()
-                self.wfile.write(raw)
+                try:
+                    self.wfile.write(raw)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up waiting (a timeout test)
 
             def _stream(self, reply: Reply, model: str, prompt_tokens: int = 10) -> None:
                 self.send_response(200)
