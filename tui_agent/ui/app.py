@@ -207,7 +207,8 @@ class AgentApp(App[None]):
 
     @on(ProfileChanged)
     def _profile_changed(self) -> None:
-        self.conversation_view.status_line.ready(self.profile.chat_model)
+        if self.conversation_view.query("#status"):  # (a field saved as the app ends: the view is gone)
+            self.conversation_view.status_line.ready(self.profile.chat_model)
 
     @on(ConversationSelected)
     async def _conversation_selected(self, event: ConversationSelected) -> None:
