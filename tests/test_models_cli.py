@@ -64,7 +64,7 @@ def test_models_lists_the_real_windows_capabilities_and_the_profiles_choice(tmp_
     assert "4,096" in qwen and "-vision tools thinking" in qwen and qwen.endswith("chat")
     assert "4,096" in gemma and "vision -tools -thinking" in gemma and gemma.endswith("vision")
     assert "window of qwen3:8b: assumed: Ollama's default below 24 GiB of VRAM" in result.stdout
-    assert "window of gemma3:latest: loaded (Ollama /api/ps)" in result.stdout
+    assert "window of gemma3:latest: loaded: Ollama /api/ps" in result.stdout
     listed = json.loads(run(vault, "models", "--json").stdout)
     assert listed["server"] == "ollama"
     assert {m["id"]: (m["window"], m["used_for"]) for m in listed["models"]} == {

@@ -117,14 +117,14 @@ def from_ollama(model: str, show: Any, loaded: dict[str, int | None]) -> ModelIn
     name = ollama_name(model)
     is_loaded = name in loaded
     if is_loaded and loaded[name]:
-        window, source = loaded[name], "loaded (Ollama /api/ps)"
+        window, source = loaded[name], "loaded: Ollama /api/ps"
     elif num_ctx:
-        window, source = num_ctx, "num_ctx of its Modelfile (Ollama /api/show)"
+        window, source = num_ctx, "num_ctx of its Modelfile: Ollama /api/show"
     else:
         window = OLLAMA_DEFAULT_WINDOW
-        source = "assumed: Ollama's default below 24 GiB of VRAM unless OLLAMA_CONTEXT_LENGTH is set (not loaded yet)"
+        source = "assumed: Ollama's default below 24 GiB of VRAM unless OLLAMA_CONTEXT_LENGTH is set; not loaded yet"
     if trained is not None and window is not None and window > trained:
-        window, source = trained, "the model's own length (Ollama /api/show)"
+        window, source = trained, "the model's own length: Ollama /api/show"
     return ModelInfo(
         model,
         OLLAMA,
@@ -208,11 +208,11 @@ def lmstudio_embeddings(payload: Any) -> set[str]:
 
 def _lmstudio_window(loaded_ctx: int | None, most: int | None) -> tuple[int | None, str]:
     if loaded_ctx:
-        return loaded_ctx, "loaded (LM Studio)"
+        return loaded_ctx, "loaded: LM Studio"
     if most:
         # LM Studio loads a model on the first request with the context length set in its app,
         # which is not told before: the model's own maximum is what is known.
-        return most, "its maximum; LM Studio loads it with the length set in the app (not loaded yet)"
+        return most, "its maximum: LM Studio loads it with the length set in the app; not loaded yet"
     return None, ""
 
 

@@ -63,6 +63,10 @@ class RequestFit:
         window is read only: elsewhere an overlong prompt is an error, not a cut)."""
         if info is None or not info.known or builder.window is None or builder.fit is None:
             return None
+        if not info.loaded:
+            catalog.forget(self.profile.base_url)  # this request loaded it: its real window is known now
+        if builder.fit.too_small:
+            return None  # said already, with the fix: the window cannot hold the tools
         sent = builder.window.text_tokens + builder.fit.tools_tokens
         if not fit.server_cut(prompt_tokens, sent, info.window):
             return None
