@@ -115,3 +115,15 @@ async def test_a_long_conversation_in_the_app_always_fits(ollama_env):
     for turn, request in enumerate(server.fake.chat_requests):
         assert request["messages"][0]["role"] == "system"
         assert request["messages"][-1]["content"] == (f"turn {turn}: " + WORDS * 11).rstrip()
+
+
+async def test_a_model_without_tools_is_said_once_in_the_chat(ollama_env):
+    env, server = ollama_env
+    profiles.set_field(env.profile, "chat_model", "gemma3")
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(app, pilot, "hello")
+        await send(app, pilot, "again")
+        (card,) = app.conversation_view.chat_log.query(".model-notice")
+        assert str(card.render()).startswith("⚠ gemma3 cannot call tools")
+    assert all("tools" not in r for r in server.fake.chat_requests)
