@@ -85,6 +85,15 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, shared_cache_home
 
 
 @pytest.fixture(autouse=True)
+def models_forgotten() -> None:
+    """What servers said of their models is not carried from one test to the next (a later test's
+    server may get an earlier one's port)."""
+    from tui_agent.core.models import catalog
+
+    catalog.clear()
+
+
+@pytest.fixture(autouse=True)
 def notices_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every notification an app posts, kept in ``app.notices_seen`` (the messages, in order): the
     app's own list drops one when it times out, which a test on a loaded machine can outlive.

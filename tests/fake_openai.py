@@ -62,6 +62,10 @@ class FakeOpenAI:
         self.first_request_at: float | None = None
         self.stream_ended_at: float | None = None
         self.default_text = "ok"
+        # Extra endpoints (a server's own model endpoints): (method, path) -> body -> (status, JSON).
+        self.routes: dict[tuple[str, str], Any] = {}
+        # usage.prompt_tokens of a reply from the request body (default: 10).
+        self.prompt_tokens: Any = None
         self.lock = threading.Lock()
         self.server = ThreadingHTTPServer((host, port), self._handler())
         self.server.daemon_threads = True
@@ -103,7 +107,9 @@ class FakeOpenAI:
             def do_GET(self) -> None:
                 fake.headers.append(dict(self.headers))
                 served = fake.served_files.get(self.path.rsplit("/", 1)[-1])
-                if self.path.startswith("/v1/files/") and served is not None:
+                if ("GET", self.path) in fake.routes:
+                    self._json(*fake.routes["GET", self.path]({}))
+                elif self.path.startswith("/v1/files/") and served is not None:
                     self.send_response(200)
                     self.send_header("Content-Type", "image/png")
                     self.send_header("Content-Length", str(len(served)))
@@ -118,6 +124,9 @@ class FakeOpenAI:
                 fake.headers.append(dict(self.headers))
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length)
+                if ("POST", self.path) in fake.routes:
+                    self._json(*fake.routes["POST", self.path](json.loads(raw or b"{}")))
+                    return
                 if fake.first_request_at is None:
                     fake.first_request_at = time.time()
                 if self.path.endswith("/images/edits"):
@@ -138,7 +147,8 @@ class FakeOpenAI:
                     )
                     self._json(reply.status, {"error": {"message": reply.error_message, "type": "error", "code": code}})
                     return
-                self._stream(reply, body.get("model", "fake"))
+                prompt_tokens = fake.prompt_tokens(body) if fake.prompt_tokens is not None else 10
+                self._stream(reply, body.get("model", "fake"), prompt_tokens)
 
             def _image(self, reply: Reply, body: dict[str, Any]) -> None:
                 if reply.hang_s:
@@ -182,15 +192,18 @@ class FakeOpenAI:
                 if status == 429:
                     self.send_header("Retry-After", "0")
                 self.end_headers()
-                self.wfile.write(raw)
+                try:
+                    self.wfile.write(raw)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up waiting (a timeout test)
 
-            def _stream(self, reply: Reply, model: str) -> None:
+            def _stream(self, reply: Reply, model: str, prompt_tokens: int = 10) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Cache-Control", "no-cache")
                 self.send_header("Connection", "close")
                 self.end_headers()
-                chunks = list(_chunks(reply, model))
+                chunks = list(_chunks(reply, model, prompt_tokens))
                 try:
                     for index, chunk in enumerate(chunks):
                         if reply.drop_after_chunks is not None and index >= reply.drop_after_chunks:
@@ -275,7 +288,7 @@ def _chunk(model: str, delta: dict[str, Any], finish: str | None = None) -> dict
     }
 
 
-def _chunks(reply: Reply, model: str) -> Any:
+def _chunks(reply: Reply, model: str, prompt_tokens: int = 10) -> Any:
     yield _chunk(model, {"role": "assistant", "content": ""})
     pieces = (
         reply.tokens
@@ -292,7 +305,6 @@ def _chunks(reply: Reply, model: str) -> Any:
         for part in (arguments[:half], arguments[half:]):
             yield _chunk(model, {"tool_calls": [{"index": index, "function": {"arguments": part}}]})
     yield _chunk(model, {}, "tool_calls" if reply.tool_calls else "stop")
-    prompt_tokens = 10
     completion_tokens = max(1, len(reply.text) // 4)
     yield {
         "id": "chatcmpl-fake",

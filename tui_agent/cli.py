@@ -21,6 +21,7 @@ commands:
   ask        one turn through the agent loop, streamed to stdout
   tool       run one tool directly and print its JSON result
   profile    list, show, create, use and set profiles
+  models     the server's models: the window each really runs with, what each can do
   history    list, search, export and import conversations; message revisions
   serve      serve the app in a browser (textual-serve) behind a token
   mcp        MCP servers: list, add, remove, enable, disable, policy, test
@@ -127,6 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="behind a reverse proxy: the address browsers use (https://agent.example.com); the printed link uses it",
     )
 
+    from tui_agent.commands.models import add_parser as add_models_parser
+
+    add_models_parser(sub, common)
     from tui_agent.commands.mcp import add_parser as add_mcp_parser
 
     add_mcp_parser(sub, common)
@@ -238,6 +242,10 @@ def _dispatch(command: str | None, vault: str | None, args: argparse.Namespace) 
         from tui_agent.commands.profile import run_profile
 
         return run_profile(vault, args)
+    if command == "models":
+        from tui_agent.commands.models import run_models
+
+        return run_models(vault, args)
     if command == "history":
         from tui_agent.commands.history import run_history
 

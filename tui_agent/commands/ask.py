@@ -157,6 +157,8 @@ async def _turn(
                 history.remember_conversation(event.conversation_id)
             elif isinstance(event, ev.Notice):
                 print(_Out.safe(event.text))
+            elif isinstance(event, ev.ModelNotice):
+                _err(f"⚠ {event.text}")
             elif isinstance(event, ev.ErrorEvent):
                 if wrote_text:
                     sys.stdout.write("\n")

@@ -11,7 +11,8 @@ from typing import Any, NamedTuple
 
 from tui_agent.core import image_cache, media_files
 from tui_agent.core.context_rows import recent_rows, stored_calls
-from tui_agent.core.profiles import accepts_images
+from tui_agent.core.models.caps import accepts_images
+from tui_agent.core.models.fit import Fit, history_budget
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Message, Profile
 from tui_agent.core.vault import Vault
@@ -69,6 +70,7 @@ class ContextWindow(NamedTuple):
     budget_tokens: int
     first_message_id: int | None
     truncated: bool  # older messages of the branch were left out to fit
+    text_tokens: int = 0  # the estimate without pictures (what a server's prompt_tokens is held against)
 
 
 class ContextBuilder:
@@ -78,6 +80,8 @@ class ContextBuilder:
         self.vault = vault
         self.max_messages = max_messages
         self.window: ContextWindow | None = None
+        self.fit: Fit | None = None
+        self.system_tokens = 0
         self._pixels_from: float = 0
 
     def system_message(self, profile: Profile) -> dict[str, Any]:
@@ -88,15 +92,34 @@ class ContextBuilder:
             parts.append("Memory (notes the user wants you to keep in mind):\n" + profile.memory.strip())
         return {"role": "system", "content": "\n\n".join(parts)}
 
-    def build(self, conversation_id: int, profile: Profile, model: str | None = None) -> list[dict[str, Any]]:
-        rows, attachments, truncated = self.kept_rows(conversation_id, int(profile.context_budget_tokens))
-        self._pixels_from = _pixels_from(rows, profile, model or profile.chat_model)
+    def build(
+        self,
+        conversation_id: int,
+        profile: Profile,
+        model: str | None = None,
+        *,
+        window: int | None = None,
+        tools_tokens: int = 0,
+    ) -> list[dict[str, Any]]:
+        """The request's messages. ``window``: the context the model really runs with (None:
+        unknown); the history then gets the smaller of the profile's budget and what the window
+        leaves after the system prompt, ``tools_tokens`` of tool schemas and the reply. The system
+        prompt and the newest message are always sent; older turns leave first."""
         system = self.system_message(profile)
+        system_tokens = self.system_tokens = len(system["content"]) // CHARS_PER_TOKEN
+        self.fit = history_budget(int(profile.context_budget_tokens), window, system_tokens, tools_tokens)
+        budget = self.fit.history_tokens
+        rows, attachments, truncated = self.kept_rows(conversation_id, budget)
+        self._pixels_from = _pixels_from(rows, profile, model or profile.chat_model)
+        text = system_tokens + sum(_cost(m, {}) for m in rows)
+        estimated = system_tokens + sum(_cost(m, attachments) for m in rows)
         self.window = ContextWindow(
-            estimated_tokens=len(system["content"]) // CHARS_PER_TOKEN + sum(_cost(m, attachments) for m in rows),
-            budget_tokens=int(profile.context_budget_tokens),
+            # Against the real window when it is known (the meter: how full it is), tools included.
+            estimated_tokens=estimated + tools_tokens if window else estimated,
+            budget_tokens=window or budget,
             first_message_id=rows[0].id if rows else None,
             truncated=truncated,
+            text_tokens=text,
         )
         return [system, *self._history(rows, attachments)]
 

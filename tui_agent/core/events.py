@@ -173,6 +173,13 @@ class Notice(_Text):
     __slots__ = ()
 
 
+class ModelNotice(_Text):
+    """One line about the model or its server the user must know (the window is too small for the
+    tools, the server cut the prompt, the model cannot call tools or see images); said once."""
+
+    __slots__ = ()
+
+
 class ModelSwitched(_Event):
     __slots__ = ("model", "previous", "reason")
     model: str
@@ -314,6 +321,7 @@ Event = (
     | BranchChanged
     | ContextBuilt
     | Notice
+    | ModelNotice
     | ModelSwitched
     | AssistantStarted
     | TextDelta

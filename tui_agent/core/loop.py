@@ -14,10 +14,13 @@ from contextlib import aclosing
 from typing import Any
 
 from tui_agent.core import events as ev
-from tui_agent.core import llm, profiles, slash
+from tui_agent.core import llm, slash
 from tui_agent.core.ahead import Ahead
 from tui_agent.core.context import ContextBuilder
 from tui_agent.core.limits import message_too_long
+from tui_agent.core.models import caps
+from tui_agent.core.models.fit import schema_tokens
+from tui_agent.core.models.request_fit import RequestFit
 from tui_agent.core.reply import Reply as _Reply
 from tui_agent.core.reply import call_dict as _call_dict
 from tui_agent.core.reply import temperature as _temperature
@@ -58,6 +61,7 @@ class AgentLoop:
         self._keep_client = keep_client and client is not None
         self.approve = approve
         self.builder = ContextBuilder(vault)
+        self.fitting = RequestFit(vault, profile)
 
     @property
     def client(self) -> llm.LLMClient:
@@ -172,7 +176,8 @@ class AgentLoop:
             history.add_message(conversation_id, "assistant", "", tool_calls=[_call_dict(call)], model="user-command")
             pending = [call]
         # A text-only chat model cannot take the user's images: this turn starts on the vision model.
-        sees_images = bool(files) and not profiles.accepts_images(self.profile, self.profile.chat_model)
+        await self.fitting.know(self.profile.chat_model)  # does the server say it has vision?
+        sees_images = bool(files) and not caps.accepts_images(self.profile, self.profile.chat_model)
         async with aclosing(self._rounds(conversation_id, pending, use_vision=sees_images)) as relayed:
             async for event in relayed:
                 yield event
@@ -195,7 +200,8 @@ class AgentLoop:
             return
         yield ev.TurnRetried(conversation_id, user.id)
         files = history.attachments_for([user.id]).get(user.id, [])
-        sees_images = bool(files) and not profiles.accepts_images(self.profile, self.profile.chat_model)
+        await self.fitting.know(self.profile.chat_model)
+        sees_images = bool(files) and not caps.accepts_images(self.profile, self.profile.chat_model)
         async with aclosing(self._rounds(conversation_id, [], use_vision=sees_images)) as relayed:
             async for event in relayed:
                 yield event
@@ -226,6 +232,8 @@ class AgentLoop:
                 reason = "for the attached image" if use_vision and not rounds else reason
                 log.info("model switched to %s (%s)", model, reason)
                 yield ev.ModelSwitched(model, previous_model, reason)
+                if use_vision and (blind := await self.fitting.blind_vision(model)) is not None:
+                    yield ev.ModelNotice(blind)
             previous_model = model
             completion: llm.Completion | None = None
             async with aclosing(self._request(conversation_id, model)) as request:
@@ -263,7 +271,12 @@ class AgentLoop:
 
     async def _request(self, conversation_id: int, model: str) -> AsyncGenerator[ev.Event | llm.Completion, None]:
         """One streamed request; the assistant row is written as text arrives and finished at the end."""
-        messages = self.builder.build(conversation_id, self.profile, model)
+        info = await self.fitting.know(model)
+        tools, notices = self.fitting.tools_for(info, self.registry.schemas())
+        messages = self.builder.build(
+            conversation_id, self.profile, model, window=self.fitting.window(info), tools_tokens=schema_tokens(tools)
+        )
+        notices += self.fitting.fit_notices(info, self.builder)
         reply = _Reply(conversation_id, model, FLUSH_INTERVAL_S)
         finished = False
         unsaved: Any = None
@@ -274,7 +287,7 @@ class AgentLoop:
                 self.client.stream(
                     model=model,
                     messages=messages,
-                    tools=self.registry.schemas(),
+                    tools=tools,
                     temperature=_temperature(self.profile),
                 )
             )
@@ -287,6 +300,8 @@ class AgentLoop:
                     window.first_message_id,
                     window.truncated,
                 )
+            for notice in notices:
+                yield ev.ModelNotice(notice)
             yield ev.AssistantStarted(model)
             async for item in stream:
                 if isinstance(item, llm.Completion):
@@ -302,6 +317,8 @@ class AgentLoop:
                         reasoning=item.reasoning,
                         alternatives=_alternatives(row),
                     )
+                    if (cut := self.fitting.cut_notice(info, item.prompt_tokens, self.builder)) is not None:
+                        yield ev.ModelNotice(cut)
                     yield item
                 elif isinstance(item, llm.Restart):
                     # The server said the failure is transient: the partial reply stays, the request goes again.

@@ -207,7 +207,8 @@ class AgentApp(App[None]):
 
     @on(ProfileChanged)
     def _profile_changed(self) -> None:
-        self.conversation_view.status_line.ready(self.profile.chat_model)
+        if self.conversation_view.query("#status"):  # (a field saved as the app ends: the view is gone)
+            self.conversation_view.status_line.ready(self.profile.chat_model)
 
     @on(ConversationSelected)
     async def _conversation_selected(self, event: ConversationSelected) -> None:
@@ -334,6 +335,11 @@ class AgentApp(App[None]):
 
     def action_approve_settings(self) -> None:
         self.startup.settings.start(tell_if_none=True)
+
+    def action_choose_model(self) -> None:
+        from tui_agent.ui.model_choice import choose_model
+
+        choose_model(self, self.vault)
 
     def on_resize(self) -> None:
         """A resize may come with another cell size (a tmux client attached): images follow it."""

@@ -13,6 +13,11 @@ __all__ = ["ACTIONS", "HELP_EXTRA", "AgentCommands", "HistorySearch"]
 ACTIONS = [
     ("New conversation", "new_conversation", "Start an empty conversation (Ctrl+N)"),
     ("Toggle sidebar", "toggle_sidebar", "Profile fields and conversations (Ctrl+B)"),
+    (
+        "Choose a model",
+        "choose_model",
+        "The server's models: the window each really runs with, vision/tools/thinking; sets chat or vision model",
+    ),
     ("Expand or collapse all tool results", "toggle_tools", "Ctrl+O"),
     ("Show or hide all thinking blocks", "toggle_thinking", "The model's reasoning above its replies (Ctrl+G)"),
     ("Attach an image", "attach", "Pick a file or type a URL (Ctrl+T)"),

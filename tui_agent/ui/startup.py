@@ -258,6 +258,20 @@ class Startup:
             self.app.call_from_thread(self.show_setup_card, profile.base_url, profile.chat_model)
             return
         self.app.call_from_thread(self.endpoint_answered)
+        self.know_models(profile)
+
+    def know_models(self, profile: Profile) -> None:
+        """What the server says of the profile's models, asked now (a worker thread, after the
+        first paint): the first turn finds the window and capabilities known."""
+        from tui_agent.core.models import catalog
+
+        vault = getattr(self.app, "vault", None)
+        try:
+            if vault is not None:
+                catalog.load(vault)
+            catalog.refresh(profile, vault, want=[profile.chat_model, profile.vision_model])
+        except Exception:  # the turn asks for itself
+            log.warning("asking %s about its models failed", profile.base_url, exc_info=True)
 
     def show_setup_card(self, base_url: str, chat_model: str) -> None:
         self.view.chat_log.mount(NoticeCard(setup_text(base_url, chat_model), classes="setup-card"))

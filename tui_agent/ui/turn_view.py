@@ -170,6 +170,8 @@ class TurnView:
             await self._mount(ErrorCard(friendly(event.kind, event.message)))
         elif isinstance(event, ev.Notice):
             await self.log.mount(NoticeCard(event.text))
+        elif isinstance(event, ev.ModelNotice):
+            await self._mount(NoticeCard("⚠ " + event.text, classes="notice model-notice"))
         elif isinstance(event, ev.Done):
             self.done_status = event.status
             status.done(event.status, self.started)

@@ -30,6 +30,7 @@ class ProfileEditor(VerticalScroll):
         names = [p.name for p in Profile.select(Profile.name).order_by(Profile.name)]
         active = profiles.active_profile()
         yield Select([(visible(n), n) for n in names], value=active.name, allow_blank=False, id="profile-select")
+        yield Button("Choose a model…", id="choose-model", compact=True)
         for spec in profiles.FIELDS:
             yield Label(spec.name, classes="field-label")
             value = _shown(active, spec.name)
@@ -67,6 +68,10 @@ class ProfileEditor(VerticalScroll):
             profiles.use_profile(event.value)
             self.refresh_fields()
             self.post_message(self.Changed())
+
+    @on(Button.Pressed, "#choose-model")
+    async def _choose_model(self) -> None:
+        await self.app.run_action("choose_model")
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:

@@ -1,0 +1,47 @@
+"""Choosing a model in the app: the picker, then the profile field saved in a worker thread (the
+UI never waits on the store), then the sidebar and status line told."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from textual.app import App
+
+from tui_agent.core import profiles
+from tui_agent.core.textsafe import visible
+from tui_agent.core.vault import Vault
+from tui_agent.ui.screens.model_picker import Choice, ModelPicker
+from tui_agent.ui.widgets.sidebar_messages import ProfileChanged
+
+log = logging.getLogger("tui_agent.ui")
+
+
+def choose_model(app: App[Any], vault: Vault) -> None:
+    """Open the picker for the active profile; the choice sets its chat_model or vision_model."""
+    profile = profiles.active_profile()
+
+    def chosen(choice: Choice | None) -> None:
+        if choice is not None:
+            app.run_worker(lambda: _save(app, *choice), thread=True, group="models", exit_on_error=False)
+
+    app.push_screen(ModelPicker(profile, vault), chosen)
+
+
+def _save(app: App[Any], field: str, name: str) -> None:
+    try:
+        profiles.set_field(profiles.active_profile(), field, name)
+    except Exception as exc:  # a profile error or the store's: one line, nothing changed
+        log.warning("%s not set: %s", field, exc)
+        app.call_from_thread(app.notify, visible(f"{field} not set: {exc}"), severity="error")
+        return
+    app.call_from_thread(_saved, app, field, name)
+
+
+def _saved(app: App[Any], field: str, name: str) -> None:
+    from tui_agent.ui.widgets.sidebar import ProfileEditor
+
+    for editor in app.query(ProfileEditor):
+        editor.refresh_fields()
+    app.post_message(ProfileChanged())
+    app.notify(visible(f"{field} is now {name}"), timeout=3)
