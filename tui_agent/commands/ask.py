@@ -57,7 +57,8 @@ def run_ask(vault_arg: str | None, args: argparse.Namespace) -> int:
         _err(f"error: {exc}")
         return 2
     _Out.safe = staticmethod(_raw if getattr(args, "raw", False) else visible)
-    text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
+    # Piped text ends with a newline (echo, a file): the message is the text, not an empty last line.
+    text = sys.stdin.read().rstrip("\r\n") if args.text == ["-"] else " ".join(args.text)
     interactive = args.text != ["-"] and sys.stdin.isatty() and sys.stderr.isatty()
     show_reasoning = not getattr(args, "no_reasoning", False)
     signals: list[int] = []  # what ended the turn early (SIGINT, SIGTERM), in order
