@@ -59,7 +59,10 @@ def test_keys_typed_before_any_click_reach_the_app_and_the_footer_is_drawn(env, 
         # Away and back. Headless Chromium sends no focus or visibility events when another tab comes to
         # the front (checked: bring_to_front fires none), so the test sends the ones a browser sends
         # when its tab (visibilitychange) or its window (focus) comes back, each after the keyboard left.
-        for back in ("document.dispatchEvent(new Event('visibilitychange'))", "window.dispatchEvent(new Event('focus'))"):
+        for back in (
+            "document.dispatchEvent(new Event('visibilitychange'))",
+            "window.dispatchEvent(new Event('focus'))",
+        ):
             page.evaluate("document.activeElement.blur()")
             assert not page.evaluate(FOCUSED)
             page.evaluate(back)
