@@ -1,5 +1,6 @@
 """Small truths a new user met (issue 37 item 4): the carousel is one Shift+Tab away with its focus
-shown; an MCP server named by command is found beside the app's own Python."""
+shown; an MCP server named by command is found beside the app's own Python; PageUp after a search
+jump goes on up through pictures and tool blocks."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from mcp_helpers import FIXTURE
 from test_carousel import image_conversation, make, settle
 
@@ -69,3 +71,56 @@ def sysconfig_purelib() -> list[str]:
     import sysconfig
 
     return [sysconfig.get_paths()["purelib"]]
+
+
+@pytest.mark.slow
+async def test_pageup_after_a_search_jump_goes_all_the_way_up_through_pictures_and_tool_blocks(env):
+    """The palette's search jumps into the middle of a long conversation with pictures and tool
+    results; PageUp (from the composer, as a user presses it) then goes on up to the first message,
+    page after page, never stopping at a tool block."""
+    import json
+
+    from fake_openai import png_bytes
+
+    from tui_agent.core.store import history
+    from tui_agent.ui.widgets.chat_log import PAGE
+    from tui_agent.ui.widgets.log_release import message_id_of
+
+    conversation = history.new_conversation("long, with pictures")
+    ids: list[int] = []
+    for turn in range(2 * PAGE):
+        ids.append(history.add_message(conversation.id, "user", f"draw number {turn}").id)
+        path = env.vault.media / f"turns/picture-{turn}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(png_bytes((turn * 9 % 255, 90, 160), (64, 40)))
+        arguments = json.dumps({"prompt": f"n{turn}", "path": f"turns/picture-{turn}.png", "count": 1, "reason": "r"})
+        output = json.dumps({"status": "ok", "data": {"paths": [f"media/turns/picture-{turn}.png"]}})
+        ids.append(
+            history.add_message(
+                conversation.id,
+                "image_tool",
+                output,
+                attachments=[f"media/turns/picture-{turn}.png"],
+                tool_name="generate_image",
+                tool_call_id=f"c{turn}",
+                tool_arguments=arguments,
+            ).id
+        )
+        ids.append(history.add_message(conversation.id, "assistant", f"here is number {turn}").id)
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        log = app.conversation_view.chat_log
+        await app.jump_to_message(conversation.id, ids[len(ids) // 2 + 1])  # a hit in a tool result
+        # Straight to the top of what is mounted (a flick of the wheel, End's opposite) while the
+        # page below the hit is still loading; then PageUp as a user presses it.
+        await pilot.pause(0)
+        log.scroll_home(animate=False)
+        await pilot.pause(0.5)
+        for _ in range(100):
+            await pilot.pause(0.05)
+            await pilot.press("pageup")
+            if not log.has_older and log.scroll_y == 0:
+                break
+        mounted = [found for child in log.children if (found := message_id_of(child)) is not None]
+        assert not log.has_older and log.scroll_y == 0, (log.has_older, log.scroll_y, mounted[:3])
+        assert mounted[0] == ids[0]
