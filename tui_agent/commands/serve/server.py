@@ -49,8 +49,10 @@ def make_server(command: str, guard: Guard, vault_root: Path, max_sessions: int,
         def enabled(self) -> bool:
             return self.logger.isEnabledFor(logging.INFO)
 
-    in_use = "the one session of this tui-agent is in use" if max_sessions == 1 else (
-        f"all {max_sessions} sessions of this tui-agent are in use"
+    in_use = (
+        "the one session of this tui-agent is in use"
+        if max_sessions == 1
+        else (f"all {max_sessions} sessions of this tui-agent are in use")
     )
     full_text = (
         f"503: {in_use} (tui-agent serve --max-sessions "
