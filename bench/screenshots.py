@@ -210,7 +210,7 @@ def run_terminal(name: str, display: Display, out: Path, base_url: str) -> list[
         wait_for(lambda: logged("model switched"), 60)
         time.sleep(6)
         shot("2-carousel", picture=True)
-        display.keys("shift+Tab", "shift+Tab", "Return")  # the carousel's ▶ button
+        display.keys("shift+Tab", "Right")  # the carousel (one Shift+Tab from the composer), next picture
         time.sleep(3)
         shot("3-after-next", picture=True)
         display.keys("o")  # the focused carousel's "open full size" (F3 does the same from anywhere)

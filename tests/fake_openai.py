@@ -3,7 +3,10 @@
 It streams text and tool calls, serves ``/v1/images/generations`` and ``/v1/images/edits``
 (multipart, parsed: every field and file is recorded), can be scripted to fail
 (status codes, malformed tool-call JSON, a connection dropped mid-stream, a hang) and records
-every request body. Run it alone with ``python tests/fake_openai.py --port 8765``.
+every request body. Run it alone with ``python tests/fake_openai.py --port 8765``: then it is a
+demo worth meeting (``demo=True``): asked for a picture ("draw ...", "a picture of ..."), it calls
+the image tool; after the tool, it says what it made; its images endpoint draws a picture of the
+prompt (gradients, shapes and the prompt's words, 512x384), not a flat square.
 """
 
 from __future__ import annotations
@@ -12,8 +15,10 @@ import argparse
 import base64
 import email.parser
 import email.policy
+import hashlib
 import io
 import json
+import re
 import threading
 import time
 from collections import deque
@@ -47,8 +52,63 @@ def png_bytes(color: tuple[int, int, int] = (200, 30, 30), size: tuple[int, int]
     return buffer.getvalue()
 
 
+PICTURE_WORDS = re.compile(r"\b(draw|paint|sketch|picture|image|photo|imagine)\b", re.IGNORECASE)
+
+
+def demo_png(prompt: str, size: tuple[int, int] = (512, 384)) -> bytes:
+    """A picture of ``prompt`` for the demo: a gradient, shapes and the prompt's words, its colours
+    chosen by the prompt (the same prompt draws the same picture)."""
+    from PIL import Image, ImageDraw
+
+    seed = hashlib.sha256(prompt.encode()).digest()
+    width, height = size
+    top, bottom = (seed[0], seed[1], seed[2]), (seed[3], seed[4], seed[5])
+    picture = Image.new("RGB", size)
+    draw = ImageDraw.Draw(picture)
+    for y in range(height):  # a vertical gradient between two colours of the prompt
+        t = y / (height - 1)
+        draw.line((0, y, width, y), fill=tuple(int(a + (b - a) * t) for a, b in zip(top, bottom, strict=True)))
+    for i in range(6):  # shapes: circles and boxes, placed and coloured by the prompt
+        x, y, r = seed[6 + i] * width // 256, seed[12 + i] * height // 256, 20 + seed[18 + i] % 60
+        colour = (seed[(i * 3) % 32], seed[(i * 3 + 1) % 32], seed[(i * 3 + 2) % 32])
+        box = (x - r, y - r, x + r, y + r)
+        if i % 2:
+            draw.rectangle(box, fill=colour, outline=(0, 0, 0), width=3)
+        else:
+            draw.ellipse(box, fill=colour, outline=(255, 255, 255), width=3)
+    words = prompt[:60]
+    draw.rectangle((0, height - 28, width, height), fill=(0, 0, 0))
+    draw.text((10, height - 22), f"loopback demo: {words}", fill=(255, 255, 255))
+    buffer = io.BytesIO()
+    picture.save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+def demo_reply(messages: list[dict[str, Any]]) -> Reply:
+    """What the demo answers: the image tool for a picture asked for, a few words after it."""
+    last = messages[-1] if messages else {}
+    text = last.get("content")
+    if isinstance(text, list):  # a message with an image: its text parts
+        text = " ".join(part.get("text", "") for part in text if isinstance(part, dict))
+    text = str(text or "")
+    if last.get("role") == "tool" or "image data" in text or "generate_image" in text:
+        return Reply(
+            text="Here is the picture (drawn by the loopback demo server, not a model: point `base_url` "
+            "and `image_base_url` at a real provider for real answers)."
+        )
+    if last.get("role") == "user" and PICTURE_WORDS.search(text):
+        prompt = PICTURE_WORDS.sub("", text).strip(" .!?,:") or text
+        slug = re.sub(r"[^a-z0-9]+", "-", prompt.lower()).strip("-")[:40] or "picture"
+        arguments = {"prompt": prompt, "path": f"demo/{slug}.png", "count": 1, "reason": "you asked for a picture"}
+        return Reply(tool_calls=[("generate_image", json.dumps(arguments))])
+    return Reply(
+        text="Hello from the loopback demo server. Ask me to *draw* something, or type `/imagine a fox in the snow`."
+    )
+
+
 class FakeOpenAI:
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, demo: bool = False) -> None:
+        self.demo = demo  # answer like a small model (the tests script their replies instead)
         self.replies: deque[Reply] = deque()
         self.image_replies: deque[Reply] = deque()
         self.requests: list[dict[str, Any]] = []
@@ -138,7 +198,10 @@ class FakeOpenAI:
                     self._image(fake._next(fake.image_replies), body)
                     return
                 fake.requests.append(body)
-                reply = fake._next(fake.replies)
+                if fake.demo and not fake.replies:
+                    reply = demo_reply(body.get("messages") or [])
+                else:
+                    reply = fake._next(fake.replies)
                 if reply.hang_s:
                     time.sleep(reply.hang_s)
                 if reply.status != 200:
@@ -156,7 +219,8 @@ class FakeOpenAI:
                 if reply.status != 200:
                     self._json(reply.status, {"error": {"message": reply.error_message}})
                     return
-                data = base64.b64encode(png_bytes()).decode()
+                picture = demo_png(str(body.get("prompt", ""))) if fake.demo else png_bytes()
+                data = base64.b64encode(picture).decode()
                 self._json(200, {"created": int(time.time()), "data": [{"b64_json": data}] * int(body.get("n", 1))})
 
             def _edit(self, raw: bytes) -> None:
@@ -323,9 +387,9 @@ def _chunks(reply: Reply, model: str, prompt_tokens: int = 10) -> Any:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, default=8765)
-    parser.add_argument("--text", default="Hello from the **fake** server.")
+    parser.add_argument("--text", default="", help="answer every message with this text (no demo)")
     options = parser.parse_args()
-    fake = FakeOpenAI(port=options.port)
-    fake.default_text = options.text
+    fake = FakeOpenAI(port=options.port, demo=not options.text)
+    fake.default_text = options.text or "ok"
     print(fake.base_url, flush=True)
     fake.server.serve_forever()

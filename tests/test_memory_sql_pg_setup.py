@@ -6,6 +6,7 @@ that `--print` gives a DBA makes memory_sql work for that user."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import uuid
@@ -43,6 +44,25 @@ def test_print_shows_the_sql_for_a_dba_without_connecting(tmp_path):
     done = cli("db", "setup", "--print", "--user", 'x"; DROP TABLE messages; --', *vault)
     assert done.returncode == 2 and done.stderr.startswith("error: not a plain PostgreSQL role name")
     assert done.stdout == ""
+
+
+def test_print_needs_no_postgresql_store_nor_db(tmp_path):
+    """A DBA's SQL is printed before any PostgreSQL store exists (the README's order: print, run it,
+    then `db use`): no --db, the vault's store still SQLite, and nothing connects or is created."""
+    vault = tmp_path / "v"
+    done = cli("db", "setup", "--print", "--user", "ann", "--vault", str(vault))
+    assert done.returncode == 0, done.stderr
+    assert "CREATE ROLE tui_agent_memory NOLOGIN NOINHERIT;" in done.stdout
+    assert 'GRANT tui_agent_memory TO "ann";' in done.stdout and done.stderr == ""
+    done = subprocess.run(
+        [sys.executable, "-m", "tui_agent", "db", "setup", "--print", "--vault", str(vault)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PGUSER": "carol"},
+    )
+    assert done.returncode == 0 and 'GRANT tui_agent_memory TO "carol";' in done.stdout  # $PGUSER by default
+    assert not (vault / "agent.db").exists()
 
 
 def test_setup_is_for_postgresql_only(tmp_path):

@@ -132,7 +132,7 @@ def test_max_sessions_caps_app_processes_with_a_clear_refusal(env, tmp_path):
                 assert refused.value.status == 503
                 page = await session.get(server.base + "/", headers=headers)
                 assert page.status == 503
-                assert "all 1 sessions of this tui-agent are in use" in await page.text()
+                assert "503: the one session of this tui-agent is in use" in await page.text()
                 # The one session's app starts through ``sh -c`` a moment after the upgrade: wait for it,
                 # and never see a second one.
                 deadline = time.monotonic() + 30
@@ -152,6 +152,7 @@ def test_max_sessions_caps_app_processes_with_a_clear_refusal(env, tmp_path):
 
         asyncio.run(scenario())
         assert "refused a new session: all 1 in use (--max-sessions)" in server.text()
+        assert "Up to 1 browser session at once." in server.text()
     finally:
         server.stop()
 

@@ -1,6 +1,6 @@
 """The page's script that the wheel ships is the build of web/'s sources and pinned packages.
 
-tui_agent/commands/serve/static/tui-agent.js and xterm.css are built by `cd web && npm ci && npm
+tui_agent/commands/serve/static/tui-agent.js, xterm.css and the symbol font are built by `cd web && npm ci && npm
 run build` (esbuild, the versions in package-lock.json). This test rebuilds them into a temporary
 folder and compares byte for byte, so a change to web/src or to the lock file without a rebuild (or
 a hand-edited bundle) fails. Without npm or web/node_modules it skips saying how; in CI it fails.
@@ -30,7 +30,7 @@ def test_the_shipped_page_script_is_the_build_of_its_sources(tmp_path):
         pytest.skip(HOW)
     done = subprocess.run([node, "build.mjs", str(tmp_path)], cwd=WEB, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    for name in ("tui-agent.js", "xterm.css"):
+    for name in ("tui-agent.js", "xterm.css", "noto-sans-symbols-2.woff2", "noto-sans-symbols-2.LICENSE.txt"):
         assert (tmp_path / name).read_bytes() == (STATIC / name).read_bytes(), f"{name}: run `cd web && npm run build`"
 
 

@@ -95,7 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     hsub = hist.add_subparsers(dest="action", metavar="ACTION", required=True)
     hsub.add_parser("list", parents=[common], help="list conversations")
     search = hsub.add_parser("search", parents=[common], help="full-text search over messages")
-    search.add_argument("query", help='words (all must match); "a phrase", word*, -word to leave out')
+    search.add_argument(
+        "query", nargs="+", help='words (all must match); "a phrase", word*, -word to leave out (quotes optional)'
+    )
     search.add_argument(
         "--before", type=int, metavar="ID", help="the next page: hits older than this (printed as more:)"
     )
@@ -198,7 +200,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     from tui_agent.commands.mcp import split_command_line
 
     arguments, mcp_command_line = split_command_line(arguments)
-    args = parser.parse_args(arguments)
+    args, extras = parser.parse_known_args(arguments)
+    if getattr(args, "command", None) == "history" and getattr(args, "action", None) == "search":
+        # `-word` (leave out) as the README writes it, unquoted: argparse takes it for an option.
+        words = [extra for extra in extras if extra.startswith("-") and not extra.startswith("--") and extra != "-"]
+        extras = [extra for extra in extras if extra not in words]
+        args.query = " ".join([*args.query, *words])
+    if extras:
+        parser.error(f"unrecognized arguments: {' '.join(extras)}")
     if mcp_command_line is not None:
         args.command_line = mcp_command_line
     vault = getattr(args, "vault", None)

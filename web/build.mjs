@@ -19,4 +19,9 @@ await build({
   outfile: join(out, "tui-agent.js"),
 });
 copyFileSync(join(here, "node_modules", "@xterm", "xterm", "css", "xterm.css"), join(out, "xterm.css"));
+// The page's symbol font (static/page.css names it): the subset of Noto Sans Symbols 2 that holds
+// Control Pictures and Miscellaneous Symbols and Arrows, with its licence.
+const symbols = join(here, "node_modules", "@fontsource", "noto-sans-symbols-2");
+copyFileSync(join(symbols, "files", "noto-sans-symbols-2-symbols-400-normal.woff2"), join(out, "noto-sans-symbols-2.woff2"));
+copyFileSync(join(symbols, "LICENSE"), join(out, "noto-sans-symbols-2.LICENSE.txt"));
 console.log(`built ${join(out, "tui-agent.js")}`);

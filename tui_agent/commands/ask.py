@@ -63,7 +63,8 @@ def run_ask(vault_arg: str | None, args: argparse.Namespace) -> int:
     refused = review(profile, interactive)  # settings changed in the shared store: approved here first
     if refused is not None:
         return refused
-    text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
+    # Piped text ends with a newline (echo, a file): the message is the text, not an empty last line.
+    text = sys.stdin.read().rstrip("\r\n") if args.text == ["-"] else " ".join(args.text)
     show_reasoning = not getattr(args, "no_reasoning", False)
     signals: list[int] = []  # what ended the turn early (SIGINT, SIGTERM), in order
     try:

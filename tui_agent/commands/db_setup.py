@@ -43,6 +43,18 @@ def run_setup(root: Path, args: argparse.Namespace, *, trusted: bool = True) -> 
     except StoreError as exc:
         print(f"error: {visible(str(exc))}", file=sys.stderr)
         return 1
+    if args.print_sql:
+        # For a DBA, before any PostgreSQL store is in use (print, have it run, then `db use`): no
+        # store is needed, and nothing connects.
+        try:
+            members = [pg_memory.check_name(user) for user in args.user]
+        except ValueError as exc:
+            print(f"error: {visible(str(exc))}", file=sys.stderr)
+            return 2
+        known = url.user if url.is_postgresql else None
+        default = known or os.environ.get("PGUSER") or getpass.getuser()
+        print(pg_memory.setup_sql(members or [default]), end="")
+        return 0
     if not url.is_postgresql:
         print(
             f"error: the store is SQLite ({visible(url.where())}): `db setup` is for a PostgreSQL store "
@@ -55,10 +67,6 @@ def run_setup(root: Path, args: argparse.Namespace, *, trusted: bool = True) -> 
     except ValueError as exc:
         print(f"error: {visible(str(exc))}", file=sys.stderr)
         return 2
-    if args.print_sql:
-        default = url.user or os.environ.get("PGUSER") or getpass.getuser()
-        print(pg_memory.setup_sql(members or [default]), end="")
-        return 0
     return _apply(url, members)
 
 

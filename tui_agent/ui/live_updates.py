@@ -175,8 +175,11 @@ class LiveUpdates:
 
     async def _replace(self, chat_log: ChatLog, old: Widget, row: Message) -> None:
         if isinstance(old, AssistantBubble) and old.status == "streaming":
-            await self._grow(old, row)
-            return
+            if row.status == "streaming" or not row.reasoning:
+                await self._grow(old, row)
+                return
+            # Finished, with the model's reasoning: drawn as stored (its Thinking block included), as
+            # reopening the conversation draws it; the running bubble had the answer only.
         new = self._widget(chat_log, row)
         had_cursor = chat_log.cursor is old
         if new is not None:

@@ -123,22 +123,27 @@ def _cells_widget(colors: int, cell_size: CellSize, tmux: bool, served: bool) ->
             if not served and bottom - top >= 6:
                 bottom -= (bottom - top) % 6  # whole bands: the last never spills into the next row
             data = encoder.encode((left, top, right, bottom)) if right > left and bottom > top else ""
-            if served:
-                # Every cell is written (blanks in the background colour): what the picture does not
-                # cover (it is smaller than its cells by up to a cell) shows no older text or picture.
-                blank = Strip([Segment(" " * crop.width, self.rich_style)], crop.width)
-                lines, last = [blank] * (crop.height - 1), [*blank]
-            else:
-                lines, last = [Strip([])] * (crop.height - 1), []
+            # Every cell is written. In the page, blanks in the background colour: what the picture
+            # does not cover (it is smaller than its cells by up to a cell) shows no older text or
+            # picture. In a terminal, no-break spaces: a cell the picture covered differs from a
+            # blank, so when the picture moves or leaves, whatever draws there next is a change that
+            # is written (tmux writes a cell to the terminal only when it changed, and so does
+            # Textual), and writing a cell erases the picture's pixels in it.
+            filler = " " if served else "\u00a0"
+            blank = Strip([Segment(filler * crop.width, self.rich_style)], crop.width)
+            lines, last = [blank] * (crop.height - 1), [*blank]
             if not data:
                 return [*lines, Strip(last, crop.width)]
             if tmux:
                 data = tmux_wrap(data)
-            region = self.screen.find_widget(self).visible_region
+            # Where this crop is on the screen: the widget's own region (not its visible part, which
+            # is where a crop of fewer lines is not), the crop's offset inside it.
+            region = self.screen.find_widget(self).region
+            x, y = region.x + crop.x, region.y + crop.y
             picture = [
-                Segment(Control.move_to(region.x, region.y).segment.text, style=plain),
+                Segment(Control.move_to(x, y).segment.text, style=plain),
                 Segment(data, style=plain, control=((ControlType.CURSOR_FORWARD, 0),)),
-                Segment(Control.move_to(region.right, region.bottom - 1).segment.text, style=plain),
+                Segment(Control.move_to(x + crop.width, y + crop.height - 1).segment.text, style=plain),
             ]
             return [*lines, Strip([*last, *picture], crop.width)]
 

@@ -46,11 +46,14 @@ class Session {
     this.token = token;
     this.socket = null;
     this.instance = undefined;
+    this.focusReported = false;
     this.terminal = new Terminal({
       allowProposedApi: true,
       fontSize: Number(element.dataset.fontSize) || 16,
       scrollback: 0,
-      fontFamily: "'Roboto Mono', Monaco, 'Courier New', monospace",
+      // The last family is the page's own (static/page.css): the glyphs the app draws that few
+      // system fonts have, such as the header's ⭘ and ␛ for an escape character.
+      fontFamily: "'Roboto Mono', Monaco, 'Courier New', monospace, 'Noto Sans Symbols 2'",
     });
     this.fitAddon = new FitAddon();
     this.terminal.loadAddon(this.fitAddon);
@@ -67,6 +70,33 @@ class Session {
     this.terminal.onResize((size) => this.send(["resize", { width: size.cols, height: size.rows }]));
     this.terminal.onData((data) => this.send(["stdin", data]));
     window.addEventListener("resize", () => this.fit());
+    // The page is the app: it takes the keyboard when it loads and whenever its tab or window comes
+    // back, so keys typed before any click reach the app.
+    this.terminal.focus();
+    window.addEventListener("focus", () => this.focus());
+    document.addEventListener("visibilitychange", () => {
+      if (document.visibilityState === "visible") this.focus();
+    });
+  }
+
+  // Textual's web driver starts the app believing it is blurred (it posts AppBlur as it starts), and
+  // a blurred app draws no keys in its footer. That start-up message is queued before the app's first
+  // frame is written, so once that frame is here the page says where the keyboard really is.
+  reportFocusOnce() {
+    if (this.focusReported) return;
+    const buffer = this.terminal.buffer.active;
+    for (let y = 0; y < buffer.length; y++) {
+      if (buffer.getLine(y).translateToString(true).trim()) {
+        this.focusReported = true;
+        this.send([document.hasFocus() && this.element.contains(document.activeElement) ? "focus" : "blur"]);
+        return;
+      }
+    }
+  }
+
+  focus() {
+    // Not while a notice (session ended, refused) offers its button instead.
+    if (this.socket && this.socket.readyState === WebSocket.OPEN) this.terminal.focus();
   }
 
   send(message) {
@@ -99,6 +129,7 @@ class Session {
       this.fit();
       this.send(["resize", { width: this.terminal.cols, height: this.terminal.rows }]);
       document.body.classList.add("-loaded");
+      this.terminal.focus();
     });
     // Never opened: the server refused the session (all its --max-sessions in use) or was unreachable.
     this.socket.addEventListener("close", () => document.body.classList.add(opened ? "-closed" : "-refused"));
@@ -108,7 +139,7 @@ class Session {
   receive(data) {
     if (typeof data !== "string") {
       const bytes = new Uint8Array(data);
-      this.terminal.write(bytes);
+      this.terminal.write(bytes, () => this.reportFocusOnce());
       if (bytes.length > 10) document.body.classList.add("-first-byte");
       return;
     }

@@ -98,7 +98,8 @@ def run_serve(vault_arg: str | None, args: argparse.Namespace) -> int:
                 file=sys.stderr,
                 flush=True,
             )
-        print(f"Up to {max_sessions} browser sessions at once. Press Ctrl+C to stop.", flush=True)
+        sessions = "1 browser session" if max_sessions == 1 else f"{max_sessions} browser sessions"
+        print(f"Up to {sessions} at once. Press Ctrl+C to stop.", flush=True)
 
     command = app_command(str(vault_root), args.profile)
     server = make_server(command, guard, vault_root, max_sessions, banner)

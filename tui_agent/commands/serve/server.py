@@ -49,8 +49,13 @@ def make_server(command: str, guard: Guard, vault_root: Path, max_sessions: int,
         def enabled(self) -> bool:
             return self.logger.isEnabledFor(logging.INFO)
 
+    in_use = (
+        "the one session of this tui-agent is in use"
+        if max_sessions == 1
+        else (f"all {max_sessions} sessions of this tui-agent are in use")
+    )
     full_text = (
-        f"503: all {max_sessions} sessions of this tui-agent are in use (tui-agent serve --max-sessions "
+        f"503: {in_use} (tui-agent serve --max-sessions "
         f"{max_sessions}). Close another tab of it, then reload this page.\n"
     )
 
@@ -110,7 +115,7 @@ def make_server(command: str, guard: Guard, vault_root: Path, max_sessions: int,
             response.headers["Content-Security-Policy"] = (
                 # The image addon decodes Sixel in WebAssembly (its own, bundled): 'wasm-unsafe-eval'.
                 "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; "
-                "img-src 'self' data: blob:; "
+                "img-src 'self' data: blob:; font-src 'self'; "
                 f"connect-src 'self' {context['app_websocket_url']}; base-uri 'none'; form-action 'none'; "
                 "frame-ancestors 'none'"
             )

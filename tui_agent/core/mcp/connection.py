@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import shutil
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -200,7 +203,7 @@ class ServerConnection:
 
         env = {key: expand(value) for key, value in config.env.items()}
         params = StdioServerParameters(
-            command=config.command,
+            command=command_path(config.command),
             args=list(config.args),
             env=env or None,
             cwd=config.cwd or None,
@@ -342,6 +345,16 @@ class ServerConnection:
         if state != self.state:
             self.state = state
             self.on_change(self)
+
+
+def command_path(command: str) -> str:
+    """The program to start for ``command``: as found on PATH, else the one beside the app's own
+    Python (a server installed into the app's venv, run as ``.venv/bin/tui-agent`` without activating
+    the venv, whose bin/ is then not on PATH); else ``command`` itself, to fail as not found."""
+    if os.sep in command or shutil.which(command):
+        return command
+    beside = Path(sys.executable).parent / command
+    return str(beside) if shutil.which(str(beside)) else command
 
 
 def _describe(exc: BaseException) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 import peewee as pw
 
 from tui_agent.core.store import portable
-from tui_agent.core.store.models import Conversation, Message
+from tui_agent.core.store.models import Conversation, Message, Setting
 
 # Each message of one conversation with its effective parent (0: none).
 EFFECTIVE = """
@@ -159,19 +159,65 @@ def siblings(message_id: int) -> list[Message]:
 
 
 def choose(message_id: int) -> int:
-    """Make the branch through ``message_id`` the active one (down to its newest descendant);
-    returns the new leaf."""
+    """Make the branch through ``message_id`` the active one, down to the message it was left at
+    (the alternatives chosen on it kept), or to its newest descendant if it never was; returns
+    the new leaf."""
     message = Message.get_by_id(message_id)
-    cursor = portable.execute(Message._meta.database, NEWEST_DESCENDANT_SQL, (message.conversation_id, message_id))
-    leaf = int(cursor.fetchone()[0])
+    _remember_leaving(message)
+    left_at = _left_at(message_id)
+    if left_at is not None and _descends(left_at, message_id):
+        leaf = left_at
+    else:
+        cursor = portable.execute(Message._meta.database, NEWEST_DESCENDANT_SQL, (message.conversation_id, message_id))
+        leaf = int(cursor.fetchone()[0])
     set_leaf(message.conversation_id, leaf)
     return leaf
+
+
+# Where each branch was left: the leaf, kept under the first message of the branch (a child of a
+# fork), in the settings table (one small row a branch left; memory_sql is granted nothing there).
+LEFT_AT_KEY = "branch-left-at:{}"
+
+
+def _left_at(message_id: int) -> int | None:
+    row = Setting.get_or_none(Setting.key == LEFT_AT_KEY.format(message_id))
+    return int(row.value) if row is not None and str(row.value).isdigit() else None
+
+
+def _remember(branch_top: int, leaf: int) -> None:
+    portable.upsert(Setting, key=LEFT_AT_KEY.format(branch_top), value=str(leaf))
+
+
+def _descends(message_id: int, ancestor: int) -> bool:
+    """Whether ``message_id`` is ``ancestor`` or below it (a child is always newer than its parent)."""
+    current = message_id
+    while current > ancestor:
+        row = Message.get_or_none(Message.id == current)
+        if row is None:
+            return False
+        current = effective_parent(row)
+    return current == ancestor
+
+
+def _remember_leaving(message: Message) -> None:
+    """Before the branch through ``message`` becomes the active one: the branch being left (through
+    one of its siblings) keeps where it was left."""
+    leaf = leaf_of(message.conversation_id)
+    if leaf is None:
+        return
+    for sibling in siblings(message.id):
+        if sibling.id != message.id and _descends(leaf, sibling.id):
+            _remember(sibling.id, leaf)
+            return
 
 
 def rewind_to_parent_of(message_id: int) -> Message:
     """Before a regeneration or an edit: the active branch ends just before ``message_id``.
     Returns the message."""
     message = Message.get_by_id(message_id)
+    leaf = leaf_of(message.conversation_id)
+    if leaf is not None and _descends(leaf, message.id):
+        _remember(message.id, leaf)  # the branch being left, as it was left
     parent = effective_parent(message)
     if message.parent_id is None:
         # Make the fork explicit so that fork_parents finds it with one cheap query.

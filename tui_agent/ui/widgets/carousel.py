@@ -85,6 +85,10 @@ class ImageCarousel(Vertical, can_focus=True):
                 yield Button("▶", classes="arrow", id="next", compact=True)
 
     def on_mount(self) -> None:
+        # The arrows are for the mouse: the keyboard has Left/Right on the carousel itself, which
+        # takes the focus and shows it. Focusable, they were stops of their own before it.
+        for arrow in self.query(Button):
+            arrow.can_focus = False
         # The slot takes the picture's size now; the picture itself comes right after the first
         # paint (text first: the image library and the encoding do not hold up the screen).
         self._box = self._slot_size()

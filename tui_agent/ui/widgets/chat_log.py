@@ -327,6 +327,20 @@ class ChatLog(PageReleaseMixin, MessageCursorMixin, VerticalScroll):
         assert self.conversation_id is not None
         return history.messages_after(self.conversation_id, message_id, limit)  # on the active branch
 
+    def scroll_page_up(self, *args: Any, **kwargs: Any) -> None:
+        """A page up (PageUp from the composer or here). Near the top of what is mounted the page
+        above is asked for here too: a load that was skipped while another page was loading left
+        the view at the top, where a scroll that moves nothing reports no change to answer."""
+        self._want_older()
+        super().scroll_page_up(*args, **kwargs)
+
+    def on_mouse_scroll_up(self) -> None:
+        self._want_older()  # the wheel at the top, likewise
+
+    def _want_older(self) -> None:
+        if self.has_older and not self._loading and not self._settling and self.scroll_y <= self.size.height:
+            self.run_worker(self.load_older(), group="older")  # one load at a time, never cancelled
+
     def on_mouse_scroll_down(self) -> None:
         # At the end of what is mounted the scroll position cannot change: the wheel still asks for more.
         if self.has_newer and not self._settling and self.scroll_y >= self.max_scroll_y:

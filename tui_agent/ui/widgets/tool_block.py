@@ -88,6 +88,14 @@ class ToolResultView(Vertical):
             yield Static(f"⚠ {visible(result.warning)}", classes="tool-warning", markup=False)
         yield self.block
 
+    def on_mount(self) -> None:
+        if self.images:
+            # The pictures are what the keyboard comes for: Shift+Tab from the composer lands on the
+            # carousel (shown focused), not first on this block's title below it. The block still
+            # opens with a click, Ctrl+O (every tool block) or the message cursor's actions.
+            for block_title in self.block.query("CollapsibleTitle"):
+                block_title.can_focus = False
+
 
 class ToolProgress(Vertical):
     """Shown while a tool runs: spinner, tool name, elapsed seconds."""
