@@ -13,6 +13,7 @@ Through the tool, the parser refuses these statements first (attribute notation 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import uuid
@@ -56,7 +57,8 @@ ESCAPES = [
     after_switch("SELECT to_tsvector('simple', env) FROM public.mcp_servers"),
     after_switch("SELECT to_tsvector('simple', pg_read_file('/etc/passwd'))"),
     after_switch("SELECT to_tsvector('simple', string_agg(d, ' ')) FROM pg_ls_dir('.') d"),
-    "SELECT set_config('role', session_user, true), (SELECT string_agg(content, ' ') FROM public.messages)",
+    "SELECT set_config('role', session_user, true)",
+    "SELECT set_config('role', 'postgres', false)",
     "SELECT set_config('session_authorization', session_user, true)",
     "SELECT query_to_xml($q$SELECT set_config('role', session_user, true)$q$, true, true, '')",
     f"SELECT (s.a::text).ts_stat FROM (VALUES ($q${SWITCH}$q$)) AS s(a)",
@@ -173,7 +175,7 @@ def test_the_role_may_write_nothing_and_only_it_may_call_its_function(app_user):
             (function,),
         ).fetchone()
         assert definer[0] is True and definer[1] == role
-        assert "=X/" not in definer[2]  # PUBLIC may not call it
+        assert not re.search(r"(^|[{,])=X/", definer[2]), definer  # PUBLIC may not call it
 
 
 async def test_a_declined_update_leaves_no_trace_on_the_server(app_user):
