@@ -27,7 +27,7 @@ from tui_agent.core import profiles
 from tui_agent.core.store import history, location, pg_memory
 from tui_agent.core.store.db import open_store
 from tui_agent.core.store.models import Message, MessageRevision, Setting
-from tui_agent.core.tools import memory_sql, pg_guard, pg_run
+from tui_agent.core.tools import memory_sql, pg_run
 from tui_agent.core.tools.base import ToolContext
 from tui_agent.core.tools.pg_guard import Checked
 from tui_agent.core.tools.registry import default_registry
@@ -204,23 +204,24 @@ async def test_a_declined_update_leaves_no_trace_on_the_server(app_user):
         assert admin.execute("SELECT is_called FROM updates_seen").fetchone() == (False,)
 
 
-async def test_a_declined_update_cannot_leave_a_replication_slot(app_user, monkeypatch):
-    """The allow-list and the name resolution switched off: the server's barrier alone."""
-    vault, _kind, admin_url = app_user
-    monkeypatch.setattr(pg_guard, "_check_node", lambda node, ctes: None)
-    monkeypatch.setattr(pg_guard, "_resolve", lambda stmt: None, raising=False)
+def test_an_update_dry_run_cannot_leave_a_replication_slot(app_user, monkeypatch):
+    """The parser off: the UPDATE as written, and as the SELECT its dry run is, both try to switch
+    the role back and create a replication slot (which no rollback undoes) before any question."""
+    _vault, _kind, admin_url = app_user
+    without_parser(monkeypatch, "update")
     slot = stat("SELECT to_tsvector(slot_name::text) FROM pg_create_physical_replication_slot('tui_agent_evil')")
-    query = f"UPDATE messages SET content = {stat(SWITCH)} || {slot} WHERE id = 1"
-
-    async def no(tool, question):
-        return False
-
-    ctx = ToolContext(vault, profiles.active_profile(), no)
+    new = f"{stat(SWITCH)} || {slot}"
+    attempts = [
+        f"UPDATE messages SET content = {new} WHERE id = 1",
+        "SELECT m.id AS memory_sql_id, m.role AS memory_sql_role, m.content AS memory_sql_old, "
+        f"{new} AS memory_sql_new FROM messages m WHERE m.id = 1",
+    ]
     try:
-        result = await default_registry().execute("memory_sql", {"query": query}, ctx)
-        assert result.status == "error"
-        with psycopg.connect(admin_url, autocommit=True) as admin:
-            assert admin.execute("SELECT slot_name FROM pg_replication_slots").fetchall() == []
+        for query in attempts:
+            answer = pg_run.run_guarded(request_for(query))
+            assert answer["ok"] is False, (query, answer)
+            with psycopg.connect(admin_url, autocommit=True) as admin:
+                assert admin.execute("SELECT slot_name FROM pg_replication_slots").fetchall() == []
         assert Message.get_by_id(1).content == "hello"
     finally:  # slots belong to the whole cluster: none may outlive the test
         with psycopg.connect(admin_url, autocommit=True) as admin:
