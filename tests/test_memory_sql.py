@@ -323,7 +323,11 @@ async def test_every_view_hides_the_same_rows_on_both_stores(mem, query, rows):
 @BOTH_BACKENDS
 @pytest.mark.parametrize("table", ["attachments", "message_revisions"])
 async def test_the_hidden_tables_cannot_be_read_around_their_views(mem, table):
-    for query in (f"SELECT * FROM main.{table}", f'SELECT * FROM "main"."{table}"', f"WITH {table} AS (SELECT 1) SELECT 1"):
+    for query in (
+        f"SELECT * FROM main.{table}",
+        f'SELECT * FROM "main"."{table}"',
+        f"WITH {table} AS (SELECT 1) SELECT 1",
+    ):
         result = await sql(mem, query)
         assert result.error.startswith("refused:"), (query, result.error)
         assert SECRET not in result.to_json()

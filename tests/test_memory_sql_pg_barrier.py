@@ -169,7 +169,9 @@ def test_the_role_may_write_nothing_and_only_it_may_call_its_function(app_user):
             assert not admin.execute(
                 "SELECT has_table_privilege(%s, %s, 'SELECT')", (role, f"public.{table}")
             ).fetchone()[0]
-        assert not admin.execute("SELECT has_schema_privilege(%s, %s, 'CREATE')", (role, pg_memory.SCHEMA)).fetchone()[0]
+        assert not admin.execute("SELECT has_schema_privilege(%s, %s, 'CREATE')", (role, pg_memory.SCHEMA)).fetchone()[
+            0
+        ]
         definer = admin.execute(
             "SELECT prosecdef, proowner::regrole::text, proacl::text FROM pg_proc WHERE oid = to_regprocedure(%s)",
             (function,),
@@ -290,7 +292,9 @@ async def test_names_that_resolve_run_as_written(env):
         assert result.is_ok and result.data["rows"] == rows, (query, result.to_dict())
     result = await default_registry().execute("memory_sql", {"query": "SELECT 1 AS a, 2 AS a"}, ctx)
     assert result.data["columns"] == ["a", "a"]
-    result = await default_registry().execute("memory_sql", {"query": "SELECT id, content FROM messages WHERE false"}, ctx)
+    result = await default_registry().execute(
+        "memory_sql", {"query": "SELECT id, content FROM messages WHERE false"}, ctx
+    )
     assert result.data == {"kind": "select", "columns": ["id", "content"], "rows": [], "row_count": 0}
 
 

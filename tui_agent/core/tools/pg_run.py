@@ -94,7 +94,7 @@ def run_select(cursor: Any, sql: str, max_rows: int) -> tuple[list[str], list[li
     return columns, rows
 
 
-class _Pairs(list):  # type: ignore[type-arg]
+class _Pairs(list[Any]):
     """A JSON object as its (key, value) pairs: a row keeps its column order and repeated names."""
 
 

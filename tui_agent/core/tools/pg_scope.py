@@ -148,6 +148,7 @@ class Resolver:
     # FROM -------------------------------------------------------------------------------------
     def from_item(self, item: Any, base: Scope, preceding: list[Source]) -> list[Source]:
         kind = _kind(item)
+        columns: Columns = ()
         if kind == "RangeVar":
             name = str(item.relname)
             if name in base.ctes:
@@ -164,17 +165,16 @@ class Resolver:
         if kind == "RangeFunction":
             visible = Scope(list(preceding), base, ctes=base.ctes)  # a function in FROM sees earlier items
             calls = list(item.functions or ())
-            columns: Columns = ()
             for call, definitions in calls:
                 self.expr(call, visible)
                 more = self.function_columns(call, definitions, item.alias, len(calls))
                 columns = None if columns is None or more is None else columns + more
             if item.ordinality and columns is not None:
                 columns += ("ordinality",)
-            name = item.alias.aliasname if item.alias else None
-            if name is None and len(calls) == 1:
-                name = _func_name(calls[0][0])
-            return [Source(name, _rename(columns, item.alias))]
+            called: str | None = item.alias.aliasname if item.alias else None
+            if called is None and len(calls) == 1:
+                called = _func_name(calls[0][0])
+            return [Source(called, _rename(columns, item.alias))]
         if kind == "JoinExpr":
             left = self.from_item(item.larg, base, preceding)
             right = self.from_item(item.rarg, base, preceding + left)
@@ -216,8 +216,8 @@ class Resolver:
                         return None
                     every += source.columns
                 return every
-            source = scope.relation(str(value.fields[0].sval))
-            return None if source is None or source.columns is None else list(source.columns)
+            named = scope.relation(str(value.fields[0].sval))
+            return None if named is None or named.columns is None else list(named.columns)
         if _kind(value) == "A_Indirection" and _kind(value.indirection[-1]) == "A_Star":
             fields = self.composite(value.arg, scope)
             return None if fields is None else list(fields)
@@ -304,9 +304,8 @@ class Resolver:
             if _kind(fields[1]) == "String":
                 name = str(fields[1].sval)
                 if source.columns is None or name not in source.columns:
-                    raise self.refuse(
-                        f"{table}.{name} ({table} has no column {name}: PostgreSQL would call a function {name}({table}))"
-                    )
+                    call = f"PostgreSQL would call a function {name}({table})"
+                    raise self.refuse(f"{table}.{name} ({table} has no column {name}: {call})")
         else:
             raise self.refuse("a column named with its schema (name it table.column)")
         self.resolved.add(id(node))
