@@ -351,7 +351,8 @@ LIMIT 5;"""
 
 
 @BOTH_BACKENDS
-async def test_update_keeps_revisions_never_touches_memory_rows_and_can_be_restored(mem, tmp_path):
+async def test_update_keeps_revisions_never_touches_memory_rows_and_can_be_restored(mem, tmp_path, monkeypatch):
+    monkeypatch.setattr(memory_sql, "TIME_LIMIT_S", 120.0)  # what it writes, not how fast (issue 38 item 2)
     profiles.set_field(mem.profile, "sql_update_approval", "auto")
     result = await sql(mem, "UPDATE messages SET content = upper(content) || ' [edited]'")
     assert result.data["ids"] == [1, 2, 4]
