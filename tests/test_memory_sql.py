@@ -20,7 +20,7 @@ from memory_sql_helpers import is_postgresql, pg_dump
 
 from tui_agent.core import profiles
 from tui_agent.core.store import history
-from tui_agent.core.store.models import Message
+from tui_agent.core.store.models import Message, MessageRevision
 from tui_agent.core.tools import memory_sql
 from tui_agent.core.tools.base import ToolContext
 from tui_agent.core.tools.registry import default_registry
@@ -31,12 +31,19 @@ SECRET = "SECRET-MEMORY-ROW"
 @pytest.fixture
 def mem(env, store_backend):
     conversation = history.new_conversation("c")
-    history.add_message(conversation.id, "user", "What is a 1T parameter model?")
+    history.add_message(conversation.id, "user", "What is a 1T parameter model?", attachments=["pics/cat.png"])
     history.add_message(conversation.id, "assistant", "A model with a trillion parameters.")
-    history.add_message(
-        conversation.id, "memory_tool", f'{{"rows": "{SECRET}"}}', tool_name="memory_sql", tool_call_id="c1"
+    hidden = history.add_message(
+        conversation.id,
+        "memory_tool",
+        f'{{"rows": "{SECRET}"}}',
+        tool_name="memory_sql",
+        tool_call_id="c1",
+        attachments=[f"pics/{SECRET}.png"],
     )
     history.add_message(conversation.id, "web_tool", "search results", tool_name="web_search", tool_call_id="c2")
+    MessageRevision.create(message=hidden.id, content=f"old {SECRET}", reason="test")
+    MessageRevision.create(message=1, content="an older question", reason="test")
     if is_postgresql():  # memory_sql's role and views, once: set up by its first call otherwise
         assert memory_sql.ensure_postgres_setup() == ""
     checkpoint()
@@ -293,6 +300,39 @@ async def test_memory_tool_rows_are_never_returned(mem, query):
     assert SECRET not in result.to_json()
 
 
+#: Every view memory_sql exposes, on both stores: the same rows, memory_sql's own and theirs hidden.
+SAME_ROWS = [
+    ("SELECT id, message_id, position, path, mime FROM attachments", [[1, 1, 0, "pics/cat.png", "image/png"]]),
+    ("SELECT count(*) FROM attachments", [[1]]),
+    ("SELECT a.path FROM attachments a JOIN messages m ON m.id = a.message_id", [["pics/cat.png"]]),
+    ("SELECT message_id, content FROM message_revisions", [[1, "an older question"]]),
+    ("SELECT count(*) FROM message_revisions WHERE content LIKE '%SECRET%'", [[0]]),
+    ("SELECT id, role FROM messages ORDER BY id", [[1, "user"], [2, "assistant"], [4, "web_tool"]]),
+    ("SELECT id, title FROM conversations", [[1, "c"]]),
+]
+
+
+@BOTH_BACKENDS
+@pytest.mark.parametrize(("query", "rows"), SAME_ROWS)
+async def test_every_view_hides_the_same_rows_on_both_stores(mem, query, rows):
+    result = await sql(mem, query)
+    assert result.is_ok and result.data["rows"] == rows, result.to_dict()
+    assert SECRET not in result.to_json()
+
+
+@BOTH_BACKENDS
+@pytest.mark.parametrize("table", ["attachments", "message_revisions"])
+async def test_the_hidden_tables_cannot_be_read_around_their_views(mem, table):
+    for query in (
+        f"SELECT * FROM main.{table}",
+        f'SELECT * FROM "main"."{table}"',
+        f"WITH {table} AS (SELECT 1) SELECT 1",
+    ):
+        result = await sql(mem, query)
+        assert result.error.startswith("refused:"), (query, result.error)
+        assert SECRET not in result.to_json()
+
+
 @BOTH_BACKENDS
 async def test_seed_example_query_works_as_written(mem):
     query = """SELECT id, content
@@ -311,7 +351,8 @@ LIMIT 5;"""
 
 
 @BOTH_BACKENDS
-async def test_update_keeps_revisions_never_touches_memory_rows_and_can_be_restored(mem, tmp_path):
+async def test_update_keeps_revisions_never_touches_memory_rows_and_can_be_restored(mem, tmp_path, monkeypatch):
+    monkeypatch.setattr(memory_sql, "TIME_LIMIT_S", 120.0)  # what it writes, not how fast (issue 38 item 2)
     profiles.set_field(mem.profile, "sql_update_approval", "auto")
     result = await sql(mem, "UPDATE messages SET content = upper(content) || ' [edited]'")
     assert result.data["ids"] == [1, 2, 4]

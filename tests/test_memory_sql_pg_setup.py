@@ -37,7 +37,9 @@ def test_print_shows_the_sql_for_a_dba_without_connecting(tmp_path):
     assert "CREATE ROLE tui_agent_memory NOLOGIN NOINHERIT;" in sql
     assert 'GRANT tui_agent_memory TO "ann";' in sql and 'GRANT tui_agent_memory TO "bob";' in sql
     assert "WITH (security_barrier)" in sql and "role IS DISTINCT FROM 'memory_tool'" in sql
-    assert 'GRANT UPDATE (content) ON "tui_agent_memory".messages TO tui_agent_memory;' in sql
+    assert "GRANT UPDATE" not in sql and "GRANT INSERT" not in sql  # the role writes nothing: the app writes
+    assert "SECURITY DEFINER" in sql and "ALTER FUNCTION tui_agent_memory.run_select(text, integer) OWNER TO" in sql
+    assert "REVOKE ALL ON FUNCTION tui_agent_memory.run_select(text, integer) FROM PUBLIC;" in sql
     assert "media_blobs" not in sql and "settings" not in sql and "profiles" not in sql
     done = cli("db", "setup", "--print", *vault)
     assert 'GRANT tui_agent_memory TO "ann";' in done.stdout  # the URL's user by default

@@ -18,6 +18,14 @@ from tui_agent.core.tools.sql_run import Limits, Request
 pytestmark = pytest.mark.parametrize("store_backend", ["postgresql"], indirect=True)
 
 
+@pytest.fixture(autouse=True)
+def time_enough(monkeypatch):
+    """These tests check what an UPDATE computes, not how fast: the 3 s statement limit is the
+    tool's guard against runaway queries (tests/test_memory_sql_pg.py tests it), and a loaded
+    machine could hit it here (issue 38 item 2). A limit of their own, far from any machine's speed."""
+    monkeypatch.setattr(memory_sql, "TIME_LIMIT_S", 120.0)
+
+
 @pytest.fixture
 def three(env):
     conversation = history.new_conversation("c")
@@ -100,7 +108,9 @@ async def test_a_big_update_is_counted_but_its_values_stay_on_the_server(env):
     url = Message._meta.database.store_url
     postgres = {"connect": {"dbname": url.dbname, **url.connect_args()}, "where": url.where()}
     query = "UPDATE messages SET content = repeat('x', 60000)"
-    answer = await sql_worker.run_in_worker(Request("", query, Limits(), postgres), memory_sql.temp_dir(env.vault))
+    answer = await sql_worker.run_in_worker(
+        Request("", query, Limits(time_limit_s=memory_sql.TIME_LIMIT_S), postgres), memory_sql.temp_dir(env.vault)
+    )
     assert answer["ok"] and answer["count"] == 300 and answer["updates"] == [] and len(answer["ids"]) == 50
     assert len(answer["preview"]) == 5 and answer["preview"][0][4] == "x" * 200
     assert Message.get_by_id(1).content == "message 0"

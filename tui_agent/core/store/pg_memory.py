@@ -1,12 +1,20 @@
-"""memory_sql's walls on PostgreSQL: a role of its own, a schema of views, and their grants.
+"""memory_sql's walls on PostgreSQL: a role of its own, a schema of views, and one function.
 
-The model's statement runs as ``tui_agent_memory``, a role that cannot log in: the app's own
-user is a member and switches to it with ``SET LOCAL ROLE`` inside the statement's transaction
-(core/tools/pg_run.py). That role may read only the views of the ``tui_agent_memory`` schema and
-update only ``content`` through one of them; the views are security barriers that leave out
-``memory_tool`` rows (and their revisions and attachments), so the seed's ``role !=
-'memory_tool'`` holds whatever the SQL says. The tables themselves (settings, profiles,
-mcp_servers, media_blobs...) are granted nothing: the server refuses them.
+The model's statement runs inside ``tui_agent_memory.run_select``, a ``SECURITY DEFINER``
+function owned by ``tui_agent_memory``, a role that cannot log in, may read only the views of the
+``tui_agent_memory`` schema and may write nothing. While a security-definer function runs,
+PostgreSQL itself refuses to change the role (``SET ROLE``, ``set_config('role', ...)``,
+``SET SESSION AUTHORIZATION``: "cannot set parameter role within security-definer function"),
+and the refusal holds in everything the function calls, however deep (``ts_stat`` running SQL
+text included): nothing the statement runs can leave the role, whoever the app's own user is (a
+superuser too). The function runs the statement to its end inside itself and hands back JSON
+rows: no cursor outlives it, so no part of the statement runs after it returned.
+
+The views are security barriers that leave out ``memory_tool`` rows (and their revisions and
+attachments), so the seed's ``role != 'memory_tool'`` holds whatever the SQL says; the tables
+themselves (settings, profiles, mcp_servers, media_blobs...) are granted nothing. The app's
+user is a member of the role (core/tools/pg_run.py switches to it with ``SET LOCAL ROLE`` before
+calling the function, in a READ ONLY transaction); nobody else may call the function.
 
 ``setup_sql`` is idempotent: ``tui-agent db setup`` runs it, ``--print`` shows it to a DBA, and
 memory_sql runs it by itself the first time when the connected user may (``ensure``).
@@ -20,16 +28,25 @@ from typing import Any
 ROLE = "tui_agent_memory"
 SCHEMA = "tui_agent_memory"
 HIDDEN_ROLE = "memory_tool"
-#: Bumped when the views or grants below change: an older set-up is then run again.
-VERSION = 1
+#: Bumped when the views, grants or function below change: an older set-up is then run again.
+#: v2: the statement runs inside ``run_select`` (SECURITY DEFINER); the role may write nothing.
+VERSION = 2
 MARK = f"tui-agent memory_sql v{VERSION}"
 
 MESSAGE_COLUMNS = (
     "id, conversation_id, role, content, tool_name, tool_call_id, tool_arguments, tool_calls, model, "
     "status, created_at, prompt_tokens, completion_tokens, parent_id, reasoning"
 )
-#: What the model's SQL may name (unqualified: the search_path is the schema above).
-VIEWS = ("messages", "conversations", "message_revisions", "attachments")
+#: What the model's SQL may name (unqualified: the search_path is the schema above), and their columns.
+VIEW_COLUMNS: dict[str, tuple[str, ...]] = {
+    "messages": tuple(MESSAGE_COLUMNS.replace(",", " ").split()),
+    "conversations": ("id", "title", "created_at", "updated_at", "leaf_id"),
+    "message_revisions": ("id", "message_id", "content", "reason", "created_at"),
+    "attachments": ("id", "message_id", "position", "path", "mime"),
+}
+VIEWS = tuple(VIEW_COLUMNS)
+#: The function the statement runs in: (statement, most rows) -> (n, row_json); n = 0 is the header.
+RUN_SELECT = f"{SCHEMA}.run_select"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
 
 
@@ -54,6 +71,7 @@ DO $$ BEGIN
     END IF;
 EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;  -- made meanwhile by another database
 END $$;
+ALTER ROLE {ROLE} NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS NOINHERIT;
 {grants}
 CREATE SCHEMA IF NOT EXISTS {s};
 REVOKE ALL ON SCHEMA {s} FROM PUBLIC;
@@ -74,10 +92,34 @@ CREATE OR REPLACE FUNCTION {s}.group_concat_step(acc text, value text) RETURNS t
     LANGUAGE sql IMMUTABLE AS $f$ SELECT {s}.group_concat_step(acc, value, ',') $f$;
 CREATE OR REPLACE AGGREGATE {s}.group_concat(text, text) (SFUNC = {s}.group_concat_step, STYPE = text);
 CREATE OR REPLACE AGGREGATE {s}.group_concat(text) (SFUNC = {s}.group_concat_step, STYPE = text);
-REVOKE ALL ON ALL TABLES IN SCHEMA {s} FROM PUBLIC;
+-- The statement runs inside this function, as its owner {ROLE}: PostgreSQL refuses to change the
+-- role within a security-definer function, in everything it calls. The header row (n = 0) names
+-- the columns (the statement under LIMIT 0: nothing of it runs); then at most max_rows + 1 rows.
+CREATE OR REPLACE FUNCTION {RUN_SELECT}(statement text, max_rows integer)
+    RETURNS TABLE (n integer, row_json json)
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = {s}, pg_catalog, pg_temp AS $f$
+DECLARE
+    found_row record;
+BEGIN
+    n := 0;
+    EXECUTE 'SELECT row_to_json(memory_sql_z) FROM (SELECT memory_sql_s.* FROM (SELECT) AS memory_sql_v '
+        || 'LEFT JOIN (SELECT * FROM (' || statement || ') AS memory_sql_i LIMIT 0) AS memory_sql_s ON true) '
+        || 'AS memory_sql_z' INTO row_json;
+    RETURN NEXT;
+    FOR found_row IN EXECUTE statement LOOP
+        n := n + 1;
+        row_json := to_json(found_row);
+        RETURN NEXT;
+        EXIT WHEN n > max_rows;
+    END LOOP;
+END $f$;
+GRANT CREATE ON SCHEMA {s} TO {ROLE};  -- an owner needs it (only while it becomes one)
+ALTER FUNCTION {RUN_SELECT}(text, integer) OWNER TO {ROLE};
+REVOKE CREATE ON SCHEMA {s} FROM {ROLE};
+REVOKE ALL ON FUNCTION {RUN_SELECT}(text, integer) FROM PUBLIC;
+REVOKE ALL ON ALL TABLES IN SCHEMA {s} FROM PUBLIC, {ROLE};
 GRANT USAGE ON SCHEMA {s} TO {ROLE};
 GRANT SELECT ON {s}.messages, {s}.conversations, {s}.message_revisions, {s}.attachments TO {ROLE};
-GRANT UPDATE (content) ON {s}.messages TO {ROLE};
 COMMENT ON SCHEMA {s} IS '{MARK}';
 """
 
@@ -95,6 +137,14 @@ def state(conn: Any) -> str:
             return f"the role {ROLE} does not exist"
         if mark != MARK:
             return f"the schema {SCHEMA} is missing or was made by another version"
+        cursor.execute(
+            "SELECT p.prosecdef AND p.proowner = (SELECT oid FROM pg_roles WHERE rolname = %s) "
+            "FROM pg_proc p WHERE p.oid = to_regprocedure(%s)",
+            (ROLE, f"{RUN_SELECT}(text, integer)"),
+        )
+        row = cursor.fetchone()
+        if row is None or not row[0]:
+            return f"the function {RUN_SELECT} is missing or is not run as {ROLE}"
         cursor.execute("SELECT pg_has_role(session_user, %s, 'MEMBER')", (ROLE,))
         if not cursor.fetchone()[0]:
             return f"this user is not a member of the role {ROLE}"

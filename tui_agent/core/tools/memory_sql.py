@@ -7,8 +7,10 @@ worker; after the user approves a question the app computed (``sql_update``), th
 writes them on the app's own connection, keeping each previous content as a revision.
 
 On a PostgreSQL store the same worker runs the statement through ``pg_run`` instead: parsed by
-PostgreSQL's own parser, then run by the server as memory_sql's own role (``pg_memory``), which
-is set up here the first time when the connected user may (else one line says what to run).
+PostgreSQL's own parser (every name resolved, allow-lists), then run by the server inside a
+SECURITY DEFINER function of memory_sql's own role, where no change of role is possible
+(``pg_memory``), which is set up here the first time when the connected user may (else one line
+says what to run). An UPDATE is previewed by a SELECT there: nothing is written before the yes.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from tui_agent.core.store.errors import DATABASE_ERRORS, StoreError, describe
 from tui_agent.core.store.models import Message
 from tui_agent.core.tools.base import Tool, ToolContext, ToolResult
 from tui_agent.core.tools.sql_run import Limits, Request
-from tui_agent.core.tools.sql_update import apply_updates, approval_question
+from tui_agent.core.tools.sql_update import UpdateBlocked, apply_updates, approval_question
 from tui_agent.core.tools.sql_worker import WorkerFailed, run_in_worker
 from tui_agent.core.vault import Vault
 
@@ -122,7 +124,10 @@ class MemorySqlTool(Tool):
             if not await ctx.approve(self.name, approval_question(answer)):
                 return ToolResult.fail("the user declined this UPDATE; nothing was changed")
         updates = [(int(i), str(c)) for i, c in answer["updates"]]
-        changed = await asyncio.to_thread(apply_updates, updates)
+        try:
+            changed = await asyncio.to_thread(apply_updates, updates)
+        except UpdateBlocked as exc:
+            return ToolResult.fail(str(exc))
         return ToolResult.ok(
             {"kind": "update", "updated": len(changed), "ids": changed, "revisions_kept": len(changed)}
         )

@@ -1,14 +1,20 @@
 """memory_sql on PostgreSQL, first wall: PostgreSQL's own parser (pglast) reads the statement.
 
 Only ONE statement passes, and only a SELECT (WITH ... SELECT, VALUES, TABLE) or an UPDATE of
-``messages.content``. Every node of its tree must be of a kind listed here, every table it names
-one of memory_sql's views (or a CTE it defines), every function one of an allow-list (no
-``set_config``, ``pg_read_file``, ``dblink``, ``pg_sleep``, ``query_to_xml``...), no row locks,
-no ``SELECT INTO``, no data-modifying CTE. What runs is the checked tree printed back to SQL and
-checked again, so the server executes exactly what was read here.
+``messages.content``. Every node of its tree must be of a kind listed in ``pg_allow``, every
+function, operator and type one of its allow-lists, every table one of memory_sql's views (or a
+CTE it defines), and every name must resolve (``pg_scope``): ``m.f`` and ``(x).f`` are function
+calls unless ``f`` is a column of ``m`` or a field of the row ``x``, and meet the same allow-list.
+No row locks, no ``SELECT INTO``, no data-modifying CTE. What runs is the checked tree printed
+back to SQL and checked again, so the server executes exactly what was read here.
 
-The second wall is the server's (core/store/pg_memory.py): the statement runs as a role that
-can read only the views and update only ``content``, in a READ ONLY transaction for a SELECT.
+An UPDATE is never run as one: it becomes the SELECT of (id, role, old content, new content)
+of the messages it would change (``dry_run``), read like any SELECT; the app writes the approved
+changes itself. So nothing but reads reaches the server before the user said yes.
+
+The second wall is the server's (core/store/pg_memory.py): the statement runs inside a SECURITY
+DEFINER function owned by a role that can read only the views and write nothing, in a READ ONLY
+transaction; PostgreSQL refuses any change of role inside it.
 """
 
 from __future__ import annotations
@@ -17,8 +23,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from tui_agent.core.store.pg_memory import VIEWS
+from tui_agent.core.store.pg_memory import VIEW_COLUMNS
+from tui_agent.core.tools.pg_allow import FUNCTIONS, NODES, OPERATORS, TYPES, plain_name
+from tui_agent.core.tools.pg_scope import Resolver, Scope
 from tui_agent.core.tools.sql_guard import ALLOWED, QueryRefused, first_keywords
+
+__all__ = ["FUNCTIONS", "NODES", "Checked", "QueryRefused", "check", "walk"]
 
 TABLES = frozenset(
     {
@@ -38,34 +48,8 @@ TABLES = frozenset(
 
 #: CTE names refused beside TABLES: PostgreSQL's catalogs, and the SQLite store's own tables.
 _SHIELDED_PREFIXES = ("pg_", "sqlite_", "messages_fts")
-
-NODES = frozenset(
-    """RawStmt SelectStmt UpdateStmt ResTarget ColumnRef A_Star A_Const Integer Float String Boolean
-    BitString A_Expr BoolExpr NullTest BooleanTest FuncCall TypeCast TypeName CollateClause CaseExpr
-    CaseWhen CoalesceExpr MinMaxExpr SQLValueFunction SubLink RangeVar RangeSubselect RangeFunction
-    JoinExpr Alias SortBy WindowDef WithClause CommonTableExpr A_ArrayExpr A_Indirection A_Indices
-    RowExpr GroupingSet ColumnDef""".split()
-)
-
-FUNCTIONS = frozenset(
-    """length char_length character_length octet_length bit_length lower upper initcap substr substring
-    left right strpos position replace translate trim btrim ltrim rtrim lpad rpad repeat reverse
-    split_part concat concat_ws format starts_with regexp_replace regexp_match regexp_matches
-    regexp_count regexp_instr regexp_like regexp_substr regexp_split_to_array regexp_split_to_table
-    string_to_array array_to_string string_to_table chr ascii md5 to_hex overlay normalize
-    similar_to_escape abs round floor ceil ceiling trunc mod power sqrt sign div ln log exp random
-    count sum avg min max string_agg array_agg bool_and bool_or every json_agg jsonb_agg group_concat
-    mode percentile_cont percentile_disc row_number rank dense_rank lag lead first_value last_value
-    nth_value ntile percent_rank cume_dist now date_trunc date_part extract to_char to_date to_number
-    to_timestamp age make_date make_time make_timestamp make_interval clock_timestamp timezone date_bin
-    justify_days justify_hours json_build_object jsonb_build_object json_build_array jsonb_build_array
-    to_json to_jsonb json_extract_path_text jsonb_extract_path_text json_extract_path jsonb_extract_path
-    json_array_length jsonb_array_length json_typeof jsonb_typeof json_array_elements
-    jsonb_array_elements json_array_elements_text jsonb_array_elements_text json_each jsonb_each
-    json_each_text jsonb_each_text json_object_keys jsonb_object_keys jsonb_pretty generate_series
-    unnest array_length cardinality num_nulls num_nonnulls to_tsvector to_tsquery plainto_tsquery
-    websearch_to_tsquery phraseto_tsquery ts_rank ts_rank_cd ts_headline""".split()
-)
+#: The columns of an UPDATE's dry run (see ``dry_run``).
+ID, ROLE_COLUMN, OLD, NEW = "memory_sql_id", "memory_sql_role", "memory_sql_old", "memory_sql_new"
 
 SCHEMA_CHANGE = "changing the database schema"
 _WORDS = {
@@ -92,8 +76,7 @@ _WORDS = {
 @dataclass(frozen=True)
 class Checked:
     kind: str  # "select" or "update"
-    sql: str  # the statement as PostgreSQL will run it (printed from the checked tree)
-    target: str = "messages"  # an UPDATE's name for the messages it changes (its alias, if any)
+    sql: str  # what PostgreSQL will run (printed from the checked tree): an UPDATE's dry run for "update"
 
 
 def refuse(what: str) -> QueryRefused:
@@ -107,17 +90,59 @@ def check(sql: str) -> Checked:
     try:
         stmt = _one_statement(sql)
         kind = _check_statement(stmt, sql)
+        if kind == "update":
+            stmt = dry_run(stmt)
+            _check_statement(stmt, sql)
         _name_subqueries(stmt)
         try:
             printed = RawStream()(stmt)
         except Exception:  # the printer cannot write this tree back: nothing runs
             raise refuse("this statement (it cannot be printed back to SQL)") from None
-        if _check_statement(_one_statement(printed), printed) != kind:
+        if _check_statement(_one_statement(printed), printed) != "select":
             raise refuse("this statement")
     except RecursionError:
         raise refuse("a statement nested this deep") from None
-    alias = getattr(stmt, "relation", None) and stmt.relation.alias
-    return Checked(kind, printed, alias.aliasname if kind == "update" and alias else "messages")
+    return Checked(kind, printed)
+
+
+def dry_run(update: Any) -> Any:
+    """``UPDATE messages [AS t] SET content = e [FROM f] [WHERE w]`` as the SELECT of what it would do:
+    ``SELECT DISTINCT ON (t.id) t.id, t.role, t.content, CAST(e AS text) FROM messages [AS t], f WHERE w``."""
+    from pglast import ast, enums
+
+    name = update.relation.alias.aliasname if update.relation.alias else "messages"
+
+    def column(field: str) -> Any:
+        return ast.ColumnRef(fields=(ast.String(sval=name), ast.String(sval=field)))
+
+    (target,) = update.targetList
+    text = ast.TypeName(names=(ast.String(sval="pg_catalog"), ast.String(sval="text")), typemod=-1)
+    return ast.SelectStmt(
+        targetList=(
+            ast.ResTarget(name=ID, val=column("id")),
+            ast.ResTarget(name=ROLE_COLUMN, val=column("role")),
+            ast.ResTarget(name=OLD, val=column("content")),
+            ast.ResTarget(name=NEW, val=ast.TypeCast(arg=target.val, typeName=text)),
+        ),
+        fromClause=(
+            ast.RangeVar(relname="messages", inh=True, relpersistence="p", alias=update.relation.alias),
+            *(update.fromClause or ()),
+        ),
+        whereClause=update.whereClause,
+        withClause=update.withClause,
+        distinctClause=(column("id"),),
+        sortClause=(
+            ast.SortBy(
+                node=column("id"),
+                sortby_dir=enums.SortByDir.SORTBY_DEFAULT,
+                sortby_nulls=enums.SortByNulls.SORTBY_NULLS_DEFAULT,
+            ),
+        ),
+        limitOption=enums.LimitOption.LIMIT_OPTION_DEFAULT,
+        op=enums.SetOperation.SETOP_NONE,
+        groupDistinct=False,
+        all=False,
+    )
 
 
 def _name_subqueries(stmt: Any) -> None:
@@ -156,7 +181,18 @@ def _check_statement(stmt: Any, sql: str) -> str:
     ctes = _cte_names(stmt)
     for node in walk(stmt):
         _check_node(node, ctes)
+    if kind == "select":
+        _resolve(stmt)
     return kind
+
+
+def _resolve(stmt: Any) -> None:
+    """Every name resolved (pg_scope); a ColumnRef or field notation the walk did not reach is refused."""
+    resolver = Resolver(VIEW_COLUMNS, refuse)
+    resolver.statement(stmt, Scope([]))
+    for node in walk(stmt):
+        if type(node).__name__ in ("ColumnRef", "A_Indirection") and id(node) not in resolver.resolved:
+            raise refuse("a name memory_sql cannot resolve")
 
 
 def _statement_words(stmt: Any, sql: str) -> str:
@@ -179,8 +215,10 @@ def _check_update(stmt: Any) -> None:
         target = ".".join(x for x in (relation.schemaname, relation.relname) if x)
         raise refuse(f"UPDATE of {target} (only messages.content may be updated)")
     for target in stmt.targetList or ():
-        if target.name != "content" or target.indirection:
+        if target.name != "content" or target.indirection or type(target.val).__name__ == "MultiAssignRef":
             raise QueryRefused(f"refused: only messages.content may be updated; {ALLOWED}")
+    if len(stmt.targetList or ()) != 1:
+        raise QueryRefused(f"refused: an UPDATE sets messages.content once; {ALLOWED}")
     if getattr(stmt, "returningClause", None) is not None or getattr(stmt, "returningList", None):
         raise refuse("RETURNING")
 
@@ -213,23 +251,27 @@ def _check_node(node: Any, ctes: set[str]) -> None:
     elif name == "RangeVar":
         if node.schemaname or node.catalogname:
             raise refuse(f"reading {node.schemaname}.{node.relname}")
-        if node.relname not in VIEWS and node.relname not in ctes:
+        if node.relname not in VIEW_COLUMNS and node.relname not in ctes:
             raise refuse(f"reading {node.relname}")
     elif name == "FuncCall":
-        parts = [str(part.sval) for part in node.funcname]
-        if len(parts) == 2 and parts[0] == "pg_catalog":
-            parts = parts[1:]
-        if len(parts) != 1 or parts[0] not in FUNCTIONS:
-            raise refuse(f"the function {'.'.join(parts)}")
+        function = plain_name(_names(node.funcname))
+        if function not in FUNCTIONS:
+            raise refuse(f"the function {function}")
     elif name == "TypeName":
-        parts = [str(part.sval) for part in node.names or ()]
-        if len(parts) == 2 and parts[0] == "pg_catalog":
-            parts = parts[1:]
-        if len(parts) != 1 or parts[0].startswith(("reg", "pg_")) or getattr(node, "pct_type", False):
-            raise refuse(f"the type {'.'.join(parts)}")
+        type_name = plain_name(_names(node.names))
+        if type_name not in TYPES or getattr(node, "pct_type", False) or getattr(node, "setof", False):
+            raise refuse(f"the type {type_name}")
+    elif name in ("A_Expr", "SortBy", "SubLink"):
+        operator = getattr(node, {"A_Expr": "name", "SortBy": "useOp", "SubLink": "operName"}[name])
+        if operator and plain_name(_names(operator)) not in OPERATORS:
+            raise refuse(f"the operator {plain_name(_names(operator))}")
     elif name == "ColumnRef":
         if len(node.fields) > 2:
             raise refuse("a column named with its schema (name it table.column)")
+
+
+def _names(parts: Any) -> list[str]:
+    return [str(part.sval) for part in parts or ()]
 
 
 def walk(node: Any) -> Iterator[Any]:

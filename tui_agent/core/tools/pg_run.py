@@ -1,26 +1,28 @@
 """One memory_sql statement on PostgreSQL (runs inside the memory_sql worker process).
 
-The walls, in order: pglast reads the statement (``pg_guard.check``); a connection of its own
-opens a transaction (READ ONLY for a SELECT) with ``statement_timeout``, ``lock_timeout`` and
-``idle_in_transaction_session_timeout``, sets ``search_path`` to memory_sql's views and switches
-to their role with ``SET LOCAL ROLE`` (core/store/pg_memory.py): the server itself then refuses
-any other table and any column but ``messages.content``, and never shows a ``memory_tool`` row.
-A SELECT is read through a server-side cursor, one FETCH of at most the row cap. An UPDATE runs
-for real inside a data-modifying CTE whose outer query sees the rows as they were, so that the
-server hands back (id, old, new) for each changed message, counted and capped; then the
-transaction is rolled back: the app writes the approved changes itself, with revisions
-(``sql_update.apply_updates``), as on SQLite. The answers have the SQLite worker's shape.
+The walls, in order: pglast reads the statement (``pg_guard.check``: every name resolved, every
+function, operator and type on an allow-list); a connection of its own opens a READ ONLY
+transaction with ``statement_timeout``, ``lock_timeout`` and ``idle_in_transaction_session_timeout``
+and switches to memory_sql's role with ``SET LOCAL ROLE``; then the statement runs inside
+``tui_agent_memory.run_select``, a SECURITY DEFINER function owned by that role
+(core/store/pg_memory.py), in which PostgreSQL refuses any change of role: the server itself then
+refuses any table but the views, any write, and never shows a ``memory_tool`` row.
+
+A SELECT comes back as JSON rows (a header row naming the columns, then at most the row cap). An
+UPDATE never runs here: pg_guard turned it into a SELECT of (id, old, new) for the messages it
+would change, read in the same READ ONLY transaction, so a declined UPDATE leaves no trace on the
+server; the app writes the approved changes itself, with revisions (``sql_update.apply_updates``),
+as on SQLite. The answers have the SQLite worker's shape.
 """
 
 from __future__ import annotations
 
-import datetime
 import decimal
 import json
 from typing import Any
 
-from tui_agent.core.store.pg_memory import ROLE, SCHEMA, VIEWS, SetupMissing
-from tui_agent.core.tools.pg_guard import Checked, check
+from tui_agent.core.store.pg_memory import ROLE, RUN_SELECT, VIEWS, SetupMissing
+from tui_agent.core.tools.pg_guard import ID, NEW, OLD, ROLE_COLUMN, Checked, check
 from tui_agent.core.tools.sql_guard import ALLOWED, QueryRefused
 from tui_agent.core.tools.sql_run import Limits, Request
 
@@ -57,12 +59,12 @@ def _run(request: Request, checked: Checked) -> dict[str, Any]:
     )
     try:
         with conn.cursor() as cursor:
-            cursor.execute("BEGIN READ ONLY" if checked.kind == "select" else "BEGIN READ WRITE")
+            cursor.execute("BEGIN READ ONLY")  # an UPDATE too: its dry run is a SELECT
             timeout_ms = int(limits.time_limit_s * 1000)
             cursor.execute(
                 "SELECT set_config('statement_timeout', %s, true), set_config('lock_timeout', %s, true), "
-                "set_config('idle_in_transaction_session_timeout', %s, true), set_config('search_path', %s, true)",
-                (f"{timeout_ms}ms", f"{LOCK_TIMEOUT_MS}ms", f"{timeout_ms + 2000}ms", f"{SCHEMA}, pg_catalog, pg_temp"),
+                "set_config('idle_in_transaction_session_timeout', %s, true)",
+                (f"{timeout_ms}ms", f"{LOCK_TIMEOUT_MS}ms", f"{timeout_ms + 2000}ms"),
             )
             try:
                 cursor.execute(f"SET LOCAL ROLE {ROLE}")
@@ -71,18 +73,50 @@ def _run(request: Request, checked: Checked) -> dict[str, Any]:
                     f"memory_sql cannot switch to its role ({exc.diag.message_primary}): run `tui-agent db setup`"
                 ) from None
             if checked.kind == "select":
-                return _select(conn, checked.sql, limits)
+                return _select(cursor, checked.sql, limits)
             return _update(cursor, checked, limits)
     finally:
-        conn.close()  # never committed: a SELECT wrote nothing, an UPDATE is rolled back
+        conn.close()  # never committed (and READ ONLY): nothing was written
 
 
-def _select(conn: Any, sql: str, limits: Limits) -> dict[str, Any]:
-    answer: dict[str, Any] = {"ok": True, "kind": "select", "columns": [], "rows": [], "truncated": ""}
-    with conn.cursor(name="memory_sql", scrollable=False, withhold=False) as cursor:
-        cursor.execute(sql)  # DECLARE ... CURSOR FOR: one statement, or the server refuses
-        answer["columns"] = [column.name for column in cursor.description or ()]
-        fetched = cursor.fetchmany(limits.max_rows + 1)
+def run_select(cursor: Any, sql: str, max_rows: int) -> tuple[list[str], list[list[Any]]]:
+    """The statement run inside memory_sql's SECURITY DEFINER function: its columns and first rows."""
+    cursor.execute(f"SELECT n, row_json::text FROM {RUN_SELECT}(%s, %s)", (sql, max_rows), prepare=False)
+    fetched = sorted(cursor.fetchall(), key=lambda row: int(row[0]))
+    columns: list[str] = []
+    rows: list[list[Any]] = []
+    for n, text in fetched:
+        pairs = _pairs(text)
+        if int(n) == 0:
+            columns = [name for name, _ in pairs]
+        else:
+            rows.append([value for _, value in pairs])
+    return columns, rows
+
+
+class _Pairs(list[Any]):
+    """A JSON object as its (key, value) pairs: a row keeps its column order and repeated names."""
+
+
+def _pairs(text: str | None) -> list[tuple[str, Any]]:
+    if text is None:
+        return []
+    parsed = json.loads(text, object_pairs_hook=_Pairs, parse_float=decimal.Decimal)
+    return [(str(key), _objects(value)) for key, value in parsed]
+
+
+def _objects(value: Any) -> Any:
+    """Nested JSON (a json column's value) back to dicts and lists."""
+    if isinstance(value, _Pairs):
+        return {str(key): _objects(item) for key, item in value}
+    if isinstance(value, list):
+        return [_objects(item) for item in value]
+    return value
+
+
+def _select(cursor: Any, sql: str, limits: Limits) -> dict[str, Any]:
+    columns, fetched = run_select(cursor, sql, limits.max_rows)
+    answer: dict[str, Any] = {"ok": True, "kind": "select", "columns": columns, "rows": [], "truncated": ""}
     size = 0
     rows: list[list[Any]] = answer["rows"]
     for row in fetched:
@@ -105,8 +139,6 @@ def _select(conn: Any, sql: str, limits: Limits) -> dict[str, Any]:
 
 def plain(value: Any, limits: Limits) -> Any:
     """A value as JSON carries it (as the SQLite worker gives it)."""
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return f"<blob {len(value)} bytes>"
     if isinstance(value, str):
         if len(value.encode("utf-8", "surrogatepass")) > limits.value_bytes:
             raise QueryRefused(f"stopped: a value exceeded the {limits.value_bytes:,} byte size limit")
@@ -115,36 +147,35 @@ def plain(value: Any, limits: Limits) -> Any:
         return value
     if isinstance(value, decimal.Decimal):
         return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, (datetime.date, datetime.time)):
-        return value.isoformat()
     text = json.dumps(value, ensure_ascii=False, default=str)
     if len(text) > limits.value_bytes:
         raise QueryRefused(f"stopped: a value exceeded the {limits.value_bytes:,} byte size limit")
-    return json.loads(text)
+    return json.loads(text, parse_float=float)
 
 
 def _update(cursor: Any, checked: Checked, limits: Limits) -> dict[str, Any]:
-    """(id, role, old head, old length, new if kept, new head, new length, total, first too big, its size)."""
+    """The UPDATE's dry run, a SELECT: (id, role, old head, old length, new if kept, new head, new length,
+    total, first NULL, first too big, its size), capped."""
     cap, most, head = int(limits.update_max_rows), int(limits.update_max_value_bytes), int(limits.preview_chars)
-    target = '"' + checked.target.replace('"', '""') + '"'
-    wrapped = f"""WITH memory_sql_u AS ({checked.sql} RETURNING {target}.id, {target}.content),
+    wrapped = f"""WITH memory_sql_u AS ({checked.sql}),
 memory_sql_d AS (
-    SELECT u.id, o.role, left(o.content, {head}) AS old_head, char_length(o.content) AS old_len, u.content AS new,
-        octet_length(u.content) AS new_bytes, char_length(u.content) AS new_len
-    FROM memory_sql_u u JOIN {SCHEMA}.messages o ON o.id = u.id
-    WHERE u.content IS DISTINCT FROM o.content),
+    SELECT u.{ID} AS id, u.{ROLE_COLUMN} AS role, left(u.{OLD}, {head}) AS old_head, char_length(u.{OLD}) AS old_len,
+        u.{NEW} AS new, octet_length(u.{NEW}) AS new_bytes, char_length(u.{NEW}) AS new_len
+    FROM memory_sql_u u WHERE u.{NEW} IS DISTINCT FROM u.{OLD}),
 memory_sql_s AS (
     SELECT d.*, row_number() OVER (ORDER BY d.id) AS n, count(*) OVER () AS total,
+        min(d.id) FILTER (WHERE d.new IS NULL) OVER () AS null_id,
         min(d.id) FILTER (WHERE d.new_bytes > {most}) OVER () AS too_big FROM memory_sql_d d)
-SELECT s.id, s.role, s.old_head, s.old_len, CASE WHEN s.new_bytes <= {most} THEN s.new END, left(s.new, {head}),
-    s.new_len, s.total, s.too_big, (SELECT d.new_bytes FROM memory_sql_d d WHERE d.id = s.too_big)
+SELECT s.id, s.role, s.old_head, s.old_len, CASE WHEN s.new_bytes <= {most} THEN s.new END AS new,
+    left(s.new, {head}) AS new_head, s.new_len, s.total, s.null_id, s.too_big,
+    (SELECT d.new_bytes FROM memory_sql_d d WHERE d.id = s.too_big) AS too_big_bytes
 FROM memory_sql_s s WHERE s.n <= {cap} ORDER BY s.id"""
-    cursor.execute(wrapped, prepare=True)  # a prepared statement is one statement, or the server refuses
-    rows = cursor.fetchall()
-    cursor.execute("ROLLBACK")
+    _columns, rows = run_select(cursor, wrapped, cap)
     if not rows:
         return {"ok": True, "kind": "update", "count": 0, "updates": [], "ids": [], "preview": []}
-    total, too_big, too_big_bytes = int(rows[0][7]), rows[0][8], rows[0][9]
+    total, null_id, too_big, too_big_bytes = int(rows[0][7]), rows[0][8], rows[0][9], rows[0][10]
+    if null_id is not None:
+        raise QueryRefused("refused: the new content of a message would be NULL; messages.content must be text")
     if too_big is not None:
         raise QueryRefused(
             f"refused: the new content of message {too_big} is {int(too_big_bytes):,} bytes; the limit is "

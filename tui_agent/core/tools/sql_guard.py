@@ -1,10 +1,12 @@
 """The memory_sql guard: what a statement may touch, checked before and while SQLite prepares it.
 
 Two layers. ``precheck`` reads the statement's tokens and refuses names that could dodge the
-hidden-row view: a CTE named like a real table or view (any case or quoting, however deep), and
-any ``main.messages``. ``Guard`` is the SQLite authorizer: deny by default; the real messages
-table may be read only from inside a TEMP VIEW whose name is random per run, so nothing the
-statement names itself (a CTE, an UPDATE of the view) can pass for it.
+hidden-row views: a CTE named like a real table or view (any case or quoting, however deep), and
+any ``main.messages`` (``main.attachments``, ``main.message_revisions``). ``Guard`` is the SQLite
+authorizer: deny by default; the real messages, attachments and message_revisions tables may be
+read only from inside TEMP VIEWs whose names are random per run, so nothing the statement names
+itself (a CTE, an UPDATE of the view) can pass for them. The views hide what PostgreSQL's hide
+(core/store/pg_memory.py): ``memory_tool`` messages, and their attachments and revisions.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 HIDDEN_ROLE = "memory_tool"
-READABLE_TABLES = frozenset({"conversations", "attachments", "message_revisions", "sqlite_master", "sqlite_schema"})
+READABLE_TABLES = frozenset({"conversations", "sqlite_master", "sqlite_schema"})
+#: Tables read only through a TEMP VIEW of the same name that leaves out memory_sql's own rows.
+HIDING_TABLES = ("messages", "attachments", "message_revisions")
 SCHEMA_TABLES = frozenset({"sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema"})
 DENIED_FUNCTIONS = frozenset({"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer", "sqlite_offset"})
 COLLECT_FUNCTION = "_memory_collect_update"
@@ -63,11 +67,19 @@ ACTION_WORDS: dict[int, str] = {
 }
 
 
-def setup_script(secret_view: str) -> str:
-    """Temp objects of one guarded connection: ``messages`` reads through ``secret_view``."""
+def setup_script(secret_views: dict[str, str]) -> str:
+    """Temp objects of one guarded connection: ``messages`` (``attachments``, ``message_revisions``)
+    reads through its secret view, which leaves out memory_sql's rows (and their attachments and
+    revisions)."""
+    visible = f"SELECT id FROM main.messages WHERE role IS NOT '{HIDDEN_ROLE}'"
+    m, a, r = (secret_views[table] for table in HIDING_TABLES)
     return f"""
-CREATE TEMP VIEW {secret_view} AS SELECT * FROM main.messages WHERE role IS NOT '{HIDDEN_ROLE}';
-CREATE TEMP VIEW messages AS SELECT * FROM temp.{secret_view};
+CREATE TEMP VIEW {m} AS SELECT * FROM main.messages WHERE role IS NOT '{HIDDEN_ROLE}';
+CREATE TEMP VIEW messages AS SELECT * FROM temp.{m};
+CREATE TEMP VIEW {a} AS SELECT * FROM main.attachments WHERE message_id IN ({visible});
+CREATE TEMP VIEW attachments AS SELECT * FROM temp.{a};
+CREATE TEMP VIEW {r} AS SELECT * FROM main.message_revisions WHERE message_id IN ({visible});
+CREATE TEMP VIEW message_revisions AS SELECT * FROM temp.{r};
 CREATE TEMP TRIGGER {TRIGGER} INSTEAD OF UPDATE OF content ON messages
 BEGIN SELECT {COLLECT_FUNCTION}(OLD.id, OLD.content, NEW.content); END;
 """
@@ -163,13 +175,13 @@ def _skip_parens(toks: list[Token], i: int) -> int:
     return i
 
 
-def names_main_messages(toks: list[Token]) -> bool:
-    """True when the statement spells ``main.messages`` (any case, quoting or spacing)."""
+def names_main_table(toks: list[Token]) -> str:
+    """The hiding table the statement spells as ``main.X`` (any case, quoting or spacing), else ""."""
     for i in range(len(toks) - 2):
         a, dot, b = toks[i], toks[i + 1], toks[i + 2]
-        if a.kind == "name" and a.word == "main" and dot.text == "." and b.kind == "name" and b.word == "messages":
-            return True
-    return False
+        if a.kind == "name" and a.word == "main" and dot.text == "." and b.kind == "name" and b.word in HIDING_TABLES:
+            return b.word
+    return ""
 
 
 def precheck(sql: str, protected: Iterable[str]) -> None:
@@ -185,8 +197,9 @@ def precheck(sql: str, protected: Iterable[str]) -> None:
                 f"refused: a WITH clause may not define a name that hides a table or view ({name}); "
                 "pick another name for the CTE"
             )
-    if names_main_messages(toks):
-        raise QueryRefused("refused: main.messages cannot be read; use messages (memory_sql's own rows are hidden)")
+    table = names_main_table(toks)
+    if table:
+        raise QueryRefused(f"refused: main.{table} cannot be read; use {table} (memory_sql's own rows are hidden)")
 
 
 def first_keywords(sql: str, count: int = 1) -> str:
@@ -202,8 +215,8 @@ def first_keywords(sql: str, count: int = 1) -> str:
 class Guard:
     """The authorizer: deny by default and remember, in words, the first thing refused."""
 
-    def __init__(self, secret_view: str) -> None:
-        self.secret_view = secret_view.casefold()
+    def __init__(self, secret_views: dict[str, str]) -> None:
+        self.secret_views = {view.casefold() for view in secret_views.values()}
         self.denied = ""
         self.wrote = False
 
@@ -214,14 +227,14 @@ class Guard:
         if action == sqlite3.SQLITE_READ:
             if dbname is None:  # a CTE or subquery (count(*) over it): its own reads were checked
                 return sqlite3.SQLITE_OK
-            if dbname == "temp" and table in ("messages", self.secret_view):
+            if dbname == "temp" and (table in HIDING_TABLES or table in self.secret_views):
                 return sqlite3.SQLITE_OK
-            if table == "messages" and dbname == "main" and (source or "").casefold() == self.secret_view:
+            if table in HIDING_TABLES and dbname == "main" and (source or "").casefold() in self.secret_views:
                 return sqlite3.SQLITE_OK
             if table in READABLE_TABLES:
                 return sqlite3.SQLITE_OK
-            if table == "messages":
-                return self._deny("reading main.messages (use messages; memory_sql's own rows are hidden)")
+            if table in HIDING_TABLES:
+                return self._deny(f"reading main.{table} (use {table}; memory_sql's own rows are hidden)")
             return self._deny(f"reading {arg1}")
         if action == sqlite3.SQLITE_UPDATE:
             if table == "messages" and (arg2 or "").casefold() == "content" and dbname == "temp":

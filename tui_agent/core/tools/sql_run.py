@@ -20,6 +20,7 @@ from typing import Any
 from tui_agent.core.tools.sql_guard import (
     ALLOWED,
     COLLECT_FUNCTION,
+    HIDING_TABLES,
     Guard,
     QueryRefused,
     precheck,
@@ -104,9 +105,10 @@ def _run(request: Request) -> dict[str, Any]:
     limits = request.limits
     conn = sqlite3.connect(f"{Path(request.db_path).absolute().as_uri()}?mode=ro", uri=True, isolation_level=None)
     try:
-        secret_view = f"messages_visible_{secrets.token_hex(8)}"
+        token = secrets.token_hex(8)
+        secret_views = {table: f"{table}_visible_{token}" for table in HIDING_TABLES}
         protected = [row[0] for row in conn.execute("SELECT name FROM sqlite_master")]
-        precheck(request.query, [*protected, "messages", secret_view])
+        precheck(request.query, [*protected, *HIDING_TABLES, *secret_views.values()])
         collector = _Collector(limits)
         conn.create_function(COLLECT_FUNCTION, 3, collector, deterministic=False)
         # before the temp objects: changing temp_store drops the TEMP database
@@ -116,14 +118,14 @@ def _run(request: Request) -> dict[str, Any]:
             f"hard_heap_limit = {limits.heap_bytes}",
         ):
             conn.execute(f"PRAGMA {pragma}")
-        conn.executescript(setup_script(secret_view))
+        conn.executescript(setup_script(secret_views))
         conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limits.value_bytes)
         conn.setlimit(sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH, limits.like_pattern_bytes)
         conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, limits.sql_bytes)
         conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
         deadline = time.monotonic() + limits.time_limit_s
         conn.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 1000)
-        guard = Guard(secret_view)
+        guard = Guard(secret_views)
         conn.set_authorizer(guard)
         answer: dict[str, Any] = {"ok": True, "kind": "select", "columns": [], "rows": [], "truncated": ""}
         try:

@@ -10,10 +10,14 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
+from tui_agent.core.store import portable
 from tui_agent.core.store.models import Message, MessageRevision
 from tui_agent.core.tools.sql_guard import HIDDEN_ROLE
 
 PREVIEW_CHARS = 70
+#: How long the approved write waits for a message another writer holds (PostgreSQL).
+LOCK_TIMEOUT_MS = 1000
+BLOCKED = "stopped: another writer held these messages for too long (lock timeout); try again. Nothing was changed"
 _SHOWN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
 
 
@@ -63,10 +67,34 @@ def _more(shown: str, length: int) -> str:
     return f" ({length:,} chars)" if length > len(shown) or len(shown) > PREVIEW_CHARS else ""
 
 
+class UpdateBlocked(Exception):
+    """Another writer held one of the messages longer than ``LOCK_TIMEOUT_MS``; nothing was written."""
+
+
 def apply_updates(updates: list[tuple[int, str]]) -> list[int]:
     """Write collected updates on the app connection; every previous content becomes a revision."""
+    db = Message._meta.database
+    try:
+        return _apply(db, updates)
+    except Exception as exc:
+        if portable.is_postgresql(db) and _lock_timeout(exc):
+            raise UpdateBlocked(BLOCKED) from None
+        raise
+
+
+def _lock_timeout(exc: BaseException | None) -> bool:
+    while exc is not None:
+        if type(exc).__name__ == "LockNotAvailable" or "lock timeout" in str(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _apply(db: Any, updates: list[tuple[int, str]]) -> list[int]:
     changed: list[int] = []
-    with Message._meta.database.atomic():
+    with db.atomic():
+        if portable.is_postgresql(db):  # the dry run locked nothing: the write may meet another writer
+            db.execute_sql(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT_MS}ms'")
         for message_id, content in updates:
             message = Message.get_or_none((Message.id == message_id) & (Message.role != HIDDEN_ROLE))
             if message is None or message.content == content:
