@@ -163,24 +163,6 @@ async def test_two_apps_one_database_a_sends_b_shows_it_and_its_running_reply(en
         released.set()
 
 
-@pytest.fixture
-def own_cluster(tmp_path, monkeypatch):
-    """A cluster of this test's own: it is stopped and started mid-test (the worker's shared one
-    serves other tests meanwhile)."""
-    import pg_cluster
-
-    try:
-        cluster = pg_cluster.start_cluster()
-    except FileNotFoundError as exc:
-        pytest.skip(str(exc))
-    try:
-        url = cluster.url(cluster.create_database())
-        monkeypatch.setenv("TUI_AGENT_DB", url)
-        yield cluster
-    finally:
-        cluster.remove()
-
-
 @pytest.mark.slow
 @ON_POSTGRESQL
 async def test_the_server_going_away_mid_reply_keeps_it_and_the_app_goes_on(env, own_cluster, tmp_path):
