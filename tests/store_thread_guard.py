@@ -4,7 +4,7 @@ A store call is a statement peewee sends (``Database.execute_sql``: every query,
 and the migrations' and the search's statements through peewee) or a transaction it opens. It is the
 app's when the asyncio task running it was started by Textual (a message pump, a worker that is not
 a thread, the app itself): a test's own body may read the store to set up or check (its task is the
-test's coroutine). The call is let through (the app behaves as it would) and the test fails at its
+test's coroutine, or the call comes from a test module's function the pilot runs). The call is let through (the app behaves as it would) and the test fails at its
 end, naming where the call came from.
 """
 
@@ -42,7 +42,9 @@ def app_task_on_this_thread() -> bool:
 def _ours(filename: str) -> bool:
     """A frame of the project (the app or a test), not of a library, Python or this guard."""
     name = filename.replace("\\", "/")
-    return "/site-packages/" not in name and "/lib/python3" not in name and not name.endswith("store_thread_guard.py")
+    if name.startswith("<") or "/site-packages/" in name or "/lib/python3" in name:
+        return False  # generated code (a pilot's), a library, Python
+    return not name.endswith("store_thread_guard.py")
 
 
 class Guard:
@@ -53,6 +55,8 @@ class Guard:
     def check(self, what: str) -> None:
         if app_task_on_this_thread():
             frames = [f for f in traceback.extract_stack()[:-2] if _ours(f.filename)]
+            if frames and Path(frames[0].filename).name.startswith("test_"):
+                return  # a test's own code run by the app's pilot (snap_compare's run_before): not the app's
             stack = "".join(traceback.format_list(frames[-8:]))
             chain = " < ".join(f"{Path(f.filename).name}:{f.lineno}" for f in reversed(frames[-8:]))
             with self.lock:

@@ -5,30 +5,17 @@ itself sees such a call (and not a call from the store's thread), on both backen
 from __future__ import annotations
 
 from backends import BOTH_BACKENDS
+from store_on_loop_app import ReadsOnTheLoop, ReadsOnTheStoreThread
 from store_thread_guard import GUARD
-from textual.app import App
-
-from tui_agent.core.store import worker
-from tui_agent.core.store.models import Setting
 
 pytestmark = BOTH_BACKENDS
-
-
-class ReadsOnTheLoop(App[None]):
-    def on_mount(self) -> None:
-        Setting.select().count()  # what the app must never do
-
-
-class ReadsOnTheStoreThread(App[None]):
-    async def on_mount(self) -> None:
-        await worker.run(lambda: Setting.select().count())
 
 
 async def test_the_guard_sees_a_store_call_on_the_event_loop_thread(env):
     async with ReadsOnTheLoop().run_test() as pilot:
         await pilot.pause()
     seen, GUARD.calls[:] = list(GUARD.calls), []  # (else this test fails, as it should anywhere else)
-    assert len(seen) == 1 and "on the event loop's thread" in seen[0] and "test_store_thread.py" in seen[0]
+    assert len(seen) == 1 and "on the event loop's thread" in seen[0] and "store_on_loop_app.py" in seen[0]
 
 
 async def test_a_call_on_the_store_thread_is_not_one(env):

@@ -305,15 +305,15 @@ class AgentApp(App[None]):
     def action_open_image(self) -> None:
         image_actions.open_image(self.conversation_view)
 
-    def action_download_image(self) -> None:
-        image_actions.download_image(self.conversation_view)
+    async def action_download_image(self) -> None:
+        await image_actions.download_image(self.conversation_view)
 
     def action_open_gallery(self) -> None:
         image_actions.open_gallery(self.conversation_view)
 
     @on(ImageCarousel.OpenRequested)
-    def _open_image(self, event: ImageCarousel.OpenRequested) -> None:
-        image_actions.open_full_size(self.conversation_view, event)  # the viewer is a screen of the app
+    async def _open_image(self, event: ImageCarousel.OpenRequested) -> None:
+        await image_actions.open_full_size(self.conversation_view, event)  # the viewer is a screen of the app
 
     def action_select_messages(self) -> None:
         self.conversation_view.action_select_messages()

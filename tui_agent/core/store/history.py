@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tui_agent.core.store import branches, portable
@@ -25,10 +25,15 @@ def remember_conversation(conversation_id: int) -> None:
     upsert(Setting, key=LAST_CONVERSATION_KEY, value=str(conversation_id))
 
 
-def last_conversation() -> Conversation | None:
-    setting = Setting.get_or_none(Setting.key == LAST_CONVERSATION_KEY)
-    if setting is not None:
-        conversation = Conversation.get_or_none(Conversation.id == int(setting.value))
+def last_conversation(stored: Mapping[str, str] | None = None) -> Conversation | None:
+    """The conversation to open; ``stored``: the settings, read already (one statement fewer)."""
+    if stored is not None:
+        remembered = stored.get(LAST_CONVERSATION_KEY)
+    else:
+        setting = Setting.get_or_none(Setting.key == LAST_CONVERSATION_KEY)
+        remembered = setting.value if setting is not None else None
+    if remembered is not None and remembered.isdigit():
+        conversation = Conversation.get_or_none(Conversation.id == int(remembered))
         if conversation is not None:
             return conversation
     return Conversation.select().order_by(Conversation.updated_at.desc(), Conversation.id.desc()).first()
@@ -101,9 +106,16 @@ def update_message(message: Message, **fields: Any) -> None:
     message.save(only=[getattr(Message, key) for key in fields])
 
 
-def recent_messages(conversation_id: int, limit: int | None = None, before_id: int | None = None) -> list[Message]:
-    """The newest ``limit`` messages of the active branch (optionally older than ``before_id``), oldest first."""
-    return branches.path_messages(conversation_id, limit=limit, before_id=before_id)
+def recent_messages(
+    conversation_id: int,
+    limit: int | None = None,
+    before_id: int | None = None,
+    *,
+    conversation: Conversation | None = None,
+) -> list[Message]:
+    """The newest ``limit`` messages of the active branch (optionally older than ``before_id``),
+    oldest first; ``conversation``: its row, read already (its leaf is not read again)."""
+    return branches.path_messages(conversation_id, limit=limit, before_id=before_id, conversation=conversation)
 
 
 def all_messages(conversation_id: int, limit: int | None = None, before_id: int | None = None) -> list[Message]:

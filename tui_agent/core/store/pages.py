@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tui_agent.core.store import branches, history
-from tui_agent.core.store.models import Message
+from tui_agent.core.store.models import Conversation, Message
 
 
 @dataclass
@@ -30,10 +30,13 @@ def page_of(rows: list[Message], *, more: bool = False, newer_after: bool = Fals
     return Page(rows, attachments, alternatives, more, newer_after)
 
 
-def newest(conversation_id: int, limit: int, *, until_id: int | None = None) -> Page:
-    """The newest ``limit`` messages of the active branch (or those ending at ``until_id``)."""
+def newest(
+    conversation_id: int, limit: int, *, until_id: int | None = None, conversation: Conversation | None = None
+) -> Page:
+    """The newest ``limit`` messages of the active branch (or those ending at ``until_id``);
+    ``conversation``: its row, read already."""
     before = until_id + 1 if until_id is not None else None
-    rows = history.recent_messages(conversation_id, limit=limit, before_id=before)
+    rows = history.recent_messages(conversation_id, limit=limit, before_id=before, conversation=conversation)
     newer_after = bool(until_id is not None and rows and history.messages_after(conversation_id, rows[-1].id, 1))
     return page_of(rows, more=len(rows) == limit, newer_after=newer_after)
 
@@ -43,8 +46,9 @@ def opened(conversation_id: int, limit: int, *, until_id: int | None = None, rem
     title; ``remember``: it is the one the next start opens."""
     if remember:
         history.remember_conversation(conversation_id)
-    page = newest(conversation_id, limit, until_id=until_id)
-    page.title = history.get_conversation(conversation_id).title
+    conversation = history.get_conversation(conversation_id)
+    page = newest(conversation_id, limit, until_id=until_id, conversation=conversation)
+    page.title = conversation.title
     return page
 
 

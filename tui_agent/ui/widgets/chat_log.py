@@ -4,6 +4,7 @@ load on scroll-up and newer ones on scroll-down, and pages far from the view are
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -306,6 +307,11 @@ class ChatLog(PageReleaseMixin, MessageCursorMixin, VerticalScroll):
             return
         if self.has_newer and (self.max_scroll_y <= 0 or self.scroll_y >= self.max_scroll_y):
             self.run_worker(self.load_newer(), group="newer")  # never cancelled mid-mount: no gaps
+
+    async def loads_done(self) -> None:
+        """Until the page being loaded (read on the store's thread, then mounted) is in."""
+        while self._loading:
+            await asyncio.sleep(0.01)
 
     async def load_older(self) -> int:
         """Prepend the previous page; keep the view where it was. Returns how many rows loaded."""
