@@ -70,5 +70,8 @@ def run_app(vault_arg: str | None, profile_name: str | None) -> int:
     lifeline.guard_driver(app, lifeline.install(lifeline.bound_store()))
     app.freeze_gc_after_preload = True
     freeze_long_lived()
+    from tui_agent.core.store import worker
+
+    worker.release_this_thread()  # from here on the store's own thread talks to it: one connection
     app.run()
     return 0

@@ -30,10 +30,44 @@ def executor() -> ThreadPoolExecutor:
         return _executor[0]
 
 
+IDLE_RELEASE_S = 60.0  # a PostgreSQL connection unused this long is closed (made again on the next call)
+_calls = [0]
+
+
 async def run(fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
     """``fn(*args, **kwargs)`` in the store's thread; its result (or its exception) here."""
     loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(executor(), functools.partial(fn, *args, **kwargs))
+    _calls[0] += 1
+    try:
+        return await loop.run_in_executor(executor(), functools.partial(fn, *args, **kwargs))
+    finally:
+        loop.call_later(IDLE_RELEASE_S, _release_if_idle, _calls[0])
+
+
+def _release_if_idle(calls: int) -> None:
+    """No call since: the store thread's connection to a server goes (a server's connections are
+    counted: docs); a SQLite file stays open (nothing to count, and opening it costs more)."""
+    if calls == _calls[0] and _executor:
+        executor().submit(_release_server_connection)
+
+
+def _release_server_connection() -> None:
+    from tui_agent.core.store.models import Message
+
+    database = Message._meta.database
+    if database is not None and getattr(database, "store_url", None) is not None and not database.is_closed():
+        if not database.in_transaction():
+            database.close()
+
+
+def release_this_thread() -> None:
+    """The calling thread is done with the store (the app's main thread once the store thread
+    takes over): its connection, if any, is closed."""
+    from tui_agent.core.store.models import Message
+
+    database = Message._meta.database
+    if database is not None and not database.is_closed():
+        database.close()
 
 
 def on_store_thread() -> bool:
