@@ -23,6 +23,7 @@ from mcp_helpers import alive, wait_gone
 from textual.drivers._writer_thread import WriterThread
 from textual.drivers.linux_driver import LinuxDriver
 
+from tui_agent.core.store import last_write
 from tui_agent.ui import lifeline
 
 
@@ -189,7 +190,7 @@ def test_an_app_stuck_in_the_writer_queue_is_ended_at_the_deadline(tmp_path, sig
 def test_cancel_streaming_touches_only_streaming_rows(tmp_path: Path, store_backend, request):
     table = MessagesTable(tmp_path, store_backend, request, "status TEXT")
     table.run("INSERT INTO messages (status) VALUES ('complete'), ('streaming'), ('error')")
-    assert lifeline.cancel_streaming(table.store()) == 1
+    assert last_write.cancel_streaming(table.store()) == 1
     assert [r[0] for r in table.run("SELECT status FROM messages ORDER BY id")] == ["complete", "cancelled", "error"]
 
 

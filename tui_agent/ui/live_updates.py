@@ -51,15 +51,13 @@ class LiveHost(Protocol):
 
 def follow(app: App[Any]) -> LiveUpdates | None:
     """Start following the store's changes if it is a PostgreSQL one (None for SQLite)."""
-    url = getattr(Message._meta.database, "store_url", None)
-    if url is None or not url.is_postgresql:
-        return None
-    from tui_agent.core.store.pg import application_name
+    from tui_agent.core.store import changes
 
-    live = LiveUpdates(app, application_name())
-    live.listener = Listener(
-        url, live.arrived_in_thread, alive=lambda: app.is_running, application_name=application_name() + " listen"
-    ).start()
+    origin = changes.origin()
+    if origin is None:
+        return None  # nothing to follow (one machine's file)
+    live = LiveUpdates(app, origin)
+    live.listener = changes.listen(live.arrived_in_thread, alive=lambda: app.is_running)
     return live
 
 
