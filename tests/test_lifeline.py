@@ -198,7 +198,7 @@ def test_a_store_that_does_not_answer_does_not_hold_up_the_forced_end(tmp_path, 
     """The reply is stored as cancelled on a connection that may hang (a PostgreSQL server across a
     network): the forced end waits for it a short while only, then ends the process anyway."""
     hung = threading.Event()
-    monkeypatch.setattr(lifeline, "_connect", lambda store: hung.wait(30))
+    monkeypatch.setattr(lifeline, "connect_quickly", lambda store: hung.wait(30))
     monkeypatch.setattr(lifeline, "end_children", lambda: None)
     exits: list[int] = []
     monkeypatch.setattr(lifeline.os, "_exit", exits.append)
