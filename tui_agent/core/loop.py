@@ -404,7 +404,7 @@ def _regenerating(message_id: int) -> tuple[Message | None, Message | None]:
 def _add_user_message(conversation_id: int, text: str, files: list[str]) -> tuple[Message, str, list[int]]:
     """The user's message stored, the conversation's title (a new one's comes from it), its alternatives."""
     user = history.add_message(conversation_id, "user", text, attachments=files)
-    return user, history.get_conversation(conversation_id).title, _alternatives(user)
+    return user, user.conversation_title, _alternatives(user)  # type: ignore[attr-defined]  # (add_message)
 
 
 def _with_alternatives(row: Message) -> tuple[Message, list[int]]:

@@ -81,20 +81,24 @@ def add_message(
         fields["tool_arguments"] = json.dumps(fields["tool_arguments"])
     db = Message._meta.database
     with db.atomic():
-        if portable.is_postgresql(db):
-            # One writer per conversation at a time (SQLite's BEGIN IMMEDIATE serializes every
-            # writer): two machines appending at once each read the leaf the other one left.
-            portable.execute(db, "SELECT id FROM conversations WHERE id = ? FOR UPDATE", [conversation_id])
-        fields.setdefault("parent_id", branches.leaf_of(conversation_id) or 0)
+        # The conversation's row, read once: its leaf (the new message's parent) and its title.
+        # One writer per conversation at a time: on PostgreSQL the row is locked for this transaction
+        # (SQLite's BEGIN IMMEDIATE serializes every writer), or two machines appending at once
+        # would each read the leaf the other one left.
+        query = Conversation.select().where(Conversation.id == conversation_id)
+        conversation = (query.for_update() if portable.is_postgresql(db) else query).get()
+        fields.setdefault("parent_id", branches.leaf_of(conversation_id, conversation) or 0)
         message = Message.create(conversation=conversation_id, role=role, content=content, **fields)
-        branches.set_leaf(conversation_id, message.id)
         for position, path in enumerate(attachments):
             Attachment.create(message=message.id, position=position, path=path, mime=_mime(path))
-        conversation = Conversation.get_by_id(conversation_id)
         if not conversation.title and role == "user" and content.strip():
             conversation.title = _title_from(content)
         conversation.updated_at = utcnow()
-        conversation.save()
+        conversation.leaf_id = message.id  # the active branch ends at it (branches.set_leaf)
+        Conversation.update(title=conversation.title, updated_at=conversation.updated_at, leaf_id=message.id).where(
+            Conversation.id == conversation_id
+        ).execute()
+    message.conversation_title = conversation.title  # type: ignore[attr-defined]  # what the caller shows
     return message
 
 
