@@ -25,7 +25,7 @@ from tui_agent.core.store.db import open_store  # noqa: E402
 from tui_agent.core.store.models import Profile  # noqa: E402
 from tui_agent.core.vault import Vault, setup_logging  # noqa: E402
 
-pytest_plugins = ["snapshot_setup", "serve_helpers"]  # serve_helpers: the session-wide Chromium
+pytest_plugins = ["snapshot_setup", "serve_helpers", "store_thread_guard"]  # serve_helpers: the session-wide Chromium
 
 
 @pytest.fixture
@@ -153,6 +153,22 @@ def pg_url(pg_cluster: pg_cluster_module.Cluster, monkeypatch: pytest.MonkeyPatc
         for model in MODELS:
             model._meta.set_database(before)
     pg_cluster.drop_database(name)
+
+
+@pytest.fixture
+def own_cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[pg_cluster_module.Cluster]:
+    """A cluster of this test's own: it is stopped and started mid-test (the worker's shared one
+    serves other tests meanwhile); ``$TUI_AGENT_DB`` names a database in it."""
+    try:
+        cluster = pg_cluster_module.start_cluster()
+    except FileNotFoundError as exc:
+        pytest.skip(str(exc))
+    try:
+        url = cluster.url(cluster.create_database())
+        monkeypatch.setenv("TUI_AGENT_DB", url)
+        yield cluster
+    finally:
+        cluster.remove()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

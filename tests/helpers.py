@@ -61,3 +61,14 @@ def rows(
         return conn.execute(sql).fetchall()
     finally:
         conn.close()
+
+
+async def settled(pilot: Any, condition: Any, timeout: float = 20.0) -> None:
+    """Wait (pausing the app) until ``condition()`` holds: what the app reads or writes on the
+    store's thread (issue 35) lands a few frames later, not within one pause."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"not reached in {timeout} s: {condition}"
+        await pilot.pause(0.02)

@@ -23,6 +23,7 @@ from mcp_helpers import alive, wait_gone
 from textual.drivers._writer_thread import WriterThread
 from textual.drivers.linux_driver import LinuxDriver
 
+from tui_agent.core.store import last_write
 from tui_agent.ui import lifeline
 
 
@@ -189,7 +190,7 @@ def test_an_app_stuck_in_the_writer_queue_is_ended_at_the_deadline(tmp_path, sig
 def test_cancel_streaming_touches_only_streaming_rows(tmp_path: Path, store_backend, request):
     table = MessagesTable(tmp_path, store_backend, request, "status TEXT")
     table.run("INSERT INTO messages (status) VALUES ('complete'), ('streaming'), ('error')")
-    assert lifeline.cancel_streaming(table.store()) == 1
+    assert last_write.cancel_streaming(table.store()) == 1
     assert [r[0] for r in table.run("SELECT status FROM messages ORDER BY id")] == ["complete", "cancelled", "error"]
 
 
@@ -197,7 +198,7 @@ def test_a_store_that_does_not_answer_does_not_hold_up_the_forced_end(tmp_path, 
     """The reply is stored as cancelled on a connection that may hang (a PostgreSQL server across a
     network): the forced end waits for it a short while only, then ends the process anyway."""
     hung = threading.Event()
-    monkeypatch.setattr(lifeline, "_connect", lambda store: hung.wait(30))
+    monkeypatch.setattr(lifeline, "connect_quickly", lambda store: hung.wait(30))
     monkeypatch.setattr(lifeline, "end_children", lambda: None)
     exits: list[int] = []
     monkeypatch.setattr(lifeline.os, "_exit", exits.append)

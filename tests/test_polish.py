@@ -7,7 +7,7 @@ import json
 
 import pytest
 from fake_openai import Reply
-from helpers import done, rows, run_turn
+from helpers import done, rows, run_turn, settled
 from textual.widgets import Input, Markdown, TextArea
 
 from tui_agent.core import profiles, settings
@@ -327,14 +327,13 @@ async def test_system_prompt_and_memory_are_multi_line_editors(env):
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("ctrl+b")
-        await pilot.pause()
+        await settled(pilot, lambda: app.query("#field-memory"))  # read on the store's thread, then built
         for name in ("system_prompt", "memory"):
             area = app.query_one(f"#field-{name}", TextArea)
             area.focus()
             area.load_text(f"line one of {name}\nline two")
             app.conversation_view.composer.focus()
-            await pilot.pause()
-            assert getattr(env.reload_profile(), name) == f"line one of {name}\nline two"
+            await settled(pilot, lambda n=name: getattr(env.reload_profile(), n) == f"line one of {n}\nline two")
 
 
 def test_conversation_titles_are_not_slash_commands():

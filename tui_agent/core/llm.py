@@ -17,7 +17,7 @@ import json
 import logging
 import os
 import random
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from typing import Any
 
@@ -71,17 +71,22 @@ _ENDPOINT_QUIRKS: dict[str, set[str]] = {}
 QUIRKS_KEY = "endpoint_quirks "  # settings key prefix, followed by the base URL
 
 
-def endpoint_quirks(base_url: str) -> set[str]:
-    """What this endpoint refused before: in this process, or saved in the vault's settings."""
+def endpoint_quirks(base_url: str, stored: Mapping[str, str] | None = None) -> set[str]:
+    """What this endpoint refused before: in this process, or saved in the vault's settings
+    (``stored``: the settings, read already)."""
     key = base_url.rstrip("/")
     if key not in _ENDPOINT_QUIRKS:
         _ENDPOINT_QUIRKS[key] = set()
         try:
             from tui_agent.core.store.models import Setting
 
-            saved = Setting.get_or_none(Setting.key == QUIRKS_KEY + key)
-            if saved is not None:
-                _ENDPOINT_QUIRKS[key].update(json.loads(saved.value))
+            if stored is not None:
+                value = stored.get(QUIRKS_KEY + key)
+            else:
+                saved = Setting.get_or_none(Setting.key == QUIRKS_KEY + key)
+                value = saved.value if saved is not None else None
+            if value is not None:
+                _ENDPOINT_QUIRKS[key].update(json.loads(value))
         except Exception as exc:  # no vault open (a bare client): remembered for this process only
             log.debug("endpoint quirks not loaded for %s: %s", key, exc)
     return _ENDPOINT_QUIRKS[key]

@@ -25,7 +25,7 @@ from tui_agent.core.reply import Reply as _Reply
 from tui_agent.core.reply import call_dict as _call_dict
 from tui_agent.core.reply import temperature as _temperature
 from tui_agent.core.reply_keep import keep_locally, kept_note
-from tui_agent.core.store import branches, history
+from tui_agent.core.store import branches, history, worker
 from tui_agent.core.store import errors as store_errors
 from tui_agent.core.store.models import Message, Profile
 from tui_agent.core.store.recovery import finish_row
@@ -62,6 +62,7 @@ class AgentLoop:
         self.approve = approve
         self.builder = ContextBuilder(vault)
         self.fitting = RequestFit(vault, profile)
+        self._attached: set[int] = set()  # the message regenerate follows, when it carries images
 
     @property
     def client(self) -> llm.LLMClient:
@@ -83,15 +84,16 @@ class AgentLoop:
                 yield event
 
     async def _regenerate(self, message_id: int) -> AsyncGenerator[ev.Event, None]:
-        message = Message.get_or_none(Message.id == message_id)
+        message, parent = await worker.run(_regenerating, message_id)
         if message is None or message.role != "assistant":
             yield ev.ErrorEvent(f"message {message_id} is not an assistant reply: nothing to regenerate", "usage")
             yield ev.Done("error", message.conversation_id if message is not None else None)
             return
         conversation_id = message.conversation_id
-        parent = Message.get_or_none(Message.id == message.parent_id) if message.parent_id else None
-        branches.rewind_to_parent_of(message_id)
+        await worker.run(branches.rewind_to_parent_of, message_id)
         yield ev.BranchChanged(conversation_id)
+        if parent is not None and parent.tool_name is not None:
+            self._attached = {parent.id} if await worker.run(history.attachments_for, [parent.id]) else set()
         async with aclosing(self._rounds(conversation_id, [], use_vision=self._vision_after(parent))) as relayed:
             async for event in relayed:
                 yield event
@@ -101,7 +103,7 @@ class AgentLoop:
         if message is None or message.tool_name is None or message.role == "assistant":
             return False
         tool = self.registry.get(message.tool_name)
-        return bool(tool and tool.vision_followup and history.attachments_for([message.id]).get(message.id))
+        return bool(tool and tool.vision_followup and message.id in self._attached)
 
     async def run_turn(
         self, conversation_id: int | None, text: str, attachments: Sequence[str] = (), *, edit_of: int | None = None
@@ -137,7 +139,7 @@ class AgentLoop:
             yield ev.Done("complete", conversation_id)
             return
         if command is not None and command.name == slash.NEW:
-            conversation = history.new_conversation()
+            conversation = await worker.run(history.new_conversation)
             yield ev.ConversationChanged(conversation.id)
             yield ev.Done("complete", conversation.id)
             return
@@ -155,25 +157,31 @@ class AgentLoop:
                 return
             text = command.text
         if conversation_id is None:
-            conversation_id = history.new_conversation().id
+            conversation_id = (await worker.run(history.new_conversation)).id
             yield ev.ConversationChanged(conversation_id)
         if edit_of is not None:
-            edited = Message.get_or_none(Message.id == edit_of)
+            edited = await worker.run(Message.get_or_none, Message.id == edit_of)
             if edited is None or edited.role != "user" or edited.conversation_id != conversation_id:
                 yield ev.ErrorEvent(f"message {edit_of} is not a user message of this conversation", "usage")
                 yield ev.Done("error", conversation_id)
                 return
-            branches.rewind_to_parent_of(edit_of)
+            await worker.run(branches.rewind_to_parent_of, edit_of)
             yield ev.BranchChanged(conversation_id)
-        user = history.add_message(conversation_id, "user", text, attachments=files)
-        title = history.get_conversation(conversation_id).title  # a new conversation's, from this message
-        stored = ev.StoredMessage(user.id, text, files, _alternatives(user))
+        user, title, alternatives = await worker.run(_add_user_message, conversation_id, text, files)
+        stored = ev.StoredMessage(user.id, text, files, alternatives)
         yield ev.TurnStarted(conversation_id, user.id, stored, title)
 
         pending: list[llm.ToolCall] = []
         if command is not None and command.tool is not None:
             call = llm.ToolCall(llm.new_call_id(), command.tool, json.dumps(command.arguments))
-            history.add_message(conversation_id, "assistant", "", tool_calls=[_call_dict(call)], model="user-command")
+            await worker.run(
+                history.add_message,
+                conversation_id,
+                "assistant",
+                "",
+                tool_calls=[_call_dict(call)],
+                model="user-command",
+            )
             pending = [call]
         # A text-only chat model cannot take the user's images: this turn starts on the vision model.
         await self.fitting.know(self.profile.chat_model)  # does the server say it has vision?
@@ -193,13 +201,13 @@ class AgentLoop:
         from tui_agent.core.retry import RetryError, failed_turn
 
         try:
-            user = failed_turn(conversation_id)
+            user = await worker.run(failed_turn, conversation_id)
         except RetryError as exc:
             yield ev.ErrorEvent(str(exc), "retry")
             yield ev.Done("error", conversation_id)
             return
         yield ev.TurnRetried(conversation_id, user.id)
-        files = history.attachments_for([user.id]).get(user.id, [])
+        files = (await worker.run(history.attachments_for, [user.id])).get(user.id, [])
         await self.fitting.know(self.profile.chat_model)
         sees_images = bool(files) and not caps.accepts_images(self.profile, self.profile.chat_model)
         async with aclosing(self._rounds(conversation_id, [], use_vision=sees_images)) as relayed:
@@ -253,28 +261,37 @@ class AgentLoop:
                     f"stopped after {rounds} tool round(s): the model kept calling tools "
                     f"(profile field max_tool_rounds = {self.profile.max_tool_rounds})"
                 )
-                for call in completion.tool_calls:
-                    history.add_message(
-                        conversation_id,
-                        self.registry.role_of(call.name),
-                        ToolResult.fail(f"not run: {message}").to_json(),
-                        tool_name=call.name,
-                        tool_call_id=call.id,
-                        tool_arguments=stored_arguments(call.arguments),
-                        status="error",
-                    )
-                history.add_message(conversation_id, "error", message, status="error")
+                await worker.run(self._stop_rounds, conversation_id, completion.tool_calls, message)
                 yield ev.ErrorEvent(message, "max_rounds")
                 yield ev.Done("max_rounds", conversation_id)
                 return
             pending = completion.tool_calls
 
+    def _stop_rounds(self, conversation_id: int, calls: list[llm.ToolCall], message: str) -> None:
+        """max_tool_rounds reached: each call stored as not run, and the error."""
+        for call in calls:
+            history.add_message(
+                conversation_id,
+                self.registry.role_of(call.name),
+                ToolResult.fail(f"not run: {message}").to_json(),
+                tool_name=call.name,
+                tool_call_id=call.id,
+                tool_arguments=stored_arguments(call.arguments),
+                status="error",
+            )
+        history.add_message(conversation_id, "error", message, status="error")
+
     async def _request(self, conversation_id: int, model: str) -> AsyncGenerator[ev.Event | llm.Completion, None]:
         """One streamed request; the assistant row is written as text arrives and finished at the end."""
         info = await self.fitting.know(model)
         tools, notices = self.fitting.tools_for(info, self.registry.schemas())
-        messages = self.builder.build(
-            conversation_id, self.profile, model, window=self.fitting.window(info), tools_tokens=schema_tokens(tools)
+        messages = await worker.run(
+            self.builder.build,
+            conversation_id,
+            self.profile,
+            model,
+            window=self.fitting.window(info),
+            tools_tokens=schema_tokens(tools),
         )
         notices += self.fitting.fit_notices(info, self.builder)
         reply = _Reply(conversation_id, model, FLUSH_INTERVAL_S)
@@ -305,7 +322,7 @@ class AgentLoop:
             yield ev.AssistantStarted(model)
             async for item in stream:
                 if isinstance(item, llm.Completion):
-                    row = reply.finish(item)
+                    row, alternatives = await worker.run(_with_alternatives, await reply.finish(item))
                     finished = True  # a cancel or close from here on must not unfinish the stored reply
                     yield ev.AssistantFinished(
                         row.id,
@@ -315,48 +332,49 @@ class AgentLoop:
                         item.prompt_tokens,
                         item.completion_tokens,
                         reasoning=item.reasoning,
-                        alternatives=_alternatives(row),
+                        alternatives=alternatives,
                     )
                     if (cut := self.fitting.cut_notice(info, item.prompt_tokens, self.builder)) is not None:
                         yield ev.ModelNotice(cut)
                     yield item
                 elif isinstance(item, llm.Restart):
                     # The server said the failure is transient: the partial reply stays, the request goes again.
-                    partial = reply.save("error")
+                    partial = await reply.save("error")
+                    partial_alternatives = await worker.run(_alternatives, partial) if partial else []
                     yield ev.AssistantFinished(
                         partial.id if partial else None,
                         reply.text,
                         model,
                         "error",
                         reasoning=reply.reasoning,
-                        alternatives=_alternatives(partial) if partial else (),
+                        alternatives=partial_alternatives,
                     )
                     reply = _Reply(conversation_id, model, FLUSH_INTERVAL_S)
                     yield ev.AssistantStarted(model)
                 else:
                     unsaved = item  # the store may fail saving it: it is shown all the same (below)
-                    event = reply.add(item)
+                    event = await reply.add(item)
                     unsaved = None
                     if event is not None:
                         yield event
         except (asyncio.CancelledError, GeneratorExit):
             if not finished:
-                reply.save("cancelled")
+                await reply.save("cancelled")
             raise
         except store_errors.DATABASE_ERRORS as exc:
             # The store failed mid-stream (disk full, the server gone): the row must not stay
             # "streaming", and what came is kept in the vault (reply_keep), whatever the store took.
             if not finished:
                 if reply.row is not None:
-                    finish_row(reply.row.id, "error")
+                    await worker.run(finish_row, reply.row.id, "error")
                 row_id = reply.row.id if reply.row is not None else None
                 exc.kept_in = keep_locally(self.vault, conversation_id, row_id, model, reply.text, reply.reasoning)  # type: ignore[attr-defined]
                 if isinstance(unsaved, (ev.TextDelta, ev.ReasoningDelta)):
                     yield unsaved  # the screen shows what the kept file holds
             raise
         except llm.LLMError as exc:
-            reply.save("error")
-            history.add_message(conversation_id, "error", str(exc), model=model, status="error")
+            await reply.save("error")
+            await worker.run(history.add_message, conversation_id, "error", str(exc), model=model, status="error")
             yield ev.ErrorEvent(str(exc), exc.kind)
         finally:
             if stream is not None:
@@ -385,7 +403,8 @@ async def _store_guarded(
             # It failed while the turn was being closed or cancelled (saving what it had): nothing
             # more may be yielded now, and the cancel goes on.
             raise exc.__context__ from exc
-        yield ev.ErrorEvent(str(failure) + kept_note(exc), "store")
+        kind = "store_away" if store_errors.is_unreachable(failure) else "store"  # away: a pause (the app waits)
+        yield ev.ErrorEvent(str(failure) + kept_note(exc), kind)
         yield ev.Done("error", current)
 
 
@@ -396,6 +415,22 @@ async def _close(stream: Any) -> None:
             await close()
         except Exception:  # the stream is abandoned; its own error does not matter any more
             log.debug("closing the stream failed", exc_info=True)
+
+
+def _regenerating(message_id: int) -> tuple[Message | None, Message | None]:
+    message = Message.get_or_none(Message.id == message_id)
+    parent = Message.get_or_none(Message.id == message.parent_id) if message and message.parent_id else None
+    return message, parent
+
+
+def _add_user_message(conversation_id: int, text: str, files: list[str]) -> tuple[Message, str, list[int]]:
+    """The user's message stored, the conversation's title (a new one's comes from it), its alternatives."""
+    user = history.add_message(conversation_id, "user", text, attachments=files)
+    return user, user.conversation_title, _alternatives(user)  # type: ignore[attr-defined]  # (add_message)
+
+
+def _with_alternatives(row: Message) -> tuple[Message, list[int]]:
+    return row, _alternatives(row)
 
 
 def _alternatives(message: Message) -> list[int]:

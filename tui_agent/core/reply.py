@@ -7,7 +7,7 @@ from typing import Any
 
 from tui_agent.core import events as ev
 from tui_agent.core import llm
-from tui_agent.core.store import history
+from tui_agent.core.store import history, worker
 from tui_agent.core.store.models import Message, Profile
 from tui_agent.core.tool_caps import stored_arguments
 
@@ -48,7 +48,7 @@ class Reply:
     def reasoning(self) -> str:
         return "".join(self.thoughts)
 
-    def add(self, item: Any) -> ev.Event | None:
+    async def add(self, item: Any) -> ev.Event | None:
         # The client's pieces are the loop's events (core.events): passed on as they are.
         if isinstance(item, ev.TextDelta):
             self.parts.append(item.text)
@@ -61,7 +61,8 @@ class Reply:
             return None
         event: ev.Event = item
         if self.row is None:
-            self.row = history.add_message(
+            self.row = await worker.run(
+                history.add_message,
                 self.conversation_id,
                 "assistant",
                 self.text,
@@ -71,16 +72,19 @@ class Reply:
             )
             self.last_flush = time.monotonic()
         elif time.monotonic() - self.last_flush > self.flush_interval_s:
-            history.update_message(self.row, content=self.text, reasoning=self.reasoning or None)
+            await worker.run(history.update_message, self.row, content=self.text, reasoning=self.reasoning or None)
             self.last_flush = time.monotonic()
         return event
 
-    def save(self, status: str) -> Message | None:
+    async def save(self, status: str) -> Message | None:
         if self.row is not None:
-            history.update_message(self.row, content=self.text, reasoning=self.reasoning or None, status=status)
+            row = self.row
+            await worker.run(
+                history.update_message, row, content=self.text, reasoning=self.reasoning or None, status=status
+            )
         return self.row
 
-    def finish(self, item: llm.Completion) -> Message:
+    async def finish(self, item: llm.Completion) -> Message:
         fields: dict[str, Any] = {
             "content": item.text,
             "reasoning": item.reasoning or None,
@@ -91,7 +95,7 @@ class Reply:
             "tool_calls": [call_dict(c) for c in item.tool_calls] or None,
         }
         if self.row is None:
-            self.row = history.add_message(self.conversation_id, "assistant", **fields)
+            self.row = await worker.run(history.add_message, self.conversation_id, "assistant", **fields)
         else:
-            history.update_message(self.row, **fields)
+            await worker.run(history.update_message, self.row, **fields)
         return self.row

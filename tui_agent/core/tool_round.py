@@ -10,7 +10,7 @@ from typing import Any
 
 from tui_agent.core import events as ev
 from tui_agent.core.store import errors as store_errors
-from tui_agent.core.store import history
+from tui_agent.core.store import history, worker
 from tui_agent.core.stream_assembly import ToolCall
 from tui_agent.core.tool_caps import MAX_TOOL_ARGUMENT_CHARS, stored_arguments, stored_result
 from tui_agent.core.tools.base import ToolContext, ToolResult
@@ -42,7 +42,8 @@ async def run_tools(
         for call, task in zip(calls, tasks, strict=True):
             result = await task
             role = registry.role_of(call.name)
-            message = history.add_message(
+            message = await worker.run(
+                history.add_message,
                 conversation_id,
                 role,
                 stored_result(result.to_json()),
@@ -68,7 +69,8 @@ async def run_tools(
         await asyncio.gather(*tasks, return_exceptions=True)
         for call in calls:
             if call.id not in saved:
-                history.add_message(
+                await worker.run(
+                    history.add_message,
                     conversation_id,
                     registry.role_of(call.name),
                     ToolResult.fail("cancelled by the user").to_json(),

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import time
@@ -19,7 +20,8 @@ from textual.widgets import Collapsible, Header, Static
 from textual.worker import Worker
 
 from tui_agent.core import profiles
-from tui_agent.core.store import history
+from tui_agent.core.store import worker
+from tui_agent.core.store.errors import STORE_FAILURES
 from tui_agent.core.store.models import Profile
 from tui_agent.core.textsafe import visible
 from tui_agent.core.vault import Vault
@@ -27,6 +29,7 @@ from tui_agent.ui import image_actions, text_guard, textual_fixes
 from tui_agent.ui.chat_screen import ChatScreen
 from tui_agent.ui.commands import HELP_EXTRA, AgentCommands, HistorySearch
 from tui_agent.ui.conversation_view import ConversationView
+from tui_agent.ui.errors import store_unavailable
 from tui_agent.ui.gc_tuning import IdleCollector
 from tui_agent.ui.host import ViewDeps
 from tui_agent.ui.mcp_control import McpControl
@@ -41,6 +44,11 @@ if TYPE_CHECKING:
     from tui_agent.ui.widgets.host import WidgetHost
 
 log = logging.getLogger("tui_agent.ui")
+STORE_DRAIN_S = 3.0  # at the end, the store's thread finishes the work it was given for this long at most
+
+
+def _nothing() -> None:
+    """Run on the store's thread after everything given to it before (see on_unmount)."""
 
 
 class AgentApp(App[None]):
@@ -78,6 +86,7 @@ class AgentApp(App[None]):
         text_guard.install()  # no control character of any widget's text reaches the terminal
         super().__init__()
         self.vault = vault
+        self._profile: Profile | None = None
         profiles.set_run_profile(profile_name or None)  # this run only; `profile use` switches for good
         self._images_choice = images
         self._image_class: type | None = None
@@ -95,7 +104,8 @@ class AgentApp(App[None]):
             ViewDeps(
                 vault=vault,
                 clock=clock,
-                profile=profiles.active_profile,
+                profile=lambda: self.profile,
+                reload_profile=self.reload_profile,
                 registry=lambda: self.registry,
                 llm_client=self.llm_client,
                 client_ready=self.client_ready,
@@ -114,7 +124,7 @@ class AgentApp(App[None]):
             self,
             self.conversation_view,
             self.mcp,
-            profile=profiles.active_profile,
+            profile=lambda: self.profile,
             registry_found=self._registry_found,
             freeze_gc=lambda: self.freeze_gc_after_preload,
             check_endpoint=lambda: self.check_endpoint,
@@ -161,12 +171,26 @@ class AgentApp(App[None]):
 
     @property
     def profile(self) -> Profile:
-        return profiles.active_profile()
+        """The active profile as last read (at start-up, before each turn, when it was changed)."""
+        if self._profile is None:  # before the first paint's reads (a test's own code)
+            self._profile = profiles.active_profile()
+        return self._profile
+
+    async def reload_profile(self) -> Profile:
+        """The active profile read again, on the store's thread."""
+        from tui_agent.ui.first_read import active_profile
+
+        self._profile = await worker.run(active_profile)
+        return self._profile
 
     async def on_mount(self) -> None:
+        from tui_agent.ui.first_read import first_read
         from tui_agent.ui.themes import apply_saved_theme
 
-        apply_saved_theme(self)
+        # Everything the first paint needs of the store, in one call on the store's thread.
+        first = await worker.run(first_read)
+        self._profile = first.profile
+        apply_saved_theme(self, first.theme)
         # The status first: opening the conversation then leaves a "connecting" line as it is.
         profile = self.profile
         view = self.conversation_view
@@ -174,9 +198,8 @@ class AgentApp(App[None]):
             view.status_line.connecting(profile.base_url)
         else:
             view.status_line.ready(profile.chat_model)
-        last = history.last_conversation()
         # Not stored again: next start finds the same one (a write transaction saved on the first paint).
-        await view.open_conversation(last.id if last else None, remember=False)
+        await view.open_conversation(first.conversation_id, remember=False, page=first.page)
         from tui_agent.ui.live_updates import follow
 
         self.live_updates = follow(self)  # PostgreSQL: what other machines store shows here as it comes
@@ -203,12 +226,21 @@ class AgentApp(App[None]):
             if not sidebar.display:
                 self.conversation_view.composer.focus()  # never leave focus in a hidden field
             return
-        await self.query_one("#main").mount(Sidebar(id="sidebar"), before=0)
+        from tui_agent.ui.widgets.sidebar import read_sidebar
+
+        try:
+            data = await worker.run(read_sidebar)  # on the store's thread; the screen goes on meanwhile
+        except STORE_FAILURES as exc:
+            self.notify(store_unavailable(exc), severity="error")
+            return
+        if not self.query(Sidebar):  # (Ctrl+B twice while it was read)
+            await self.query_one("#main").mount(Sidebar(data, id="sidebar"), before=0)
 
     @on(ProfileChanged)
-    def _profile_changed(self) -> None:
+    async def _profile_changed(self) -> None:
+        profile = await self.reload_profile()
         if self.conversation_view.query("#status"):  # (a field saved as the app ends: the view is gone)
-            self.conversation_view.status_line.ready(self.profile.chat_model)
+            self.conversation_view.status_line.ready(profile.chat_model)
 
     @on(ConversationSelected)
     async def _conversation_selected(self, event: ConversationSelected) -> None:
@@ -272,8 +304,8 @@ class AgentApp(App[None]):
     def action_open_image(self) -> None:
         image_actions.open_image(self.conversation_view)
 
-    def action_download_image(self) -> None:
-        image_actions.download_image(self.conversation_view)
+    async def action_download_image(self) -> None:
+        await image_actions.download_image(self.conversation_view)
 
     def action_open_gallery(self) -> None:
         image_actions.open_gallery(self.conversation_view)
@@ -282,8 +314,8 @@ class AgentApp(App[None]):
         image_actions.edit_picture(self.conversation_view)  # "e" on a carousel, the message menu, the palette
 
     @on(ImageCarousel.OpenRequested)
-    def _open_image(self, event: ImageCarousel.OpenRequested) -> None:
-        image_actions.open_full_size(self.conversation_view, event)  # the viewer is a screen of the app
+    async def _open_image(self, event: ImageCarousel.OpenRequested) -> None:
+        await image_actions.open_full_size(self.conversation_view, event)  # the viewer is a screen of the app
 
     def action_select_messages(self) -> None:
         self.conversation_view.action_select_messages()
@@ -336,10 +368,10 @@ class AgentApp(App[None]):
     def action_approve_settings(self) -> None:
         self.startup.settings.start(tell_if_none=True)
 
-    def action_choose_model(self) -> None:
+    async def action_choose_model(self) -> None:
         from tui_agent.ui.model_choice import choose_model
 
-        choose_model(self, self.vault)
+        await choose_model(self, self.vault)
 
     def on_resize(self) -> None:
         """A resize may come with another cell size (a tmux client attached): images follow it."""
@@ -349,6 +381,10 @@ class AgentApp(App[None]):
 
     async def on_unmount(self) -> None:
         profiles.set_run_profile(None)  # --profile was for this run of the app only
+        try:
+            await asyncio.wait_for(worker.run(_nothing), STORE_DRAIN_S)  # what the store was given is written
+        except Exception:  # the server away: what waited is lost with the app (its replies: see lifeline)
+            log.warning("the store did not finish its work before the app ended")
         await self.mcp.aclose()  # every MCP server process ends with the app
         for client in self.startup.llm_clients.values():
             await client.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tui_agent.core.store import history
+from tui_agent.ui.store_calls import read_or_say
 
 if TYPE_CHECKING:
     from tui_agent.ui.host import ConversationOps
@@ -34,8 +35,10 @@ def rename(view: ConversationOps) -> None:
 
     async def done(title: str | None) -> None:
         if title:
-            history.rename_conversation(conversation_id, title)
-            await view.deps.show_title(view.title(), True)
+            if await read_or_say(view, _rename, conversation_id, title) is None:
+                return
+            same = view.conversation_id == conversation_id  # (the dialog was open meanwhile)
+            await view.deps.show_title(view.title(title.strip()[:200]) if same else view.title(), True)
 
     view.app.push_screen(PromptScreen("Rename conversation", view.title()), done)
 
@@ -51,7 +54,18 @@ def delete(view: ConversationOps) -> None:
             worker = view.turns.pop(conversation_id, None)
             if worker is not None:
                 worker.cancel()
-            history.delete_conversation(conversation_id)
+            if await read_or_say(view, _delete, conversation_id) is None:
+                return
             await view.open_conversation(None)
 
     view.app.push_screen(ConfirmScreen(f"Delete “{view.title()}” and all its messages?"), done)
+
+
+def _rename(conversation_id: int, title: str) -> bool:
+    history.rename_conversation(conversation_id, title)
+    return True
+
+
+def _delete(conversation_id: int) -> bool:
+    history.delete_conversation(conversation_id)
+    return True

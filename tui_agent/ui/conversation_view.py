@@ -10,6 +10,7 @@ the tools, the client, approval, the header's title...); it never reads the app'
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import TYPE_CHECKING
 
 from textual import on, work
@@ -19,17 +20,21 @@ from textual.worker import Worker, WorkerState
 
 from tui_agent.core import slash
 from tui_agent.core.limits import message_too_long
-from tui_agent.core.store import history
+from tui_agent.core.store import pages, worker
+from tui_agent.core.store.errors import STORE_FAILURES
+from tui_agent.core.store.pages import Page
 from tui_agent.core.textsafe import visible
 from tui_agent.ui import conversation_actions
-from tui_agent.ui.errors import friendly
+from tui_agent.ui.errors import friendly, store_unavailable
 from tui_agent.ui.message_actions import STILL_RUNNING, MessageActions
 from tui_agent.ui.queued import SendQueue
+from tui_agent.ui.store_outage import StoreOutage
 from tui_agent.ui.widgets.alternatives import AlternativesBar
 from tui_agent.ui.widgets.bubbles import ErrorCard, NoticeCard, UserBubble
 from tui_agent.ui.widgets.chat_log import ChatLog
 from tui_agent.ui.widgets.composer import Composer, SlashHints
 from tui_agent.ui.widgets.context_meter import ContextMeter
+from tui_agent.ui.widgets.log_release import PAGE
 from tui_agent.ui.widgets.message_cursor import CursorAction, CursorLeft
 from tui_agent.ui.widgets.status import StatusLine
 
@@ -58,9 +63,11 @@ class ConversationView(Vertical):
         self.conversation_id: int | None = None
         self.turns: dict[int | None, Worker[None]] = {}
         self.editing: int | None = None  # the user message being edited in the composer
+        self._title = ""  # the conversation's title as last read or carried by a turn's event
         self.pending_attachments: list[str] = []
         self.send_queue = SendQueue(self)
         self.messages = MessageActions(self)
+        self.outage = StoreOutage(self)
 
     def compose(self) -> ComposeResult:
         yield ChatLog(self.vault, id="chat-log")
@@ -118,6 +125,12 @@ class ConversationView(Vertical):
 
     def first_words_shown(self) -> None:
         self.deps.first_words_shown()
+
+    async def reload_profile(self) -> Profile:
+        return await self.deps.reload_profile()
+
+    def store_away(self, kept: str | None, failure: str) -> None:
+        self.outage.begin(kept, failure)
 
     # ------------------------------------------------------------ the composer
     @on(Composer.Changed)
@@ -320,13 +333,26 @@ class ConversationView(Vertical):
 
     # ------------------------------------------------------- the conversation
     async def open_conversation(
-        self, conversation_id: int | None, *, until_id: int | None = None, remember: bool = True
+        self,
+        conversation_id: int | None,
+        *,
+        until_id: int | None = None,
+        remember: bool = True,
+        page: Page | None = None,
     ) -> None:
-        """``remember``: store it as the one to open next time (at start-up it already is)."""
+        """``remember``: store it as the one to open next time (at start-up it already is);
+        ``page``: its newest page, read already (else read now, on the store's thread)."""
+        if conversation_id is not None and page is None:
+            try:
+                page = await worker.run(pages.opened, conversation_id, PAGE, until_id=until_id, remember=remember)
+            except STORE_FAILURES as exc:
+                self.notify(store_unavailable(exc), severity="error")
+                return
+            except LookupError:
+                page = None
         self.conversation_id = conversation_id
-        if conversation_id is not None and remember:
-            history.remember_conversation(conversation_id)
-        await self.chat_log.show_conversation(conversation_id, until_id=until_id)
+        self._title = page.title if page is not None else ""
+        await self.chat_log.show_page(conversation_id, page, until_id=until_id)
         for meter in self.query(ContextMeter):
             meter.clear()
         if conversation_id is None:
@@ -334,9 +360,7 @@ class ConversationView(Vertical):
                 NoticeCard("New conversation. Type a message, or /help for commands.", classes="welcome")
             )
         if conversation_id:
-            self.composer.recall_from(
-                lambda: [m.content for m in history.recent_messages(conversation_id, 50) if m.role == "user"]
-            )
+            self.composer.recall_from(partial(pages.user_texts, conversation_id))
         else:
             self.composer.recall = []
         await self.deps.show_title(self.title(), True)
@@ -356,12 +380,14 @@ class ConversationView(Vertical):
         if self.conversation_id is None:
             return "new conversation"
         if stored is None:
-            stored = history.get_conversation(self.conversation_id).title
+            stored = self._title
+        else:
+            self._title = stored
         return visible(stored) or f"conversation {self.conversation_id}"
 
     async def conversation_started(self, conversation_id: int, title: str = "") -> None:
-        """A turn created a conversation: it becomes the displayed one if the user is still on the empty view."""
-        history.remember_conversation(conversation_id)
+        """A turn created a conversation: it becomes the displayed one if the user is still on the
+        empty view (the store remembers it already: history.new_conversation)."""
         if None in self.turns:
             self.turns[conversation_id] = self.turns.pop(None)
         if self.conversation_id is None:

@@ -19,6 +19,7 @@ HINTS = {
     "attachment": "Check the file or URL: it must be a PNG, JPEG, GIF or WebP image.",
     "usage": "Type /help for the list of commands.",
     "store": "What was saved before is still there. Fix the cause above, then send again.",
+    "store_away": "Your message is kept; it is sent once the server answers again.",
     "bad_request": "The message above is the server's own; check the profile's model and fields (Ctrl+B).",
     "bad_stream": "The partial reply is kept; send again, or try another model or server.",
     "retry": "Ctrl+R sends a turn again after it failed or was cancelled.",
@@ -41,12 +42,37 @@ TITLES = {
     "attachment": "Can't attach that",
     "usage": "Unknown command",
     "store": "The vault's database failed",
+    "store_away": "The database server is away",
     "bad_request": "The server refused the request",
     "bad_stream": "The server sent something unexpected",
     "retry": "Nothing to retry",
     "untrusted": "This vault is not trusted yet",
     "unapproved": "Changed on another machine: not approved here",
 }
+
+
+def store_unavailable(exc: BaseException) -> str:
+    """One line for a store call that failed (the server away, the disk full...), naming where."""
+    from tui_agent.core.store.errors import store_failure_message
+
+    return visible(store_failure_message(exc) or f"{exc.__class__.__name__}: {exc}")
+
+
+def store_failure(exc: BaseException) -> tuple[str, str] | None:
+    """(kind, message) for a failure of the store (``store_away``: its server is away), else None."""
+    from tui_agent.core.store.errors import STORE_FAILURES, describe, is_unreachable
+
+    if not isinstance(exc, STORE_FAILURES):
+        return None
+    failure = describe(exc)
+    return ("store_away" if is_unreachable(failure) else "store"), str(failure)
+
+
+def store_where() -> str:
+    """The store the app uses, as messages name it (a file, or a server and database)."""
+    from tui_agent.core.store.errors import bound_path
+
+    return bound_path()
 
 
 def friendly_title(kind: str) -> str:

@@ -116,6 +116,12 @@ class TurnHost(Protocol):
         """The idle collector may run once the app is quiet (gc_tuning.IdleCollector)."""
 
     def first_words_shown(self) -> None: ...
+    async def reload_profile(self) -> Profile:
+        """The active profile read again (on the store's thread), once a turn."""
+
+    def store_away(self, kept: str | None, failure: str) -> None:
+        """The store's server is away: ``kept`` (a message not stored) is sent once it answers."""
+
     async def conversation_started(self, conversation_id: int, title: str) -> None: ...
     async def show_title(self, stored: str) -> None:
         """The conversation's title in the header and the sidebar (``stored``: as the turn stored it)."""
@@ -132,7 +138,8 @@ class ViewDeps:
 
     vault: Vault
     clock: Callable[[], float]
-    profile: Callable[[], Profile]
+    profile: Callable[[], Profile]  # as last read
+    reload_profile: Callable[[], Awaitable[Profile]]  # read again (on the store's thread)
     registry: Callable[[], ToolRegistry]
     llm_client: Callable[[Profile | None], LLMClient]
     client_ready: Callable[[], Awaitable[None]]  # waits for the preload (ui/startup)
@@ -168,6 +175,7 @@ class ActionsHost(OnConversation, Protocol):
     def composer(self) -> Composer: ...
     @property
     def status_line(self) -> StatusLine: ...
+    def run_worker(self, work: Any, *, group: str = ..., exit_on_error: bool = ...) -> Worker[Any]: ...
     def run_turn(
         self,
         conversation_id: int | None,

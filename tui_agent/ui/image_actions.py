@@ -49,12 +49,12 @@ def edit_picture(view: ImagesHost) -> None:
     composer.focus()
 
 
-def download_image(view: ImagesHost) -> None:
+async def download_image(view: ImagesHost) -> None:
     """Download the focused carousel's image, else the newest one (the browser saves the file)."""
     from tui_agent.ui.served_images import download_image
 
     if (path := _focused_or_newest_image(view)) is not None:
-        download_image(view.app, path, view.vault)
+        await download_image(view.app, path, view.vault)
 
 
 def open_gallery(view: ImagesHost) -> None:
@@ -65,9 +65,9 @@ def open_gallery(view: ImagesHost) -> None:
         open_gallery(view.app, view.vault, view.conversation_id, path)
 
 
-def open_full_size(view: ImagesHost, event: ImageCarousel.OpenRequested) -> None:
+async def open_full_size(view: ImagesHost, event: ImageCarousel.OpenRequested) -> None:
     """A carousel asked to open its image: the viewer pages through every image on screen."""
     from tui_agent.ui.image_show import open_full_size
 
     shown = [p for carousel in view.chat_log.query(ImageCarousel) for p in carousel.paths]
-    open_full_size(view.app, view.vault, event.path, list(dict.fromkeys(shown)) or event.paths)
+    await open_full_size(view.app, view.vault, event.path, list(dict.fromkeys(shown)) or event.paths)

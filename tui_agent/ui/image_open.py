@@ -91,14 +91,20 @@ def _new_file(folder: Path, path: Path) -> tuple[Path, Any]:
             n += 1
 
 
-def have_file(app: App[Any], vault: Vault | None, path: Path) -> bool:
-    """Whether ``path`` is here (with PostgreSQL: fetched from the database if another machine
-    made it); if not, the user is told why in one line."""
+async def have_file(app: App[Any], vault: Vault | None, path: Path) -> bool:
+    """Whether ``path`` is here (with PostgreSQL: fetched from the database, on the store's thread,
+    if another machine made it); if not, the user is told why in one line."""
     from tui_agent.core.media_files import MediaUnavailable, local_file
+    from tui_agent.core.store import worker
+    from tui_agent.core.store.errors import STORE_FAILURES
     from tui_agent.core.textsafe import visible
+    from tui_agent.ui.errors import store_unavailable
 
     try:
-        local_file(vault.root if vault is not None else None, path)
+        await worker.run(local_file, vault.root if vault is not None else None, path)
+    except STORE_FAILURES as exc:
+        app.notify(store_unavailable(exc), severity="error", markup=False)
+        return False
     except MediaUnavailable as exc:
         message = f"{path.name} is no longer in the vault" if exc.missing else str(exc)
         app.notify(visible(message), severity="error", markup=False)

@@ -14,16 +14,16 @@ if TYPE_CHECKING:
     from tui_agent.core.vault import Vault
 
 
-def open_full_size(app: App[Any], vault: Vault, path: Path, paths: list[Path]) -> None:
+async def open_full_size(app: App[Any], vault: Vault, path: Path, paths: list[Path]) -> None:
     """F3 / ``o``: the in-app image screen (in a browser under ``serve``)."""
     from tui_agent.ui.image_open import have_file
 
-    if not have_file(app, vault, path):
+    if not await have_file(app, vault, path):
         return
     from tui_agent.ui.terminal_probe import served_in_browser
 
     if served_in_browser():
-        open_in_browser(app, vault, path)
+        await open_in_browser(app, vault, path)
         return
     from tui_agent.ui.screens.image_viewer import ImageViewerScreen
 
@@ -31,8 +31,8 @@ def open_full_size(app: App[Any], vault: Vault, path: Path, paths: list[Path]) -
     app.push_screen(ImageViewerScreen(shown, shown.index(path)))
 
 
-def open_in_browser(app: App[Any], vault: Vault, path: Path) -> None:
+async def open_in_browser(app: App[Any], vault: Vault, path: Path) -> None:
     """Under ``serve``: a new browser tab at the guarded ``/media/`` route (a download without it)."""
     from tui_agent.ui.served_images import open_served_image
 
-    open_served_image(app, vault, path)
+    await open_served_image(app, vault, path)

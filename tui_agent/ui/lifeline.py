@@ -25,13 +25,14 @@ import errno
 import logging
 import os
 import signal
-import sqlite3
 import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from tui_agent.core.store.last_write import cancel_on, connect_quickly
 
 if TYPE_CHECKING:
     from tui_agent.core.store.location import StoreURL
@@ -44,7 +45,6 @@ POLL_S = 0.25  # how often the watchdog looks at the tty when nothing woke it
 RESTORE = "\x1b[?1000l\x1b[?1003l\x1b[?1015l\x1b[?1006l\x1b[?2004l\x1b[<u\x1b[?1004l\x1b[?1049l\x1b[?25h"
 LOST = (errno.EIO, errno.EPIPE, errno.ENXIO, errno.EBADF, errno.ENOTTY)
 CANCEL_WAIT_S = 0.6  # the longest the forced end waits to store the reply as cancelled
-PG_TIMEOUT_MS = 500  # statement and lock timeout of that last PostgreSQL connection
 
 
 class Lifeline:
@@ -125,9 +125,6 @@ def _tty_alive(fd: int) -> bool:
     return True
 
 
-CANCEL_SQL = "UPDATE messages SET status = 'cancelled' WHERE status = 'streaming'"
-
-
 class _Canceller:
     """Stores a still-streaming reply as cancelled at the forced end, in a thread of its own, on a
     connection opened as soon as the app is told to end (importing psycopg and reaching a server
@@ -148,58 +145,14 @@ class _Canceller:
 
     def _run(self) -> None:
         try:
-            conn = _connect(self.store)
+            conn = connect_quickly(self.store)
             try:
                 self._go.wait()
-                _cancel_on(conn)
+                cancel_on(conn)
             finally:
                 conn.close()
         except Exception:
             log.warning("could not store the streaming reply as cancelled", exc_info=True)
-
-
-def cancel_streaming(store: StoreURL | Path) -> int:
-    """A reply still being written is stored as cancelled (the loop does this when it can run), on
-    a connection of its own: in the SQLite file, or the PostgreSQL database of a ``postgresql://``
-    store URL."""
-    conn = _connect(store)
-    try:
-        return _cancel_on(conn)
-    finally:
-        conn.close()
-
-
-def _connect(store: StoreURL | Path) -> Any:
-    """A DB-API connection that gives up quickly: SQLite's, or psycopg's with short timeouts."""
-    if not isinstance(store, Path):
-        if not store.is_postgresql:
-            assert store.path is not None
-            return sqlite3.connect(store.path, timeout=0.5)
-        import psycopg
-
-        args = store.connect_args()
-        limits = f"-c statement_timeout={PG_TIMEOUT_MS} -c lock_timeout={PG_TIMEOUT_MS}"
-        args["options"] = f"{args['options']} {limits}" if args.get("options") else limits
-        args.setdefault("connect_timeout", 2)  # libpq's shortest; the forced end waits less (CANCEL_WAIT_S)
-        return psycopg.connect(dbname=store.dbname, application_name="tui-agent lifeline", **args)
-    return sqlite3.connect(store, timeout=0.5)
-
-
-def _cancel_on(conn: Any) -> int:
-    cursor = conn.cursor()
-    cursor.execute(CANCEL_SQL)
-    count = int(cursor.rowcount)
-    conn.commit()
-    return count
-
-
-def bound_store() -> StoreURL | Path:
-    """The store the app's models use: its URL (PostgreSQL) or its SQLite file."""
-    from tui_agent.core.store.models import Message
-
-    database = Message._meta.database
-    url: StoreURL | None = getattr(database, "store_url", None)
-    return url if url is not None else Path(database.database)
 
 
 def end_children() -> None:

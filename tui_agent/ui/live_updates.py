@@ -15,8 +15,9 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from tui_agent.core.store import branches, history
+from tui_agent.core.store import pages, worker
 from tui_agent.core.store.models import Message
+from tui_agent.core.store.pages import Page
 from tui_agent.core.store.pg_listen import Change, Listener
 from tui_agent.ui.widgets.bubbles import AssistantBubble
 from tui_agent.ui.widgets.log_release import PAGE, message_id_of
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from textual.app import App
     from textual.widget import Widget
 
+    from tui_agent.core.store.models import Profile
     from tui_agent.ui.widgets.chat_log import ChatLog
 
 log = logging.getLogger("tui_agent.ui")
@@ -43,18 +45,19 @@ class LiveHost(Protocol):
     @property
     def turns(self) -> Mapping[int | None, object]: ...
 
+    @property
+    def profile(self) -> Profile: ...
+
 
 def follow(app: App[Any]) -> LiveUpdates | None:
     """Start following the store's changes if it is a PostgreSQL one (None for SQLite)."""
-    url = getattr(Message._meta.database, "store_url", None)
-    if url is None or not url.is_postgresql:
-        return None
-    from tui_agent.core.store.pg import application_name
+    from tui_agent.core.store import changes
 
-    live = LiveUpdates(app, application_name())
-    live.listener = Listener(
-        url, live.arrived_in_thread, alive=lambda: app.is_running, application_name=application_name() + " listen"
-    ).start()
+    origin = changes.origin()
+    if origin is None:
+        return None  # nothing to follow (one machine's file)
+    live = LiveUpdates(app, origin)
+    live.listener = changes.listen(live.arrived_in_thread, alive=lambda: app.is_running)
     return live
 
 
@@ -132,55 +135,50 @@ class LiveUpdates:
         if chat_log.conversation_id != conversation_id:
             return
         shown = {found: child for child in chat_log.children if (found := message_id_of(child)) is not None}
-        for message_id in sorted(waiting & shown.keys()):
-            row = Message.get_or_none(Message.id == message_id)
-            if row is not None:
-                await self._replace(chat_log, shown[message_id], row)
+        last = max(shown, default=0)
+        # One call on the store's thread reads all of it (the screen keeps drawing meanwhile).
+        read = await worker.run(pages.changes, conversation_id, waiting & shown.keys(), last, PAGE)
+        if chat_log.conversation_id != conversation_id:
+            return
+        for row in read.changed.rows:
+            if row.id in shown and shown[row.id].is_attached:
+                await self._replace(chat_log, shown[row.id], row, read.changed)
         if not chat_log.has_newer:  # else they load, with the pages released below the view, on the way down
-            last = max(shown, default=0)
-            path = history.messages_after(conversation_id, last, PAGE) if last else []
-            if not last:
-                path = history.recent_messages(conversation_id, PAGE)
             # Only what others wrote: this app's own rows are on screen already (some as cards without an id).
-            fresh = [row for row in path if row.id not in shown and (everything or row.id in waiting)]
-            if any(i < last and i not in shown for i in waiting) and any(
-                row.id in waiting for row in branches.path_messages(conversation_id, limit=PAGE)
-            ):
+            fresh = [row for row in read.fresh.rows if row.id not in shown and (everything or row.id in waiting)]
+            if any(i < last and i not in shown for i in waiting) and any(i in waiting for i in read.path_ids):
                 # Another machine wrote into this conversation while this app's reply ran: the
                 # branch on screen interleaves with it, so it is drawn again as stored.
                 await chat_log.show_conversation(conversation_id)
             elif fresh:
                 for welcome in chat_log.query(".welcome"):
                     await welcome.remove()
-                await self._mount(chat_log, fresh)
-        newest = branches.path_messages(conversation_id, limit=1)
-        self._show_running(newest[-1] if newest else None)
+                await self._mount(chat_log, fresh, read.fresh)
+        self._show_running(read.newest)
 
-    async def _mount(self, chat_log: ChatLog, rows: list[Message]) -> None:
+    async def _mount(self, chat_log: ChatLog, rows: list[Message], page: Page) -> None:
         for row in rows:
-            widget = self._widget(chat_log, row)
+            widget = self._widget(chat_log, row, page)
             if widget is None:
                 continue
             await chat_log.mount(widget)
             if isinstance(widget, AssistantBubble) and widget.status == "streaming" and row.content:
                 await widget.write(row.content)
 
-    def _widget(self, chat_log: ChatLog, row: Message) -> Widget | None:
+    def _widget(self, chat_log: ChatLog, row: Message, page: Page) -> Widget | None:
         if row.role == "assistant" and row.status == "streaming":
             # Running on another machine (a stored "streaming" row elsewhere means an interrupted one).
             return AssistantBubble(status="streaming", message_id=row.id, thinking=True)
-        images = history.attachments_for([row.id]).get(row.id, [])
-        forks = branches.fork_parents(row.conversation_id, [row.parent_id])
-        return chat_log.widget_for(row, images, forks)
+        return chat_log.widget_for(row, page.attachments.get(row.id, []), page.alternatives.get(row.id))
 
-    async def _replace(self, chat_log: ChatLog, old: Widget, row: Message) -> None:
+    async def _replace(self, chat_log: ChatLog, old: Widget, row: Message, page: Page) -> None:
         if isinstance(old, AssistantBubble) and old.status == "streaming":
             if row.status == "streaming" or not row.reasoning:
                 await self._grow(old, row)
                 return
             # Finished, with the model's reasoning: drawn as stored (its Thinking block included), as
             # reopening the conversation draws it; the running bubble had the answer only.
-        new = self._widget(chat_log, row)
+        new = self._widget(chat_log, row, page)
         had_cursor = chat_log.cursor is old
         if new is not None:
             await chat_log.mount(new, before=old)
@@ -206,7 +204,5 @@ class LiveUpdates:
             if running:
                 status.show(RUNNING_ELSEWHERE, state="busy")
             elif self._running_elsewhere and status.state == "busy":
-                from tui_agent.core import profiles
-
-                status.ready(profiles.active_profile().chat_model)
+                status.ready(self.host.profile.chat_model)
         self._running_elsewhere = running

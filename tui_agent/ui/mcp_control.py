@@ -52,15 +52,18 @@ class McpControl:
             self.manager.on_change = self._changed
         return self.manager
 
-    def start_in_background(self) -> None:
-        """After the preload: start the profile's enabled servers (nothing to do without any)."""
-        if not self._enabled() and self.manager is None:
-            return
+    def start_in_background(self, enabled: list[mcp_config.ServerConfig] | None = None) -> None:
+        """After the preload: start the profile's enabled servers (nothing to do without any; they
+        are read on the store's thread unless ``enabled`` are those read already)."""
         if self._starting is None or self._starting.done():
-            self._starting = asyncio.ensure_future(self._start())
+            self._starting = asyncio.ensure_future(self._start(enabled))
 
-    async def _start(self) -> None:
+    async def _start(self, enabled: list[mcp_config.ServerConfig] | None) -> None:
         try:
+            if enabled is None:
+                enabled = await self._enabled()
+            if not enabled and self.manager is None:
+                return
             await asyncio.to_thread(_import_sdk)
             await self._manager().start(self.app.profile)
         except Exception:
@@ -72,15 +75,22 @@ class McpControl:
         manager = self.manager
         running = set(manager.connections) if manager is not None else set()
         broken = manager is not None and any(c.state != "ready" for c in manager.connections.values())
-        if broken or {c.name for c in self._enabled()} != running:
-            self.start_in_background()
+        enabled = await self._enabled()
+        if broken or {c.name for c in enabled} != running:
+            self.start_in_background(enabled)
         if self._starting is not None and not self._starting.done():
             await asyncio.wait({self._starting}, timeout=TURN_WAIT_S)
 
-    def _enabled(self) -> list[mcp_config.ServerConfig]:
+    async def _enabled(self) -> list[mcp_config.ServerConfig]:
         from tui_agent.core.mcp import config  # after the first paint: nothing of MCP is needed for it
+        from tui_agent.core.store import worker
+        from tui_agent.core.store.errors import STORE_FAILURES
 
-        return config.enabled_servers(self.app.profile)
+        try:
+            return await worker.run(config.enabled_servers, self.app.profile)
+        except STORE_FAILURES as exc:  # the store away: none started now, tried again with the next turn
+            log.warning("MCP servers not read: %s", exc)
+            return []
 
     async def restart(self, name: str) -> None:
         await self._manager().restart(name)

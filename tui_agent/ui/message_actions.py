@@ -14,6 +14,7 @@ from tui_agent.ui.widgets.alternatives import AlternativesBar
 from tui_agent.ui.widgets.bubbles import AssistantBubble, UserBubble
 
 if TYPE_CHECKING:
+    from tui_agent.core.vault import Vault
     from tui_agent.ui.host import ActionsHost
 
 STILL_RUNNING = "A reply is still running here: wait, or press Esc to cancel it."
@@ -144,7 +145,6 @@ class MessageActions:
         bars[0].step(delta)
 
     async def alternative_chosen(self, event: AlternativesBar.Chosen) -> None:
-        from tui_agent.core.store import branches
 
         if self.view.conversation_id in self.view.turns:
             self.view.notify("Wait for the running reply (or Esc) before switching branches.", severity="warning")
@@ -154,7 +154,10 @@ class MessageActions:
         shown = next((w for w in log.selectable() if event.message_id in _alternative_ids(w)), None)
         offset = shown.virtual_region.y - log.scroll_y if shown is not None else None
         cursor = log.cursor is not None or log.has_focus
-        branches.choose(event.message_id)
+        from tui_agent.ui.store_calls import read_or_say
+
+        if await read_or_say(self.view, _choose, event.message_id) is None:
+            return
         await log.show_message(event.message_id, offset=offset, cursor=cursor)
 
     # -------------------------------------------------------------- export
@@ -165,36 +168,60 @@ class MessageActions:
         self.export("json")
 
     def export(self, fmt: str) -> None:
-        from tui_agent.core import export
-        from tui_agent.core.store import history
-        from tui_agent.ui.terminal_probe import served_in_browser
-
         if self.view.conversation_id is None:
             self.view.notify("Nothing to export yet.")
             return
-        conversation = history.get_conversation(self.view.conversation_id)
-        folder = self.view.vault.root / "exports"
-        name = export.default_name(conversation, fmt)
-        for attempt in range(2, 1000):  # never over an earlier export, never through a symlink
-            out = folder / name
-            try:
-                if fmt == "json":
-                    export.write_json(conversation.id, out)
-                    images = 0
-                else:
-                    images = export.to_markdown(self.view.vault, conversation.id, out).images
-                break
-            except export.TargetExists:
-                name = f"{Path(name).stem.rsplit('~', 1)[0]}~{attempt}.{fmt}"
-            except (OSError, export.ExportError) as exc:
-                self.view.notify(visible(f"Could not export: {exc}"), severity="error")
-                return
+        self.view.run_worker(self._export(self.view.conversation_id, fmt), group="export", exit_on_error=False)
+
+    async def _export(self, conversation_id: int, fmt: str) -> None:
+        from tui_agent.core import export
+        from tui_agent.core.store import worker
+        from tui_agent.core.store.errors import STORE_FAILURES
+        from tui_agent.ui.errors import store_unavailable
+        from tui_agent.ui.terminal_probe import served_in_browser
+
+        try:  # read and written on the store's thread
+            out, images = await worker.run(_write_export, self.view.vault, conversation_id, fmt)
+        except (OSError, export.ExportError) as exc:
+            self.view.notify(visible(f"Could not export: {exc}"), severity="error")
+            return
+        except STORE_FAILURES as exc:
+            self.view.notify(f"Could not export: {store_unavailable(exc)}", severity="error")
+            return
         if served_in_browser():
             self.view.app.deliver_text(out, save_filename=out.name)
             self.view.notify(f"Downloading {out.name}")
             return
         extra = f" and {images} image(s) in {out.stem}_files/" if images else ""
         self.view.notify(visible(f"Exported to {_shown(out)}{extra}"), markup=False)
+
+
+def _write_export(vault: Vault, conversation_id: int, fmt: str) -> tuple[Path, int]:
+    """The conversation exported into the vault's exports/ (never over an earlier export, never
+    through a symlink): the file and how many images went with it."""
+    from tui_agent.core import export
+    from tui_agent.core.store import history
+
+    conversation = history.get_conversation(conversation_id)
+    folder = vault.root / "exports"
+    name = export.default_name(conversation, fmt)
+    for attempt in range(2, 1000):
+        out = folder / name
+        try:
+            if fmt == "json":
+                export.write_json(conversation.id, out)
+                return out, 0
+            return out, export.to_markdown(vault, conversation.id, out).images
+        except export.TargetExists:
+            name = f"{Path(name).stem.rsplit('~', 1)[0]}~{attempt}.{fmt}"
+    raise export.ExportError(f"too many exports named {name} in {folder}")
+
+
+def _choose(message_id: int) -> bool:
+    from tui_agent.core.store import branches
+
+    branches.choose(message_id)
+    return True
 
 
 def _alternative_ids(widget: Widget) -> list[int]:

@@ -63,12 +63,16 @@ def run_app(vault_arg: str | None, profile_name: str | None) -> int:
     from tui_agent.ui import images
 
     images.log_choice()  # after make_app: the vault's log file is set up by then
+    # A closed terminal or a SIGTERM ends the app within seconds, whatever it is doing.
+    from tui_agent.core.store.last_write import bound_store
     from tui_agent.ui import lifeline
     from tui_agent.ui.gc_tuning import freeze_long_lived
 
-    # A closed terminal or a SIGTERM ends the app within seconds, whatever it is doing.
-    lifeline.guard_driver(app, lifeline.install(lifeline.bound_store()))
+    lifeline.guard_driver(app, lifeline.install(bound_store()))
     app.freeze_gc_after_preload = True
     freeze_long_lived()
+    from tui_agent.core.store import worker
+
+    worker.release_this_thread()  # from here on the store's own thread talks to it: one connection
     app.run()
     return 0

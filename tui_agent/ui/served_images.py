@@ -40,23 +40,23 @@ def media_url(vault: Vault, path: Path) -> str | None:
     return None if relative is None else os.environ[MEDIA_ENV].rstrip("/") + "/" + quote(relative)
 
 
-def open_served_image(app: App[Any], vault: Vault, path: Path) -> None:
+async def open_served_image(app: App[Any], vault: Vault, path: Path) -> None:
     """Open ``path`` full size in a new browser tab (a download where the server has no /media/)."""
     url = media_url(vault, path)
     if url is None:
-        download_image(app, path, vault)
+        await download_image(app, path, vault)
         return
     app.open_url(url, new_tab=True)
     app.notify(f"Opened {path.name} in a new browser tab")
 
 
-def download_image(app: App[Any], path: Path, vault: Vault | None = None) -> None:
+async def download_image(app: App[Any], path: Path, vault: Vault | None = None) -> None:
     """The browser downloads the file; in a terminal, a copy in the downloads folder, as the
     full-size view's ``s`` makes it (Textual's ``deliver_binary`` writes a terminal's copy in text
     mode: an empty file, over an earlier copy of the same name)."""
     from tui_agent.ui.image_open import have_file
 
-    if not have_file(app, vault, path):
+    if not await have_file(app, vault, path):
         return
     from tui_agent.ui.terminal_probe import served_in_browser
 

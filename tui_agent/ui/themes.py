@@ -23,13 +23,17 @@ def save_theme(name: str) -> None:
     upsert(Setting, key=THEME_KEY, value=name)
 
 
-def apply_saved_theme(app: App[Any]) -> None:
-    """Use the remembered theme (an unknown name, e.g. from a newer Textual, is ignored), then
-    remember every later change however it is made."""
-    name = saved_theme()
+def apply_saved_theme(app: App[Any], name: str | None) -> None:
+    """Use the remembered theme ``name`` (read with the first paint's reads; an unknown name, e.g.
+    from a newer Textual, is ignored), then remember every later change however it is made (on the
+    store's thread)."""
+    from tui_agent.core.store import worker
+
     if name and name in app.available_themes:
         app.theme = name
-    app.theme_changed_signal.subscribe(app, lambda theme: save_theme(theme.name))
+    app.theme_changed_signal.subscribe(
+        app, lambda theme: app.run_worker(worker.run(save_theme, theme.name), group="theme", exit_on_error=False)
+    )
 
 
 def theme_names(app: App[Any]) -> list[str]:

@@ -14,7 +14,7 @@ from tui_agent.core.events import TurnStarted
 from tui_agent.core.llm import LLMError
 from tui_agent.core.loop import AgentLoop
 from tui_agent.ui import warmup
-from tui_agent.ui.errors import friendly
+from tui_agent.ui.errors import friendly, store_failure, store_where
 from tui_agent.ui.turn_view import TurnView
 from tui_agent.ui.widgets.bubbles import ErrorCard
 
@@ -39,10 +39,11 @@ async def run_turn(
     warmup.turn_started()
     view = TurnView(host, conversation_id, user_bubble=bubble)
     started = retry or regenerate is not None  # until the user's message is stored, a failure gives the text back
-    await host.client_ready()
-    await host.before_turn()
+    away: str | None = None  # the store's server, when it is away (the message waits for it)
     try:
-        profile = host.profile  # read once: each read is two queries
+        await host.client_ready()
+        await host.before_turn()
+        profile = await host.reload_profile()  # read once a turn (on the store's thread)
         loop = AgentLoop(
             host.vault,
             profile,
@@ -72,7 +73,15 @@ async def run_turn(
     except (LLMError, profiles.ProfileError) as exc:
         kind = getattr(exc, "kind", "model")
         await view._mount(ErrorCard(friendly(kind, str(exc))))
+    except Exception as exc:  # the store failed reading the profile: nothing was sent
+        failure = store_failure(exc)
+        if failure is None:
+            raise
+        view.error_kind, view.error_text = failure
+        await host.chat_log.mount(ErrorCard(friendly(*failure)))
     finally:
+        if view.error_kind == "store_away":
+            away = store_where()
         host.first_words_shown()  # or there will be none: what waited for them goes on
         if not started:
             if bubble is not None and bubble.is_attached:
@@ -85,6 +94,9 @@ async def run_turn(
                 host.composer.move_cursor(host.composer.document.end)
             host.pending_attachments = attachments + host.pending_attachments
             host.show_pending_attachments()
+        if away is not None:
+            # Sent by itself when the server answers again (if the composer still holds it as it was).
+            host.store_away(None if started else text, away)
         me = get_current_worker()
         for key in {conversation_id, view.conversation_id}:
             if host.turns.get(key) is me:

@@ -62,6 +62,8 @@ class TurnView:
         self.window_tokens: tuple[int, int] | None = None  # (estimated, budget) of the last request
         self.cursor_to_reply = False  # regenerated with the message cursor on the reply
         self.done_status: str | None = None  # the turn's end (ev.Done), None while it runs or if cancelled
+        self.error_kind: str | None = None  # the kind of the turn's error (ev.ErrorEvent), if any
+        self.error_text = ""
 
     @property
     def attached(self) -> bool:
@@ -164,6 +166,7 @@ class TurnView:
             if changed and self.attached:
                 await self.log.refresh_messages({int(i) for i in changed})  # memory_sql edited them
         elif isinstance(event, ev.ErrorEvent):
+            self.error_kind, self.error_text = event.kind, event.message
             await self.close_bubble("error")
             retryable = event.kind not in ("usage", "attachment", "retry")  # nothing was sent to retry
             status.failed(friendly_title(event.kind), self.started, retryable=retryable)

@@ -46,9 +46,13 @@ class McpManager:
         self._lock = asyncio.Lock()
         route_sdk_logs()
 
-    def configure(self, profile: Profile) -> list[ServerConnection]:
-        """Match the connections to the profile's enabled servers; return the ones to stop."""
-        wanted = {config.name: config for config in mcp_config.enabled_servers(profile)}
+    def configure(
+        self, profile: Profile, servers: list[mcp_config.ServerConfig] | None = None
+    ) -> list[ServerConnection]:
+        """Match the connections to the profile's enabled servers (``servers``: as read already);
+        return the ones to stop."""
+        servers = mcp_config.enabled_servers(profile) if servers is None else servers
+        wanted = {config.name: config for config in servers}
         timeout = float(profile.mcp_timeout_s)
         obsolete = [c for name, c in self.connections.items() if name not in wanted or c.config != wanted[name]]
         for connection in obsolete:
@@ -76,14 +80,18 @@ class McpManager:
 
     async def start(self, profile: Profile) -> None:
         """Start every enabled server that is not running (the failed and the dead again too).
-        In an untrusted vault none starts: the notice says so once."""
+        In an untrusted vault none starts: the notice says so once. The servers are read on the
+        store's thread."""
+        from tui_agent.core.store import worker
+
+        servers = await worker.run(mcp_config.enabled_servers, profile)
         if (reason := self.withheld()) is not None:
-            if mcp_config.enabled_servers(profile) and not self._told_untrusted:
+            if servers and not self._told_untrusted:
                 self._told_untrusted = True
                 self.notice(reason[0].upper() + reason[1:])
             return
         async with self._lock:
-            obsolete = self.configure(profile)
+            obsolete = self.configure(profile, servers)
             self.sync()  # switched-off servers' tools go at once
             for connection in obsolete:
                 await connection.stop()

@@ -65,9 +65,11 @@ SELECT id FROM down ORDER BY depth DESC LIMIT 1
 )
 
 
-def leaf_of(conversation_id: int) -> int | None:
-    """The last message of the active branch (the newest message when none was chosen)."""
-    conversation = Conversation.get_or_none(Conversation.id == conversation_id)
+def leaf_of(conversation_id: int, conversation: Conversation | None = None) -> int | None:
+    """The last message of the active branch (the newest message when none was chosen);
+    ``conversation``: its row, read already."""
+    if conversation is None or conversation.id != conversation_id:
+        conversation = Conversation.get_or_none(Conversation.id == conversation_id)
     if conversation is not None and conversation.leaf_id is not None:
         return int(conversation.leaf_id) or None
     newest = (
@@ -87,11 +89,12 @@ def path_messages(
     after_id: int | None = None,
     *,
     light: bool = False,
+    conversation: Conversation | None = None,
 ) -> list[Any]:
     """Messages of the active branch, oldest first: the newest ``limit`` older than ``before_id``,
     or (with ``after_id``) the oldest ``limit`` newer than ``after_id``. ``light``: named tuples
     with the columns' names instead of model instances (about ten times cheaper)."""
-    leaf = leaf_of(conversation_id)
+    leaf = leaf_of(conversation_id, conversation)
     if leaf is None:
         return []
     return _walk(leaf, limit, before_id, after_id, light=light)

@@ -28,6 +28,11 @@ class StoreError(RuntimeError):
         self.disk_full = disk_full
 
 
+#: What a store call may raise: the driver's errors, and StoreError (made of them, or of a
+#: refusal before any statement).
+STORE_FAILURES: tuple[type[BaseException], ...] = (StoreError, *DATABASE_ERRORS)
+
+
 def is_disk_full(exc: BaseException) -> bool:
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
         return True
@@ -87,26 +92,32 @@ def _postgres_message(where: str, text: str, lower: str) -> StoreError | None:
         )
     if "does not exist" in lower and "database" in lower and "connection" in lower:
         return StoreError(f"PostgreSQL at {where}: {first}: create it (createdb NAME) or fix the URL")
-    if any(
-        phrase in lower
-        for phrase in (
-            "connection refused",
-            "could not connect",
-            "connection failed",
-            "timeout expired",
-            "server closed the connection",
-            "terminating connection",
-            "connection is lost",
-            "connection already closed",
-            "the connection is closed",
-            "consuming input failed",
-        )
-    ):
+    if any(phrase in lower for phrase in UNREACHABLE):
         return StoreError(
             f"cannot reach PostgreSQL at {where} ({first}): check that the server runs and that the URL "
             "(--db, $TUI_AGENT_DB or `tui-agent db show`) is right; what was saved before stays saved"
         )
     return None
+
+
+UNREACHABLE = (
+    "connection refused",
+    "could not connect",
+    "connection failed",
+    "timeout expired",
+    "server closed the connection",
+    "terminating connection",
+    "connection is lost",
+    "connection already closed",
+    "the connection is closed",
+    "consuming input failed",
+    "cannot reach postgresql",
+)
+
+
+def is_unreachable(exc: BaseException) -> bool:
+    """The store's server is away (stopped, restarting, the network gone): a pause, not a fault of the data."""
+    return any(phrase in str(exc).lower() for phrase in UNREACHABLE)
 
 
 def bound_path() -> str:

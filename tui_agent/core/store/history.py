@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tui_agent.core.store import branches, portable
@@ -25,10 +25,15 @@ def remember_conversation(conversation_id: int) -> None:
     upsert(Setting, key=LAST_CONVERSATION_KEY, value=str(conversation_id))
 
 
-def last_conversation() -> Conversation | None:
-    setting = Setting.get_or_none(Setting.key == LAST_CONVERSATION_KEY)
-    if setting is not None:
-        conversation = Conversation.get_or_none(Conversation.id == int(setting.value))
+def last_conversation(stored: Mapping[str, str] | None = None) -> Conversation | None:
+    """The conversation to open; ``stored``: the settings, read already (one statement fewer)."""
+    if stored is not None:
+        remembered = stored.get(LAST_CONVERSATION_KEY)
+    else:
+        setting = Setting.get_or_none(Setting.key == LAST_CONVERSATION_KEY)
+        remembered = setting.value if setting is not None else None
+    if remembered is not None and remembered.isdigit():
+        conversation = Conversation.get_or_none(Conversation.id == int(remembered))
         if conversation is not None:
             return conversation
     return Conversation.select().order_by(Conversation.updated_at.desc(), Conversation.id.desc()).first()
@@ -76,20 +81,24 @@ def add_message(
         fields["tool_arguments"] = json.dumps(fields["tool_arguments"])
     db = Message._meta.database
     with db.atomic():
-        if portable.is_postgresql(db):
-            # One writer per conversation at a time (SQLite's BEGIN IMMEDIATE serializes every
-            # writer): two machines appending at once each read the leaf the other one left.
-            portable.execute(db, "SELECT id FROM conversations WHERE id = ? FOR UPDATE", [conversation_id])
-        fields.setdefault("parent_id", branches.leaf_of(conversation_id) or 0)
+        # The conversation's row, read once: its leaf (the new message's parent) and its title.
+        # One writer per conversation at a time: on PostgreSQL the row is locked for this transaction
+        # (SQLite's BEGIN IMMEDIATE serializes every writer), or two machines appending at once
+        # would each read the leaf the other one left.
+        query = Conversation.select().where(Conversation.id == conversation_id)
+        conversation = (query.for_update() if portable.is_postgresql(db) else query).get()
+        fields.setdefault("parent_id", branches.leaf_of(conversation_id, conversation) or 0)
         message = Message.create(conversation=conversation_id, role=role, content=content, **fields)
-        branches.set_leaf(conversation_id, message.id)
         for position, path in enumerate(attachments):
             Attachment.create(message=message.id, position=position, path=path, mime=_mime(path))
-        conversation = Conversation.get_by_id(conversation_id)
         if not conversation.title and role == "user" and content.strip():
             conversation.title = _title_from(content)
         conversation.updated_at = utcnow()
-        conversation.save()
+        conversation.leaf_id = message.id  # the active branch ends at it (branches.set_leaf)
+        Conversation.update(title=conversation.title, updated_at=conversation.updated_at, leaf_id=message.id).where(
+            Conversation.id == conversation_id
+        ).execute()
+    message.conversation_title = conversation.title  # type: ignore[attr-defined]  # what the caller shows
     return message
 
 
@@ -101,9 +110,16 @@ def update_message(message: Message, **fields: Any) -> None:
     message.save(only=[getattr(Message, key) for key in fields])
 
 
-def recent_messages(conversation_id: int, limit: int | None = None, before_id: int | None = None) -> list[Message]:
-    """The newest ``limit`` messages of the active branch (optionally older than ``before_id``), oldest first."""
-    return branches.path_messages(conversation_id, limit=limit, before_id=before_id)
+def recent_messages(
+    conversation_id: int,
+    limit: int | None = None,
+    before_id: int | None = None,
+    *,
+    conversation: Conversation | None = None,
+) -> list[Message]:
+    """The newest ``limit`` messages of the active branch (optionally older than ``before_id``),
+    oldest first; ``conversation``: its row, read already (its leaf is not read again)."""
+    return branches.path_messages(conversation_id, limit=limit, before_id=before_id, conversation=conversation)
 
 
 def all_messages(conversation_id: int, limit: int | None = None, before_id: int | None = None) -> list[Message]:

@@ -6,7 +6,9 @@ load it. Peewee's PostgresqlDatabase keeps one connection per thread, as SqliteD
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import secrets
 from typing import Any
 
@@ -18,6 +20,7 @@ from tui_agent.core.store.errors import DATABASE_ERRORS, NOT_CHANGED, StoreError
 from tui_agent.core.store.location import StoreURL
 from tui_agent.core.store.models import MODELS
 
+log = logging.getLogger("tui_agent.store")
 INSTALL = "pip install 'tui-agent[postgresql]'"
 CONNECT_TIMEOUT_S = 5
 
@@ -64,6 +67,28 @@ class ReconnectingDatabase(pw.PostgresqlDatabase):
     def connection(self) -> Any:
         self._drop_if_dead()
         return super().connection()
+
+    def execute_sql(self, sql: str, params: Any = None) -> Any:
+        """A read outside a transaction whose connection the server had ended (a restart,
+        ``pg_terminate_backend``, a failover: found only when used) goes again, once, on a new
+        connection; a write is never sent twice (it may have been done)."""
+        try:
+            return super().execute_sql(sql, params)
+        except (pw.OperationalError, pw.InterfaceError) as exc:
+            if self.in_transaction() or not is_read(sql) or self.is_closed() or self.is_connection_usable():
+                raise
+            log.info("the server ended the connection (%s): the read goes again on a new one", exc)
+            self._drop_if_dead()
+            return super().execute_sql(sql, params)
+
+
+WRITES = re.compile(r"\b(insert|update|delete|merge|create|drop|alter|truncate|lock|notify|set|call|do|copy)\b", re.I)
+
+
+def is_read(sql: str) -> bool:
+    """A statement that only reads: a SELECT (or WITH ... SELECT) naming no writing command."""
+    head = sql.lstrip().split(None, 1)[0].lower() if sql.strip() else ""
+    return head in ("select", "with") and not WRITES.search(sql) and "for update" not in sql.lower()
 
 
 def connect_database(url: StoreURL) -> pw.PostgresqlDatabase:

@@ -59,5 +59,23 @@ def finish_row(message_id: int, status: str) -> bool:
                 log.warning("disk full: released the space reserve to mark message %s as %s", message_id, status)
                 continue
             log.error("could not mark message %s as %s: %s", message_id, status, exc)
+            _PENDING[message_id] = status  # the server is away: done when it is back (finish_pending)
             return False
     return False
+
+
+_PENDING: dict[int, str] = {}  # rows the store could not mark (the server was away): id -> status
+
+
+def finish_pending() -> int:
+    """Mark the rows that could not be marked when the store failed (a reply cut by an outage, left
+    ``streaming`` for other machines): called once the store answers again. How many are left."""
+    for message_id, status in list(_PENDING.items()):
+        Message.update(status=status).where((Message.id == message_id) & (Message.status == "streaming")).execute()
+        _PENDING.pop(message_id, None)
+    return len(_PENDING)
+
+
+def ping() -> None:
+    """One statement: raises if the store does not answer (its server away)."""
+    Message._meta.database.execute_sql("SELECT 1")

@@ -4,6 +4,7 @@ load on scroll-up and newer ones on scroll-down, and pages far from the view are
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -11,10 +12,13 @@ from typing import TYPE_CHECKING, Any
 from textual.containers import VerticalScroll
 from textual.widget import Widget
 
-from tui_agent.core.store import branches, history
+from tui_agent.core.store import pages, worker
+from tui_agent.core.store.errors import STORE_FAILURES
 from tui_agent.core.store.models import Message
+from tui_agent.core.store.pages import Page
 from tui_agent.core.vault import Vault
 from tui_agent.ui.reply_preview import preview
+from tui_agent.ui.store_calls import read_or_say
 from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard, UserBubble
 from tui_agent.ui.widgets.host import host_of
 from tui_agent.ui.widgets.log_release import KEEP, PAGE, Card, PageReleaseMixin, is_marker, message_id_of
@@ -106,9 +110,9 @@ class ChatLog(PageReleaseMixin, MessageCursorMixin, VerticalScroll):
             if self.has_newer:
                 self.call_after_refresh(self._fill_view)  # at the end of what is mounted: the page below
 
-    def widget_for(self, message: Message, images: list[str], forks: set[int] | None = None) -> Widget | None:
+    def widget_for(self, message: Message, images: list[str], alternatives: list[int] | None = None) -> Widget | None:
         paths = [self.vault.root / p for p in images]
-        alternatives = branches.alternatives(message, forks or set())
+        alternatives = alternatives or []
         if message.role == "user":
             return UserBubble(message.content, paths, message_id=message.id, alternatives=alternatives)
         if message.role == "assistant":
@@ -139,18 +143,26 @@ class ChatLog(PageReleaseMixin, MessageCursorMixin, VerticalScroll):
             paths = [*paths, self.vault.root / source]  # the carousel's pages: the edit first, then its source
         return ToolResultView(name, arguments, output, result_status(output), paths, message_id=message_id)
 
-    def _widgets(self, rows: list[Message]) -> list[Widget]:
-        attachments = history.attachments_for([m.id for m in rows])
-        forks = branches.fork_parents(rows[0].conversation_id, [m.parent_id for m in rows]) if rows else set()
+    def _widgets(self, page: Page) -> list[Widget]:
         widgets = []
-        for message in rows:
-            widget = self.widget_for(message, attachments.get(message.id, []), forks)
+        for message in page.rows:
+            widget = self.widget_for(message, page.attachments.get(message.id, []), page.alternatives.get(message.id))
             if widget is not None:
                 widgets.append(widget)
         return self._with_set_aside(widgets)
 
     async def show_conversation(self, conversation_id: int | None, *, until_id: int | None = None) -> None:
-        """Replace the log with the newest page (or the page ending at ``until_id``)."""
+        """Replace the log with the newest page (or the page ending at ``until_id``), read on the
+        store's thread (the screen keeps drawing meanwhile)."""
+        page = None
+        if conversation_id is not None:
+            page = await read_or_say(self, pages.newest, conversation_id, PAGE, until_id=until_id)
+            if page is None:
+                return  # the store failed (said so): the log stays as it was
+        await self.show_page(conversation_id, page, until_id=until_id)
+
+    async def show_page(self, conversation_id: int | None, page: Page | None, *, until_id: int | None = None) -> None:
+        """Replace the log with ``page`` (read by :func:`pages.newest`) of ``conversation_id``."""
         self._cancel_prefetch()  # the page above the one shown before: not wanted now
         self.conversation_id = conversation_id
         self._settling = True  # emptying the log moves the view to the top: that is not the user scrolling
@@ -161,12 +173,11 @@ class ChatLog(PageReleaseMixin, MessageCursorMixin, VerticalScroll):
         self._window_start = None
         await self._release(list(self.children))
         self._set_aside.clear()
-        if conversation_id is None:
+        if conversation_id is None or page is None:
             self.call_after_refresh(self._settled)  # else a conversation begun here never loaded on scroll
             return
-        before = until_id + 1 if until_id is not None else None
-        rows = history.recent_messages(conversation_id, limit=PAGE, before_id=before)
-        more = len(rows) == PAGE
+        rows = page.rows
+        more = page.more
         if until_id is None and rows:
             # The first paint needs only what fills the view; the rest of the page follows right after.
             kept = rows[-self._rows_filling_the_view(rows) :]
@@ -175,11 +186,12 @@ class ChatLog(PageReleaseMixin, MessageCursorMixin, VerticalScroll):
         if rows:
             self.oldest_id = rows[0].id
             self.has_older = more
-            if until_id is not None and self._rows_after(rows[-1].id, 1):
+            if page.newer_after:
                 self.newest_id = rows[-1].id
                 self.has_newer = True
         self._settling = True
-        await self.mount_all(self._widgets(rows))
+        page.rows = rows
+        await self.mount_all(self._widgets(page))
         self.anchor()
         self.call_after_refresh(self._settled)
 
@@ -189,8 +201,11 @@ class ChatLog(PageReleaseMixin, MessageCursorMixin, VerticalScroll):
         just in view; with the message cursor on it if ``cursor``."""
         if self.conversation_id is None:
             return
-        after = self._rows_after(message_id, PAGE // 2)  # the page: half above it, half below
-        await self.show_conversation(self.conversation_id, until_id=after[-1].id if after else message_id)
+        shown = self.conversation_id
+        page = await read_or_say(self, pages.around, shown, message_id, PAGE)  # half above it, half below
+        if page is None or shown != self.conversation_id:
+            return  # another conversation was opened meanwhile
+        await self.show_page(shown, page, until_id=page.rows[-1].id if page.rows else message_id)
         await self.load_newer()  # short messages: the page below too, so that the view can be placed
         widget = next((w for w in self.selectable() if message_id_of(w) == message_id), None)
         if widget is None:
@@ -210,9 +225,12 @@ class ChatLog(PageReleaseMixin, MessageCursorMixin, VerticalScroll):
 
     async def refresh_messages(self, ids: set[int]) -> None:
         """Messages changed in the store (a memory_sql UPDATE): those on screen are built again."""
+        page = await read_or_say(self, pages.messages, ids)
+        if page is None:
+            return
         for old in [child for child in self.children if message_id_of(child) in ids]:
-            message = Message.get_or_none(Message.id == message_id_of(old))
-            new = self._widgets([message]) if message is not None else []
+            one = [m for m in page.rows if m.id == message_id_of(old)]
+            new = self._widgets(Page(one, page.attachments, page.alternatives)) if one else []
             if new:
                 await self.mount_all(new, before=old)
             if self.cursor is old:
@@ -269,7 +287,10 @@ class ChatLog(PageReleaseMixin, MessageCursorMixin, VerticalScroll):
         shown = self.conversation_id
         if shown is None or self._window_start is not None:
             return
-        first = window_start(self.vault, shown)
+        try:
+            first = await worker.run(window_start, self.vault, shown)
+        except STORE_FAILURES:  # the store away: the marker comes with the next turn (ContextBuilt)
+            return
         if first is not None and shown == self.conversation_id and self._window_start is None:
             await self.mark_window_start(first)
 
@@ -290,22 +311,27 @@ class ChatLog(PageReleaseMixin, MessageCursorMixin, VerticalScroll):
         if self.has_newer and (self.max_scroll_y <= 0 or self.scroll_y >= self.max_scroll_y):
             self.run_worker(self.load_newer(), group="newer")  # never cancelled mid-mount: no gaps
 
+    async def loads_done(self) -> None:
+        """Until the page being loaded (read on the store's thread, then mounted) is in."""
+        while self._loading:
+            await asyncio.sleep(0.01)
+
     async def load_older(self) -> int:
         """Prepend the previous page; keep the view where it was. Returns how many rows loaded."""
         if self._loading or not self.has_older or self.conversation_id is None:
             return 0
         self._loading = True
         try:
-            rows = (
-                history.messages_before(self.oldest_id, PAGE)
-                if self.oldest_id is not None
-                else history.recent_messages(self.conversation_id, limit=PAGE)
-            )
-            self.has_older = len(rows) == PAGE
+            shown = self.conversation_id
+            page = await read_or_say(self, pages.older, shown, self.oldest_id, PAGE)
+            if page is None or shown != self.conversation_id:
+                return 0  # another conversation was opened meanwhile
+            rows = page.rows
+            self.has_older = page.more
             if not rows:
                 return 0
             self.oldest_id = rows[0].id
-            widgets = self._widgets(rows)
+            widgets = self._widgets(page)
             first = self.children[0] if self.children else None
             if widgets:
                 if first is not None:
@@ -322,10 +348,6 @@ class ChatLog(PageReleaseMixin, MessageCursorMixin, VerticalScroll):
             return len(rows)
         finally:
             self._loading = False
-
-    def _rows_after(self, message_id: int, limit: int) -> list[Message]:
-        assert self.conversation_id is not None
-        return history.messages_after(self.conversation_id, message_id, limit)  # on the active branch
 
     def scroll_page_up(self, *args: Any, **kwargs: Any) -> None:
         """A page up (PageUp from the composer or here). Near the top of what is mounted the page
@@ -359,14 +381,17 @@ class ChatLog(PageReleaseMixin, MessageCursorMixin, VerticalScroll):
             return 0
         self._loading = True
         try:
-            rows = self._rows_after(self.newest_id, PAGE + 1)
-            self.has_newer = len(rows) > PAGE
-            rows = rows[:PAGE]
+            shown = self.conversation_id
+            page = await read_or_say(self, pages.newer, shown, self.newest_id, PAGE)  # on the active branch
+            if page is None or shown != self.conversation_id:
+                return 0  # another conversation was opened meanwhile
+            rows = page.rows
+            self.has_newer = page.more
             if not self.has_newer:
                 self.newest_id = None
             elif rows:
                 self.newest_id = rows[-1].id
-            await self.mount_all(self._widgets(rows))
+            await self.mount_all(self._widgets(page))
             await self.place_window_marker()
             if await self._release_top():
                 self._released_while_scrolling()

@@ -5,6 +5,7 @@ with the cursor at the end of the text bring the chat to its end."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from textual import events
@@ -16,6 +17,8 @@ from textual.widgets.option_list import Option
 from tui_agent.core import slash
 from tui_agent.core.textsafe import clipboard_text
 from tui_agent.ui.widgets.host import host_of
+
+log = logging.getLogger("tui_agent.ui")
 
 
 class Composer(TextArea):
@@ -44,10 +47,8 @@ class Composer(TextArea):
 
     @property
     def recall(self) -> list[str]:
-        """Earlier messages of this conversation (oldest first), read on first use."""
-        if self._recall_source is not None:
-            source, self._recall_source = self._recall_source, None
-            self._recall = source() + self._recall
+        """Earlier messages of this conversation (oldest first): this sitting's, and the stored ones
+        once Ctrl+Up read them (on the store's thread)."""
         return self._recall
 
     @recall.setter
@@ -55,8 +56,28 @@ class Composer(TextArea):
         self._recall, self._recall_source = messages, None
 
     def recall_from(self, source: Callable[[], list[str]]) -> None:
-        """Read the earlier messages only when Ctrl+Up (or a send) needs them: not on the first paint."""
+        """Read the earlier messages only when Ctrl+Up needs them (not on the first paint); ``source``
+        runs on the store's thread."""
         self._recall, self._recall_source, self._recall_index = [], source, None
+
+    async def _read_recall(self) -> None:
+        if self._recall_source is None:
+            return
+        from tui_agent.core.store import worker
+
+        source, self._recall_source = self._recall_source, None
+        try:
+            earlier = await worker.run(source)
+        except Exception:  # the store is away: this sitting's messages only, read again next time
+            log.warning("earlier messages could not be read", exc_info=True)
+            self._recall_source = source
+            return
+        sent = self._recall  # sent in this sitting before they were read: stored already, kept once
+        for count in range(min(len(sent), len(earlier)), 0, -1):
+            if earlier[-count:] == sent[:count]:
+                sent = sent[count:]
+                break
+        self._recall = earlier + sent
 
     def on_mount(self) -> None:
         self.cursor_blink = host_of(self.app).live_motion
@@ -90,11 +111,13 @@ class Composer(TextArea):
             event.stop()
             self.post_message(self.ScrollLog({"pageup": "page_up", "pagedown": "page_down"}.get(key, "end")))
             return
-        if (key == "ctrl+up" or (key == "up" and self._recall_index is not None)) and self.recall:
-            event.prevent_default()
-            event.stop()
-            self._recall_step(-1)
-            return
+        if key == "ctrl+up" or (key == "up" and self._recall_index is not None):
+            await self._read_recall()
+            if self.recall:
+                event.prevent_default()
+                event.stop()
+                self._recall_step(-1)
+                return
         if key in ("down", "ctrl+down") and self._recall_index is not None:
             event.prevent_default()
             event.stop()
@@ -112,8 +135,9 @@ class Composer(TextArea):
         self.move_cursor(self.document.end)
 
     def remember(self, text: str) -> None:
-        if text and (not self.recall or self.recall[-1] != text):
-            self.recall.append(text)
+        """``text`` was sent: Ctrl+Up finds it (nothing is read for this)."""
+        if text and (not self._recall or self._recall[-1] != text):
+            self._recall.append(text)
         self._recall_index = None
 
     def matches(self) -> list[slash.SlashSpec]:

@@ -11,7 +11,10 @@ from textual.widgets import Label, Static, Switch
 
 from tui_agent.core import profiles
 from tui_agent.core.mcp import config as mcp_config
+from tui_agent.core.store import worker
+from tui_agent.core.store.errors import STORE_FAILURES
 from tui_agent.core.textsafe import visible
+from tui_agent.ui.errors import store_unavailable
 from tui_agent.ui.widgets.host import host_of
 from tui_agent.ui.widgets.sidebar_messages import McpStateChanged
 
@@ -39,9 +42,13 @@ class McpServerList(Vertical):
     McpServerList .mcp-empty { color: $text-muted; padding: 0 1; }
     """
 
+    def __init__(self, servers: list[mcp_config.ServerConfig], *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.servers = servers  # as last read (on the store's thread)
+
     def compose(self) -> ComposeResult:
         yield Label("MCP servers", classes="sidebar-title")
-        servers = mcp_config.list_servers(profiles.active_profile())
+        servers = self.servers
         if not servers:
             yield Static("none yet: tui-agent mcp add NAME -- COMMAND", classes="mcp-empty", markup=False)
         states = self._states()
@@ -72,7 +79,7 @@ class McpServerList(Vertical):
 
     def refresh_states(self) -> None:
         states = self._states()
-        for server in mcp_config.list_servers(profiles.active_profile()):
+        for server in self.servers:
             found = self.query(f"#mcp-state-{_widget_id(server.name)}")
             if found:
                 label = found.first(Static)
@@ -86,12 +93,23 @@ class McpServerList(Vertical):
         self.refresh_states()
 
     @on(Switch.Changed)
-    def _toggled(self, event: Switch.Changed) -> None:
+    async def _toggled(self, event: Switch.Changed) -> None:
         event.stop()
         name = event.switch.name or ""
-        mcp_config.set_enabled(name, event.value, profiles.active_profile())
+        try:
+            self.servers = await worker.run(_set_enabled, name, event.value)
+        except STORE_FAILURES as exc:
+            self.notify(store_unavailable(exc), severity="error")
+            return
         self.notify(f"MCP server {name} {'on' if event.value else 'off'} for this profile", timeout=3)
         control = host_of(self.app).mcp
         if control is not None:
             control.start_in_background()
         self.refresh_states()
+
+
+def _set_enabled(name: str, enabled: bool) -> list[mcp_config.ServerConfig]:
+    """Switch server ``name`` for the active profile; the servers as they are now."""
+    profile = profiles.active_profile()
+    mcp_config.set_enabled(name, enabled, profile)
+    return mcp_config.list_servers(profile)

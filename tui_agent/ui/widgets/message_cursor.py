@@ -88,7 +88,9 @@ class MessageCursorMixin:
             return
         index = items.index(self.cursor)
         if index == 0 and getattr(self, "has_older", False):
-            await self.load_older()  # type: ignore[attr-defined]
+            await self.loads_done()  # type: ignore[attr-defined]  # a page on its way (a scroll's) comes first
+            if getattr(self, "has_older", False):
+                await self.load_older()  # type: ignore[attr-defined]
             items = self.selectable()
             index = items.index(self.cursor)
         self.move_cursor_to(items[max(0, index - 1)])
@@ -96,6 +98,7 @@ class MessageCursorMixin:
     async def action_cursor_down(self) -> None:
         items = self.selectable()
         if self.cursor in items and self.cursor is items[-1] and getattr(self, "has_newer", False):
+            await self.loads_done()  # type: ignore[attr-defined]
             await self.load_newer()  # type: ignore[attr-defined]  # the end of what is mounted is not the end
             items = self.selectable()
         if self.cursor not in items or items.index(self.cursor) == len(items) - 1:

@@ -3,17 +3,51 @@ conversation list (new, switch, rename, delete)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Input, Label, ListItem, ListView, Select, Static, TextArea
 
 from tui_agent.core import profiles
-from tui_agent.core.store import history
-from tui_agent.core.store.models import McpServer, Profile
+from tui_agent.core.store import history, worker
+from tui_agent.core.store.errors import STORE_FAILURES
+from tui_agent.core.store.models import Conversation, McpServer, Profile
 from tui_agent.core.textsafe import visible
+from tui_agent.ui.errors import store_unavailable
 from tui_agent.ui.widgets.host import host_of
 from tui_agent.ui.widgets.sidebar_messages import ConversationsAction, ConversationSelected, ProfileChanged
+
+if TYPE_CHECKING:
+    from tui_agent.core.mcp.config import ServerConfig
+
+
+@dataclass
+class SidebarData:
+    """What the sidebar shows, read in one call on the store's thread (:func:`read_sidebar`)."""
+
+    names: list[str]
+    active: Profile
+    conversations: list[Conversation]
+    servers: list[ServerConfig] | None  # None: no MCP server was ever added (no section)
+
+
+def read_sidebar() -> SidebarData:
+    active = profiles.active_profile()
+    names = [p.name for p in Profile.select(Profile.name).order_by(Profile.name)]
+    servers = None
+    if McpServer.select().exists():  # the MCP section appears once a server is added
+        from tui_agent.core.mcp import config as mcp_config
+
+        servers = mcp_config.list_servers(active)
+    return SidebarData(names, active, history.list_conversations(), servers)
+
+
+def _use_profile(name: str) -> Profile:
+    profiles.use_profile(name)
+    return profiles.active_profile()
 
 
 class ProfileEditor(VerticalScroll):
@@ -25,10 +59,14 @@ class ProfileEditor(VerticalScroll):
 
     Changed = ProfileChanged
 
+    def __init__(self, names: list[str], active: Profile, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.names = names
+        self.active = active  # as last read: the fields show it
+
     def compose(self) -> ComposeResult:
         yield Label("Profile", classes="sidebar-title")
-        names = [p.name for p in Profile.select(Profile.name).order_by(Profile.name)]
-        active = profiles.active_profile()
+        names, active = self.names, self.active
         yield Select([(visible(n), n) for n in names], value=active.name, allow_blank=False, id="profile-select")
         yield Button("Choose a model…", id="choose-model", compact=True)
         for spec in profiles.FIELDS:
@@ -49,8 +87,8 @@ class ProfileEditor(VerticalScroll):
             for area in self.query(TextArea):
                 area.cursor_blink = False
 
-    def refresh_fields(self) -> None:
-        active = profiles.active_profile()
+    def refresh_fields(self, active: Profile) -> None:
+        self.active = active
         for spec in profiles.FIELDS:
             field = self.query_one(f"#field-{spec.name}")
             if isinstance(field, TextArea):
@@ -63,10 +101,14 @@ class ProfileEditor(VerticalScroll):
             self.query_one(f"#error-{spec.name}", Static).update("")
 
     @on(Select.Changed, "#profile-select")
-    def _switch(self, event: Select.Changed) -> None:
-        if isinstance(event.value, str) and event.value != profiles.active_profile().name:
-            profiles.use_profile(event.value)
-            self.refresh_fields()
+    async def _switch(self, event: Select.Changed) -> None:
+        if isinstance(event.value, str) and event.value != self.active.name:
+            try:
+                active = await worker.run(_use_profile, event.value)
+            except STORE_FAILURES as exc:
+                self.notify(store_unavailable(exc), severity="error")
+                return
+            self.refresh_fields(active)
             self.post_message(self.Changed())
 
     @on(Button.Pressed, "#choose-model")
@@ -74,31 +116,35 @@ class ProfileEditor(VerticalScroll):
         await self.app.run_action("choose_model")
 
     @on(Input.Submitted)
-    def _submitted(self, event: Input.Submitted) -> None:
-        self.save_field(event.input)
+    async def _submitted(self, event: Input.Submitted) -> None:
+        await self.save_field(event.input)
 
     @on(Input.Blurred)
-    def _blurred(self, event: Input.Blurred) -> None:
-        self.save_field(event.input)
+    async def _blurred(self, event: Input.Blurred) -> None:
+        await self.save_field(event.input)
 
-    def on_descendant_blur(self, event: events.DescendantBlur) -> None:
+    async def on_descendant_blur(self, event: events.DescendantBlur) -> None:
         if isinstance(event.widget, TextArea):
-            self.save_field(event.widget)
+            await self.save_field(event.widget)
 
-    def save_field(self, field: Input | TextArea) -> bool:
+    async def save_field(self, field: Input | TextArea) -> bool:
+        """Saved on the store's thread if it changed and is valid."""
         name = (field.id or "").removeprefix("field-")
         error = self.query_one(f"#error-{name}", Static)
-        profile = profiles.active_profile()
+        profile = self.active
         value = field.text if isinstance(field, TextArea) else field.value
         if value == _shown(profile, name):  # unchanged (as shown: controls made visible)
             field.remove_class("-invalid")
             error.update("")
             return True
         try:
-            profiles.set_field(profile, name, value)
+            await worker.run(profiles.set_field, profile, name, value)
         except profiles.ProfileError as exc:
             field.add_class("-invalid")
             error.update(visible(str(exc)))
+            return False
+        except STORE_FAILURES as exc:  # the server away: the field keeps what was typed
+            error.update(store_unavailable(exc))
             return False
         field.remove_class("-invalid")
         error.update("")
@@ -110,6 +156,10 @@ class ProfileEditor(VerticalScroll):
 class ConversationList(Vertical):
     Selected = ConversationSelected
     Action = ConversationsAction
+
+    def __init__(self, conversations: list[Conversation], *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.first: list[Conversation] | None = conversations  # read with the sidebar
 
     def compose(self) -> ComposeResult:
         yield Label("Conversations", classes="sidebar-title")
@@ -123,11 +173,19 @@ class ConversationList(Vertical):
         await self.reload(host_of(self.app).conversation_id)
 
     async def reload(self, current: int | None) -> None:
+        """The list again (read on the store's thread; the one read with the sidebar at first)."""
+        conversations, self.first = self.first, None
+        if conversations is None:
+            try:
+                conversations = await worker.run(history.list_conversations)
+            except STORE_FAILURES as exc:
+                self.notify(store_unavailable(exc), severity="error")
+                return
         view = self.query_one(ListView)
         await view.clear()
         items = []
         index = None
-        for position, conversation in enumerate(history.list_conversations()):
+        for position, conversation in enumerate(conversations):
             title = conversation.title or f"Conversation {conversation.id}"
             items.append(ListItem(Label(visible(title), markup=False), id=f"conversation-{conversation.id}"))
             if conversation.id == current:
@@ -164,14 +222,19 @@ class ThemePicker(Vertical):
 
 
 class Sidebar(Vertical):
+    def __init__(self, data: SidebarData, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.data = data
+
     def compose(self) -> ComposeResult:
-        yield ConversationList(id="conversations")
+        data = self.data
+        yield ConversationList(data.conversations, id="conversations")
         yield ThemePicker(id="theme-picker")
-        if McpServer.select().exists():  # the MCP section appears once a server is added
+        if data.servers is not None:  # the MCP section appears once a server is added
             from tui_agent.ui.widgets.mcp_list import McpServerList
 
-            yield McpServerList(id="mcp-servers")
-        yield ProfileEditor(id="profile-editor")
+            yield McpServerList(data.servers, id="mcp-servers")
+        yield ProfileEditor(data.names, data.active, id="profile-editor")
 
 
 def _shown(profile: Profile, name: str) -> str:

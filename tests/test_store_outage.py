@@ -1,0 +1,111 @@
+"""The store's server going away is a pause, not a crash (issue 35, item 4), on a PostgreSQL
+cluster of the test's own, stopped and started as a real outage is: a message sent while it is
+away stays (in the composer, with one line naming the server) and is sent by itself, once, when
+the server answers again; a reply the outage cut is marked ended then (not left ``streaming`` for
+other machines); a read on a connection the server ended goes again by itself, once."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from fake_openai import Reply
+from test_live import make, status_text, texts, until
+
+from tui_agent.core.store import history, location
+from tui_agent.core.store.models import Message
+from tui_agent.ui.widgets.bubbles import AssistantBubble
+
+ON_POSTGRESQL = pytest.mark.parametrize("store_backend", ["postgresql"], indirect=True)
+
+
+def _own_store(env):
+    from tui_agent.core import profiles
+    from tui_agent.core.store.db import open_store
+
+    db = open_store(location.resolve(env.vault.root))  # the test's own cluster, bound from here on
+    profiles.create_profile("mine", {**{n: getattr(env.profile, n) for n in profiles.FIELD_NAMES}})
+    profiles.use_profile("mine")
+    return db
+
+
+@pytest.mark.slow
+@ON_POSTGRESQL
+async def test_enter_with_the_server_gone_keeps_the_message_and_sends_it_once_when_it_is_back(env, own_cluster):
+    db = _own_store(env)
+    try:
+        conversation = history.new_conversation()
+        history.add_message(conversation.id, "user", "before the outage")
+        history.add_message(conversation.id, "assistant", "noted", status="complete")
+        env.fake.script(Reply(text="got it after the outage"))
+        app = make(env.vault)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await until(pilot, lambda: "noted" in texts(app, AssistantBubble))
+            own_cluster.stop("immediate")
+            composer = app.query_one("#composer")
+            composer.load_text("sent while the server is away")
+            await pilot.press("enter")  # crashed the app (issue 35): recent_messages on the UI thread
+            await until(pilot, lambda: "waiting for the database server" in status_text(app))
+            assert app.is_running
+            line = status_text(app)
+            assert own_cluster.url("x").split("@")[1].split("/")[0] in line, line  # names the server
+            assert composer.text == "sent while the server is away"  # nothing typed is lost
+            assert not env.fake.chat_requests  # nothing went to the model before it was stored
+            own_cluster.start()
+            await until(pilot, lambda: "got it after the outage" in texts(app, AssistantBubble) and not app.turns)
+            assert composer.text == ""
+            stored = Message.select().where(Message.content == "sent while the server is away")
+            assert stored.count() == 1  # sent once, stored once
+    finally:
+        db.close()
+
+
+@pytest.mark.slow
+@ON_POSTGRESQL
+async def test_a_reply_cut_by_an_outage_is_marked_ended_when_the_server_returns(env, own_cluster):
+    db = _own_store(env)
+    try:
+        held = threading.Event()
+        words = "".join(f"w{i} " for i in range(200))
+        env.fake.script(Reply(text=words, chunk_size=4, chunk_delay_s=0.01, hold=held, hold_after_chunks=20))
+        app = make(env.vault)
+        async with app.run_test(size=(120, 40)) as pilot:
+            app.query_one("#composer").load_text("a long one")
+            await pilot.press("enter")
+            await until(pilot, lambda: any(b.text for b in app.query(AssistantBubble)))
+            await until(pilot, lambda: Message.select().where(Message.status == "streaming").count() == 1)
+            own_cluster.stop("immediate")
+            held.set()
+            await until(pilot, lambda: not app.turns)
+            assert app.is_running
+            own_cluster.start()
+            # Nothing else is done: the app finds the server back by itself and ends the row.
+            await until(pilot, lambda: Message.select().where(Message.role == "assistant").count() == 1)
+            await until(pilot, lambda: Message.select().where(Message.role == "assistant").get().status != "streaming")
+            assert Message.select().where(Message.role == "assistant").get().status == "error"
+    finally:
+        db.close()
+
+
+@ON_POSTGRESQL
+def test_a_read_on_a_connection_the_server_ended_goes_again_once_and_a_write_does_not(env):
+    import peewee as pw
+
+    db = Message._meta.database
+    conversation = history.new_conversation("kept")
+    pid = db.execute_sql("SELECT pg_backend_pid()").fetchone()[0]
+
+    def terminate() -> None:
+        import psycopg
+
+        with psycopg.connect(dbname=db.store_url.dbname, autocommit=True, **db.store_url.connect_args()) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+
+    terminate()
+    # "terminating connection due to administrator command" is found only when the connection is used:
+    assert history.get_conversation(conversation.id).title == "kept"  # the read went again, on a new one
+    pid = db.execute_sql("SELECT pg_backend_pid()").fetchone()[0]
+    terminate()
+    with pytest.raises(pw.OperationalError):
+        history.rename_conversation(conversation.id, "changed")  # a write is never sent twice
+    assert history.get_conversation(conversation.id).title == "kept"

@@ -1,0 +1,34 @@
+"""Following what other processes store, whatever the backend: on PostgreSQL a listener
+(pg_listen: LISTEN/NOTIFY on a connection of its own); a SQLite store has one machine and nothing to
+follow. The app asks here, never which backend it has."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tui_agent.core.store.pg_listen import Change, Listener
+
+
+def origin() -> str | None:
+    """What this process's own writes carry (its changes are skipped), or None when the store has
+    nothing to follow (SQLite)."""
+    from tui_agent.core.store.models import Message
+
+    url = getattr(Message._meta.database, "store_url", None)
+    if url is None or not url.is_postgresql:
+        return None
+    from tui_agent.core.store.pg import application_name
+
+    return application_name()
+
+
+def listen(on_change: Callable[[Change], None], *, alive: Callable[[], bool]) -> Listener:
+    """Start following (only when :func:`origin` is not None): ``on_change`` runs on the listener's thread."""
+    from tui_agent.core.store.models import Message
+    from tui_agent.core.store.pg import application_name
+    from tui_agent.core.store.pg_listen import Listener
+
+    url = Message._meta.database.store_url
+    return Listener(url, on_change, alive=alive, application_name=application_name() + " listen").start()
