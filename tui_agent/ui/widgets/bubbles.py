@@ -10,7 +10,6 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 
 from tui_agent.core.textsafe import visible
-from tui_agent.ui.markdown_text import parser
 from tui_agent.ui.reply_preview import INLINE_CLASSES, ReplyPreview, inline_css, preview
 from tui_agent.ui.warmup import markdown_ready
 from tui_agent.ui.widgets.alternatives import AlternativesBar
@@ -130,9 +129,9 @@ class AssistantBubble(Static):
         else:
             # Imported here: markdown-it and Textual's Markdown cost ~60 ms, not needed for an empty
             # first screen nor for replies drawn without it.
-            from textual.widgets import Markdown
+            from tui_agent.ui.widgets.reply_markdown import ReplyMarkdown
 
-            yield Markdown(visible(self.initial), classes="reply", parser_factory=parser)
+            yield ReplyMarkdown(visible(self.initial), classes="reply")
         if self.status not in ("complete", "streaming"):
             yield Static(visible(f"({self.status})"), classes="reply-status", markup=False)
 
@@ -160,7 +159,9 @@ class AssistantBubble(Static):
 
         for found in self.query(".reply").results(Markdown):
             return found
-        markdown = Markdown(visible(self.text), classes="reply", parser_factory=parser)
+        from tui_agent.ui.widgets.reply_markdown import ReplyMarkdown
+
+        markdown = ReplyMarkdown(visible(self.text), classes="reply")
         previews = list(self.query(ReplyPreview))
         statuses = list(self.query(".reply-status"))
         await self.mount(markdown, before=(previews or statuses or [None])[0])
