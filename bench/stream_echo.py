@@ -107,9 +107,7 @@ class TmuxScreen(Screen):
         self.session = f"echo{int(time.time() * 1000) % 10**8}"
         exports = " ".join(f"{k}={shlex_quote(v)}" for k, v in env.items())
         command = f"env {exports} {' '.join(shlex_quote(a) for a in argv)}"
-        subprocess.run(
-            ["tmux", "new-session", "-d", "-s", self.session, "-x", "120", "-y", "40", command], check=True
-        )
+        subprocess.run(["tmux", "new-session", "-d", "-s", self.session, "-x", "120", "-y", "40", command], check=True)
         self.screen = ""
         self.pid = int(self._tmux("display-message", "-p", "-t", self.session, "#{pane_pid}").strip())
 
@@ -151,7 +149,8 @@ def wait_shown(screen: Screen, text: bytes, since: int, timeout: float) -> float
     deadline = time.perf_counter() + timeout
     while not screen.shows(text, since):
         if time.perf_counter() > deadline:
-            raise TimeoutError(f"{text!r} not shown in {timeout} s")
+            tail = screen.app.plain[-800:] if hasattr(screen, "app") else screen.screen  # type: ignore[attr-defined]
+            raise TimeoutError(f"{text!r} not shown in {timeout} s; the screen ends with {tail!r}")
         screen.read(0.005)
     return time.perf_counter()
 
