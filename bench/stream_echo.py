@@ -13,6 +13,7 @@ Also used by bench/peers.py (the same measurement for other chat apps)."""
 from __future__ import annotations
 
 import argparse
+import itertools
 import shutil
 import statistics
 import subprocess
@@ -28,9 +29,19 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 from fake_openai import FakeOpenAI, Reply, markdown_tokens  # noqa: E402
 from pty_app import READY, PtyApp, make_vault  # noqa: E402
 
-# Typed one key at a time: letters no reply contains, so the composer showing the first n of them
-# can only be the n-th key's echo.
-TYPED = "qzjxkqvzjwxqkzvjqxwkzqjvxkwqzjxvkqwzjxkv" * 3
+# Typed one key at a time after a marker no reply contains ("ZZA", then "ZZB", ...: the composer is
+# emptied every ROUND keys), so the composer showing the marker and the first n keys can only be
+# the n-th key's echo.
+TYPED = "qzjxkqvzjwxqkzvjqxwkzqjvxkwqzjxvkqwzjxkv"
+ROUND = len(TYPED)
+
+
+def shown_after(keys: int) -> str:
+    """What the composer shows after ``keys`` measured keys (1-based)."""
+    r, n = divmod(keys - 1, ROUND)
+    return f"ZZ{chr(ord('A') + r % 26)}" + TYPED[: n + 1]
+
+
 END = "ENDOFREPLY"
 FIRST = b"Section 0"
 
@@ -70,7 +81,7 @@ class EchoRun:
 
         def at(t: float) -> float:
             marks = self.cpu_marks
-            for (t0, c0), (t1, c1) in zip(marks, marks[1:], strict=False):
+            for (t0, c0), (t1, c1) in itertools.pairwise(marks):
                 if t0 <= t <= t1:
                     return c0 + (c1 - c0) * ((t - t0) / (t1 - t0) if t1 > t0 else 0)
             return marks[-1][1] if t > marks[-1][0] else marks[0][1]
@@ -170,21 +181,25 @@ def type_during_reply(
     run.cpu_marks.append((run.first_words, screen.cpu_s()))
     pending: list[tuple[int, float, int]] = []  # (keys typed, typed at, screen mark)
     typed = 0
+    screen.type(shown_after(1)[:3].encode())  # the first marker, before the first measured key
     next_key = run.first_words + every
     end_seen: float | None = None
     while True:
         now = time.perf_counter()
         if end_seen is None and now >= next_key:
             typed += 1
+            if typed > 1 and (typed - 1) % ROUND == 0:  # empty the composer, then the next marker
+                screen.type(b"\x7f" * (ROUND + 3) + shown_after(typed)[:3].encode())
+                now = time.perf_counter()
             pending.append((typed, now, screen.mark()))
-            screen.type(TYPED[typed - 1].encode())
+            screen.type(shown_after(typed)[-1].encode())
             next_key += every
             run.cpu_marks.append((now, screen.cpu_s()))
         screen.read(0.003)
         found = time.perf_counter()
         for item in list(pending):
             count, at, mark = item
-            if screen.shows(TYPED[:count].encode(), mark):
+            if screen.shows(shown_after(count).encode(), mark):
                 run.echoes.append((at, found - at))
                 pending.remove(item)
         if end_seen is None and screen.shows(END.encode(), since):
@@ -193,8 +208,6 @@ def type_during_reply(
         if end_seen is not None and (not pending or found - end_seen > 2):
             run.missed = len(pending)
             return run
-        if typed >= len(TYPED):
-            raise RuntimeError("the reply outlasted the typed text: fewer keys or a shorter reply")
         if found - run.first_words > 600:
             raise TimeoutError("the reply did not end in 600 s")
 
@@ -223,6 +236,48 @@ def cpu_per_thousand(screen: Screen, fake: FakeOpenAI, *, tokens: int, rate: flo
     return {"start_s": first, "end_s": last, "reply_s": marks[-1][0] - start}
 
 
+def open_app(vault: Path, tmux: bool, pythonpath: str = "") -> Screen:
+    env = {"TUI_AGENT_VAULT": str(vault), **({"PYTHONPATH": pythonpath} if pythonpath else {})}
+    if tmux:
+        return TmuxScreen([sys.executable, "-m", "tui_agent"], {**env, "TERM": "xterm-256color"})
+    return Screen(PtyApp.agent(vault, env))
+
+
+def close(screen: Screen) -> None:
+    if isinstance(screen, TmuxScreen):
+        screen.close()
+    else:
+        screen.app.close()
+
+
+def measure_echo(
+    fake: FakeOpenAI, *, tokens: int, rate: float, every: float, tmux: bool, pythonpath: str = ""
+) -> EchoRun:
+    vault = make_vault(fake.base_url)
+    screen = open_app(vault, tmux, pythonpath)
+    try:
+        wait_shown(screen, READY, 0, 60)
+        time.sleep(1.5)
+        screen.read(0.01)
+        return type_during_reply(screen, fake, tokens=tokens, rate=rate, every=every)
+    finally:
+        close(screen)
+        shutil.rmtree(vault.parent, ignore_errors=True)
+
+
+def measure_cpu(fake: FakeOpenAI, *, tokens: int, rate: float, pythonpath: str = "") -> dict[str, float]:
+    vault = make_vault(fake.base_url)
+    screen = open_app(vault, False, pythonpath)
+    try:
+        wait_shown(screen, READY, 0, 60)
+        time.sleep(1.5)
+        screen.read(0.01)
+        return cpu_per_thousand(screen, fake, tokens=tokens, rate=rate)
+    finally:
+        close(screen)
+        shutil.rmtree(vault.parent, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tokens", type=int, default=8000)
@@ -231,30 +286,24 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--tmux", action="store_true", help="in tmux: send-keys and capture-pane")
     parser.add_argument("--cpu-tokens", type=int, default=0, help="also the CPU per 1,000 tokens of a reply this long")
+    parser.add_argument("--cpu-rate", type=float, default=1000.0)
+    parser.add_argument(
+        "--before", default="", help="also measure this checkout of tui-agent (PYTHONPATH), interleaved"
+    )
     args = parser.parse_args()
     fake = FakeOpenAI().start()
+    sides = [("after", "")] + ([("before", args.before)] if args.before else [])
     try:
         for _ in range(args.runs):
-            vault = make_vault(fake.base_url)
-            env = {"TUI_AGENT_VAULT": str(vault), "TERM": "xterm-256color"}
-            argv = [sys.executable, "-m", "tui_agent"]
-            screen: Screen = TmuxScreen(argv, env) if args.tmux else Screen(PtyApp.agent(vault))
-            try:
-                wait_shown(screen, READY, 0, 60)
-                time.sleep(1.5)
-                screen.read(0.01)
-                run = type_during_reply(screen, fake, tokens=args.tokens, rate=args.rate, every=args.every)
-                print({k: round(v, 1) for k, v in run.summary().items()}, flush=True)
+            for label, path in sides:
+                if args.tokens:
+                    run = measure_echo(
+                        fake, tokens=args.tokens, rate=args.rate, every=args.every, tmux=args.tmux, pythonpath=path
+                    )
+                    print(label, "echo", {k: round(v, 1) for k, v in run.summary().items()}, flush=True)
                 if args.cpu_tokens:
-                    time.sleep(1.0)
-                    cpu = cpu_per_thousand(screen, fake, tokens=args.cpu_tokens, rate=args.rate)
-                    print({k: round(v, 3) for k, v in cpu.items()}, flush=True)
-            finally:
-                if isinstance(screen, TmuxScreen):
-                    screen.close()
-                else:
-                    screen.app.close()
-                shutil.rmtree(vault.parent)
+                    cpu = measure_cpu(fake, tokens=args.cpu_tokens, rate=args.cpu_rate, pythonpath=path)
+                    print(label, "cpu", {k: round(v, 3) for k, v in cpu.items()}, flush=True)
     finally:
         fake.stop()
 

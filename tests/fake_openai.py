@@ -252,7 +252,7 @@ def markdown_tokens(count: int, end: str = " ENDOFREPLY") -> list[str]:
         section = "".join(part.format(n=n) for part in _MD_SECTIONS)
         pieces.extend(section[i : i + 4] for i in range(0, len(section), 4))
         n += 1
-    return pieces[: count - 1] + [end]
+    return [*pieces[: count - 1], end]
 
 
 if __name__ == "__main__":

@@ -119,3 +119,44 @@ async def test_a_streamed_reply_in_parts_looks_like_the_same_reply_in_one_widget
         await pilot.pause(0.2)
         assert len(whole.query(ReplyMarkdown)) == 1
         assert streamed.outer_size == whole.outer_size
+
+
+async def test_textual_markdown_contract_reply_markdown_relies_on():
+    """What ReplyMarkdown and ReplyStream take from Textual's Markdown (public names, but behaviour
+    that could change): mounting calls ``update()`` with the widget's text (``ready`` is set by
+    it), ``append()`` adds blocks after the last one (one widget per top-level block, in the order
+    block_starts finds them), and a block's top margin is in ``styles.margin``."""
+    from textual.app import App
+
+    from tui_agent.ui.widgets.reply_markdown import block_starts
+
+    class Host(App[None]):
+        pass
+
+    app = Host()
+    async with app.run_test(size=(80, 30)) as pilot:
+        made = ReplyMarkdown("first\n\n- a\n- b\n")
+        await app.screen.mount(made)
+        await pilot.pause()
+        assert made.ready.is_set()
+        assert [type(b).__name__ for b in made.children] == ["MarkdownParagraph", "MarkdownBulletList"]
+        empty = ReplyMarkdown()
+        await app.screen.mount(empty)
+        await empty.ready.wait()
+        text = "# Title\n\npara\n\n- one\n- two\n\n```\ncode\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n> quote\n"
+        await empty.append(text[:30])
+        await empty.append(text[30:])
+        await pilot.pause()
+        kinds = [type(b).__name__ for b in empty.children]
+        assert kinds == [
+            "MarkdownH1",
+            "MarkdownParagraph",
+            "MarkdownBulletList",
+            "MarkdownFence",
+            "MarkdownTable",
+            "MarkdownBlockQuote",
+        ]
+        assert len(block_starts(text)) == len(kinds)
+        assert empty.children[-1].has_class("-last") and not empty.children[0].has_class("-last")
+        margins = [b.styles.margin.top for b in empty.children]
+        assert margins[1] == 0 and margins[3] > 0 and margins[5] > 0  # what a split point is chosen by
