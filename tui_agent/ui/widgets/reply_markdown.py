@@ -62,6 +62,7 @@ class ReplyMarkdown(Markdown):
 
 
 SEAL_AFTER_BLOCKS = 16
+READY_POLL_S = 0.5
 
 
 class ReplyStream:
@@ -91,7 +92,7 @@ class ReplyStream:
         self._pending: list[str] = []
         self._wake = asyncio.Event()
         self._stopping = False
-        self._text = first.source  # the text of the growing part
+        self._text: str | None = None  # the text of the growing part (read once it is parsed)
         self._task = asyncio.create_task(self._run())
 
     async def write(self, fragment: str) -> None:
@@ -114,9 +115,11 @@ class ReplyStream:
             self._wake.clear()
             text = "".join(self._pending)
             self._pending.clear()
+            if text and not await _ready(self.live):
+                self._pending.clear()  # the reply left the screen (another conversation): nothing to draw
+                return
             if text:
-                await self.live.ready.wait()
-                self._text += text
+                self._text = (self.live.source if self._text is None else self._text) + text
                 await self.live.append(text)
                 if len(self.live.children) > SEAL_AFTER_BLOCKS:
                     await self._seal()
@@ -125,7 +128,7 @@ class ReplyStream:
 
     async def _seal(self) -> None:
         blocks = self.live.children
-        starts = block_starts(self._text)  # the line each block starts on: one per widget, in order
+        starts = block_starts(self._text or "")  # the line each block starts on: one per widget, in order
         if len(starts) != len(blocks):
             return  # not the blocks Markdown made of this text (never seen): no split
         # The last finished block the part can be split before (the growing block can still change
@@ -135,7 +138,7 @@ class ReplyStream:
         if split == 0:
             return
         moved = list(blocks[split:])
-        lines = self._text.splitlines(keepends=True)
+        lines = (self._text or "").splitlines(keepends=True)
         tail = "".join(lines[starts[split] :])
         # Made empty and appended to: Markdown built with text takes its last line for the start of
         # the growing block (update() sets where the next append parses from), which would cut a
@@ -143,13 +146,26 @@ class ReplyStream:
         part = ReplyMarkdown(classes=" ".join(self.live.classes))
         with self.bubble.app.batch_update():  # no frame shows the moved blocks twice, or not at all
             await self.bubble.mount(part, after=self.live)
-            await part.ready.wait()
+            if not await _ready(part):
+                return
             await part.append(tail)
             await self.live.remove_children(moved)
             self.live.seal()
         self.live = part
         self._text = tail
         self.parts.append(part)
+
+
+async def _ready(part: ReplyMarkdown) -> bool:
+    """Wait until ``part`` has parsed the text it was made with; False once it is off the screen."""
+    while not part.ready.is_set():
+        if part.is_mounted and not part.is_attached:  # mounted, then removed with its bubble
+            return False
+        try:
+            await asyncio.wait_for(part.ready.wait(), READY_POLL_S)
+        except TimeoutError:
+            continue
+    return part.is_attached
 
 
 def block_starts(text: str) -> list[int]:
