@@ -139,7 +139,7 @@ class TmuxScreen(Screen):
         return text.decode() in self.screen
 
     def read(self, timeout: float) -> bool:
-        time.sleep(min(timeout, 0.005))
+        time.sleep(min(max(timeout, 0.02), 0.02))  # capture-pane is a process: not too often
         self.screen = self._tmux("capture-pane", "-p", "-t", self.session)
         return True
 
