@@ -42,6 +42,7 @@ class Reply:
     tokens: list[str] | None = None  # explicit stream pieces (overrides chunk_size)
     hold: threading.Event | None = None  # wait (up to 300 s) for this before the finishing chunk
     hold_after_chunks: int | None = None  # with hold: wait before this chunk instead (mid-reply)
+    tokens_per_s: float = 0.0  # pace the text pieces at this rate from the first (0: as fast as it can)
 
 
 def png_bytes(color: tuple[int, int, int] = (200, 30, 30), size: tuple[int, int] = (16, 12)) -> bytes:
@@ -121,11 +122,13 @@ class FakeOpenAI:
         self.headers: list[dict[str, str]] = []  # of every request, in order (GET and POST)
         self.first_request_at: float | None = None
         self.stream_ended_at: float | None = None
+        self.stream_started_at: float | None = None  # perf_counter of the last reply's first chunk
         self.default_text = "ok"
         # Extra endpoints (a server's own model endpoints): (method, path) -> body -> (status, JSON).
         self.routes: dict[tuple[str, str], Any] = {}
         # usage.prompt_tokens of a reply from the request body (default: 10).
         self.prompt_tokens: Any = None
+        self.default_reply: Reply | None = None  # answers every unscripted request (default_text if None)
         self.lock = threading.Lock()
         self.server = ThreadingHTTPServer((host, port), self._handler())
         self.server.daemon_threads = True
@@ -153,7 +156,9 @@ class FakeOpenAI:
 
     def _next(self, queue: deque[Reply]) -> Reply:
         with self.lock:
-            return queue.popleft() if queue else Reply(text=self.default_text)
+            if queue:
+                return queue.popleft()
+            return self.default_reply or Reply(text=self.default_text)
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
@@ -268,8 +273,13 @@ class FakeOpenAI:
                 self.send_header("Connection", "close")
                 self.end_headers()
                 chunks = list(_chunks(reply, model, prompt_tokens))
+                started = fake.stream_started_at = time.perf_counter()
                 try:
                     for index, chunk in enumerate(chunks):
+                        if reply.tokens_per_s and index:  # against a schedule: sleeps do not add up
+                            ahead = started + (index - 1) / reply.tokens_per_s - time.perf_counter()
+                            if ahead > 0:
+                                time.sleep(ahead)
                         if reply.drop_after_chunks is not None and index >= reply.drop_after_chunks:
                             self.wfile.flush()
                             self.connection.shutdown(2)
@@ -384,12 +394,45 @@ def _chunks(reply: Reply, model: str, prompt_tokens: int = 10) -> Any:
     }
 
 
+# Pieces of a model's Markdown reply: headings, paragraphs with inline styles and links, lists,
+# code blocks, tables and quotes, as a long answer has them.
+_MD_SECTIONS = (
+    "## Section {n}: what changes\n\n",
+    "The **cache** keeps each *finished* block, and only the `last` one is parsed again; see"
+    " [the notes](https://example.org/notes/{n}) for why. A reply of this size arrives in seconds"
+    " from a fast provider, so every frame counts.\n\n",
+    "- first point of list {n}, with `inline code`\n- second point, **bold** and *italic*\n"
+    "- third point: a longer item that wraps over the end of a line in a narrow terminal window\n\n",
+    "```python\ndef step_{n}(items):\n    total = 0\n    for item in items:\n        total += item * {n}\n"
+    "    return total\n```\n\n",
+    "| column | value {n} | note |\n|---|---|---|\n| a | {n} | first |\n| b | {n}.5 | second |\n\n",
+    "> A quote in section {n}: the reader sees it as it comes, block after block.\n\n",
+    "1. one\n2. two, with a [link](https://example.org/{n})\n3. three\n\n",
+)
+
+
+def markdown_tokens(count: int, end: str = " ENDOFREPLY") -> list[str]:
+    """``count`` streamed pieces (about 4 characters each, like a model's tokens) of a long Markdown
+    reply, the last of them ``end``."""
+    pieces: list[str] = []
+    n = 0
+    while len(pieces) < count - 1:
+        section = "".join(part.format(n=n) for part in _MD_SECTIONS)
+        pieces.extend(section[i : i + 4] for i in range(0, len(section), 4))
+        n += 1
+    return [*pieces[: count - 1], end]
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--text", default="", help="answer every message with this text (no demo)")
+    parser.add_argument("--markdown", type=int, metavar="TOKENS", help="answer with a Markdown reply this long")
+    parser.add_argument("--rate", type=float, default=400.0, help="tokens per second of --markdown (0: at once)")
     options = parser.parse_args()
-    fake = FakeOpenAI(port=options.port, demo=not options.text)
+    fake = FakeOpenAI(port=options.port, demo=not (options.text or options.markdown))
     fake.default_text = options.text or "ok"
+    if options.markdown:
+        fake.default_reply = Reply(tokens=markdown_tokens(options.markdown), tokens_per_s=options.rate)
     print(fake.base_url, flush=True)
     fake.server.serve_forever()

@@ -10,7 +10,6 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 
 from tui_agent.core.textsafe import visible
-from tui_agent.ui.markdown_text import parser
 from tui_agent.ui.reply_preview import INLINE_CLASSES, ReplyPreview, inline_css, preview
 from tui_agent.ui.warmup import markdown_ready
 from tui_agent.ui.widgets.alternatives import AlternativesBar
@@ -18,10 +17,9 @@ from tui_agent.ui.widgets.carousel import ImageCarousel
 
 if TYPE_CHECKING:
     from textual.content import Content
-    from textual.widgets import Markdown
-    from textual.widgets.markdown import MarkdownStream
 
     from tui_agent.ui.widgets.long_text import LongText
+    from tui_agent.ui.widgets.reply_markdown import ReplyMarkdown, ReplyStream
     from tui_agent.ui.widgets.thinking import ThinkingBlock
 
 LONG_LINES = 2_000  # replies longer than this are shown as windowed plain text, not Markdown
@@ -96,7 +94,7 @@ class AssistantBubble(Static):
         self.message_id = message_id
         self.thinking = thinking
         self.alternatives = alternatives or []
-        self._stream: MarkdownStream | None = None
+        self._stream: ReplyStream | None = None
         self._parts: list[str] = []
         self._long: LongText | None = None
         self._chars = len(text)
@@ -130,9 +128,9 @@ class AssistantBubble(Static):
         else:
             # Imported here: markdown-it and Textual's Markdown cost ~60 ms, not needed for an empty
             # first screen nor for replies drawn without it.
-            from textual.widgets import Markdown
+            from tui_agent.ui.widgets.reply_markdown import ReplyMarkdown
 
-            yield Markdown(visible(self.initial), classes="reply", parser_factory=parser)
+            yield ReplyMarkdown(visible(self.initial), classes="reply")
         if self.status not in ("complete", "streaming"):
             yield Static(visible(f"({self.status})"), classes="reply-status", markup=False)
 
@@ -152,15 +150,16 @@ class AssistantBubble(Static):
             self.update("")
             await self.mount(ReplyPreview(visible(self.text), classes="reply"))
 
-    async def upgrade(self) -> Markdown:
-        """The reply as a Markdown widget (in place of its preview, if it has one)."""
-        from textual.widgets import Markdown
+    async def upgrade(self) -> ReplyMarkdown:
+        """The reply as a Markdown widget (in place of its preview, if it has one); the first part of
+        a streamed reply."""
+        from tui_agent.ui.widgets.reply_markdown import ReplyMarkdown
 
         await self._unfold()
 
-        for found in self.query(".reply").results(Markdown):
+        for found in self.query(".reply").results(ReplyMarkdown):
             return found
-        markdown = Markdown(visible(self.text), classes="reply", parser_factory=parser)
+        markdown = ReplyMarkdown(visible(self.text), classes="reply")
         previews = list(self.query(ReplyPreview))
         statuses = list(self.query(".reply-status"))
         await self.mount(markdown, before=(previews or statuses or [None])[0])
@@ -207,10 +206,10 @@ class AssistantBubble(Static):
                     shown.first().update(content)
                     await spinners.remove()
                     return
-            from textual.widgets import Markdown
+            from tui_agent.ui.widgets.reply_markdown import ReplyStream
 
             upgraded = bool(shown)  # Markdown from here on, built from the whole text so far (this fragment too)
-            self._stream = Markdown.get_stream(await self.upgrade())
+            self._stream = ReplyStream(self, await self.upgrade())
             if upgraded:
                 await spinners.remove()
                 return
@@ -238,7 +237,11 @@ class AssistantBubble(Static):
             self._stream = None
         self.initial = ""
         self._parts.clear()
-        await (await self.upgrade()).update("")
+        first = await self.upgrade()
+        for part in list(self.query(".reply"))[1:]:  # the later parts of a streamed reply
+            await part.remove()
+        first.sealed = False
+        await first.update("")
 
     async def finish(self, status: str) -> None:
         for block in self.query(".thinking-block"):
