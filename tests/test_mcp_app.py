@@ -135,7 +135,7 @@ def test_real_terminal_quit_and_sighup_leave_no_child(env, tmp_path, pids):
 
 
 async def test_mcp_server_time_in_the_app(env):
-    """The reference time server from PyPI, added as the README says (policy ask), used in the app."""
+    """The reference time server from PyPI, added as the manual says (docs/tools.md; policy ask), used in the app."""
     if shutil.which("mcp-server-time") is None:
         pytest.skip("needs mcp-server-time: pip install mcp-server-time")
     mcp_config.add_server(

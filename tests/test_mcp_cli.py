@@ -135,7 +135,7 @@ def test_ask_with_a_dead_server_still_answers(env):
 
 
 def test_mcp_server_time_from_pypi(env):
-    """mcp-server-time (the reference 'time' server, PyPI), configured as the README says."""
+    """mcp-server-time (the reference 'time' server, PyPI), configured as the manual says (docs/tools.md)."""
     command = shutil.which("mcp-server-time")
     if command is None:
         pytest.skip("needs mcp-server-time: pip install mcp-server-time")

@@ -1,6 +1,6 @@
 """A third-party tool package, installed with pip, registers its tool through the ``tui_agent.tools``
 entry point group: ``tui-agent tool --list`` shows it, ``tui-agent tool`` runs it, and the loop
-sends its schema to the model and runs the call the model makes (README: Tools, Plugins)."""
+sends its schema to the model and runs the call the model makes (docs/tools.md: Plugins)."""
 
 from __future__ import annotations
 
