@@ -8,46 +8,17 @@ import json
 import pytest
 from fake_openai import Reply, png_bytes
 from helpers import rows
+from pilot_helpers import children, make, send, settle
 from textual.widgets import Collapsible, Input, ListView
 
 from tui_agent.core import profiles
 from tui_agent.core.store import history
-from tui_agent.ui.app import AgentApp
 from tui_agent.ui.screens.dialogs import ApprovalScreen
 from tui_agent.ui.widgets import chat_log as chat_log_module
 from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard, UserBubble
 from tui_agent.ui.widgets.carousel import ImageCarousel
 from tui_agent.ui.widgets.chat_log import PAGE
 from tui_agent.ui.widgets.tool_block import ToolBlock, ToolResultView
-
-
-def make(env, **kwargs) -> AgentApp:
-    kwargs.setdefault("check_endpoint", False)
-    return AgentApp(env.vault, images="halfcell", clock=lambda: 0.0, animate=False, **kwargs)
-
-
-async def send(app, pilot, text: str, *, wait: bool = True) -> None:
-    app.conversation_view.composer.load_text(text)
-    await pilot.press("enter")
-    for _ in range(100):  # the app took it (a turn started, or the composer was emptied)...
-        if app.turns or not app.conversation_view.composer.text:
-            break
-        await pilot.pause(0.01)
-    if wait:
-        await settle(app, pilot)  # ...before waiting for its turn to end
-
-
-async def settle(app, pilot, timeout: float = 15.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        await pilot.pause(0.05)
-        if not app.turns:
-            await pilot.pause()
-            return
-    raise AssertionError("turn did not finish")
-
-
-def children(app, kind):
-    return list(app.conversation_view.chat_log.query(kind))
 
 
 async def test_plain_reply(env):

@@ -10,6 +10,7 @@ import json
 import pytest
 from fake_openai import png_bytes
 from PIL import Image
+from pilot_helpers import make
 
 from tui_agent.core.store import history
 from tui_agent.ui.app import AgentApp
@@ -17,10 +18,6 @@ from tui_agent.ui.images import fit
 from tui_agent.ui.widgets.carousel import ImageCarousel
 
 SIZE = (120, 40)
-
-
-def make(env) -> AgentApp:
-    return AgentApp(env.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
 
 
 def image_conversation(env, sizes=((64, 40), (40, 64)), missing: int | None = None) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from fake_openai import Reply
-from test_follow import make, on_screen, until
+from pilot_helpers import make, on_screen, until
 
 from tui_agent.core.store import history
 from tui_agent.ui.widgets.alternatives import AlternativesBar

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from fake_openai import Reply
-from test_message_actions import make, send
+from pilot_helpers import make, send
 
 from tui_agent.ui.widgets.bubbles import UserBubble
 

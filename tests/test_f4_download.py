@@ -3,9 +3,8 @@ copy, and says where (issue 25, item 3)."""
 
 from __future__ import annotations
 
-from test_carousel import image_conversation, make
-from test_follow import until
-from test_image_viewer import notifications
+from pilot_helpers import make, notifications, until
+from test_carousel import image_conversation
 
 
 async def test_f4_saves_the_real_bytes_and_never_overwrites(env, tmp_path, monkeypatch):

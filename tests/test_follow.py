@@ -5,14 +5,10 @@ from __future__ import annotations
 
 import pytest
 from fake_openai import Reply
+from pilot_helpers import make, on_screen, until
 
 from tui_agent.core.store import history
-from tui_agent.ui.app import AgentApp
 from tui_agent.ui.widgets.bubbles import AssistantBubble, UserBubble
-
-
-def make(env) -> AgentApp:
-    return AgentApp(env.vault, check_endpoint=False, images="halfcell", clock=lambda: 0.0, animate=False)
 
 
 def long_chat(lines: int = 8) -> int:
@@ -21,20 +17,6 @@ def long_chat(lines: int = 8) -> int:
         body = "\n\n".join(f"line {j} of message {i}" for j in range(lines))
         history.add_message(conversation.id, "user" if i % 2 == 0 else "assistant", body)
     return conversation.id
-
-
-async def until(pilot, condition, timeout: float = 20.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        if condition():
-            return
-        await pilot.pause(0.05)
-    assert condition()
-
-
-def on_screen(app, widget) -> bool:
-    log = app.conversation_view.chat_log
-    region = widget.region
-    return widget.is_attached and region.height > 0 and log.region.contains_region(region)
 
 
 async def type_and_send(app, pilot, text: str) -> None:

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_app import make
+from pilot_helpers import make
 
 from tui_agent.ui import gc_tuning, warmup
 

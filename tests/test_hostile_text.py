@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from fake_openai import Reply
 from mcp_servers.hostile_server import HOSTILE
-from test_textsafe import Tmux, quit_app, tmux_available
+from tmux_helpers import Tmux, quit_app, tmux_available
 
 from tui_agent.core import profiles
 from tui_agent.core.mcp import config as mcp_config
@@ -193,7 +193,7 @@ def test_the_app_draws_hostile_text_only_as_text(env, tmp_path):
 async def test_every_widget_of_the_hostile_conversation_renders_text_only(env):
     """The same vault on a Pilot screen, every collapsible open (thinking, tool blocks), the
     sidebar shown: no widget renders a control character or a bidi override."""
-    from test_textsafe import screen_text
+    from pilot_helpers import screen_text
     from textual.widgets import Collapsible
 
     from tui_agent.ui.app import AgentApp

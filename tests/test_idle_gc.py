@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 from fake_openai import Reply
-from test_app import make, send, settle
+from pilot_helpers import make, send, settle
 
 from tui_agent.ui import gc_tuning
 

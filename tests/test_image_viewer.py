@@ -7,15 +7,12 @@ import stat
 from pathlib import Path
 
 import pytest
-from test_carousel import image_conversation, make, settle
+from pilot_helpers import make, notifications
+from test_carousel import image_conversation, settle
 
 from tui_agent.ui import image_open
 from tui_agent.ui.screens.image_viewer import ImageViewerScreen
 from tui_agent.ui.widgets.carousel import ImageCarousel
-
-
-def notifications(app) -> list[str]:
-    return list(app.__dict__.get("notices_seen", []))
 
 
 async def open_viewer(app, pilot) -> ImageViewerScreen:

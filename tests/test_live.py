@@ -9,11 +9,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 from fake_openai import Reply
+from pilot_helpers import make, until
 
 from tui_agent.core.store import history, location
 from tui_agent.core.store.models import Message
@@ -23,21 +23,6 @@ from tui_agent.ui.live_updates import RUNNING_ELSEWHERE
 from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard, UserBubble
 
 ON_POSTGRESQL = pytest.mark.parametrize("store_backend", ["postgresql"], indirect=True)
-
-
-def make(vault: Vault) -> AgentApp:
-    return AgentApp(vault, check_endpoint=False, images="halfcell", clock=lambda: 0.0, animate=False)
-
-
-async def until(pilot, condition, timeout: float = 30.0) -> float:
-    """Wait for ``condition``; the time it took."""
-    start = time.monotonic()
-    while time.monotonic() - start < timeout:
-        if condition():
-            return time.monotonic() - start
-        await pilot.pause(0.02)
-    assert condition()
-    return time.monotonic() - start
 
 
 def texts(app: AgentApp, kind: type) -> list[str]:

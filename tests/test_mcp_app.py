@@ -13,7 +13,7 @@ import time
 import pytest
 from fake_openai import Reply
 from mcp_helpers import add_fixture, alive, my_children_running, started_pids, wait_gone
-from test_app import make, send
+from pilot_helpers import make, send, until
 from textual.widgets import Switch
 
 from tui_agent.core.mcp import config as mcp_config
@@ -31,14 +31,6 @@ def pids(tmp_path, monkeypatch):
     return path
 
 
-async def wait_until(pilot, condition, timeout: float = 60.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        if condition():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError("condition not met in time")
-
-
 async def test_servers_start_after_the_first_paint_and_calls_ask_in_the_modal(env, pids):
     add_fixture(policy="ask")
     mcp_config.set_policy("fx", "auto", tool="picture")
@@ -51,15 +43,15 @@ async def test_servers_start_after_the_first_paint_and_calls_ask_in_the_modal(en
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         assert app.mcp.states() == {}  # nothing started during the first paint
-        await wait_until(pilot, lambda: app.mcp.states().get("fx", ("",))[0] == "ready")
+        await until(pilot, lambda: app.mcp.states().get("fx", ("",))[0] == "ready")
         assert "echo" in app.registry
         app.conversation_view.composer.load_text("echo please")
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         assert "Run tool 'echo' of MCP server 'fx'" in app.screen.question
-        await wait_until(pilot, lambda: app.screen.armed)  # keys in the modal's first 0.5 s are ignored
+        await until(pilot, lambda: app.screen.armed)  # keys in the modal's first 0.5 s are ignored
         await pilot.press("y")
-        await wait_until(pilot, lambda: not app.turns)
+        await until(pilot, lambda: not app.turns)
         tool_message = env.fake.chat_requests[1]["messages"][-1]
         assert "echo: from the app" in tool_message["content"]
         await send(app, pilot, "draw")
@@ -75,8 +67,8 @@ async def test_sidebar_lists_servers_and_the_switch_stops_one(env, pids):
     add_fixture("crashes", "--die-on-start")
     app = make(env)
     async with app.run_test(size=(140, 50)) as pilot:
-        await wait_until(pilot, lambda: app.mcp.states().get("fx", ("",))[0] == "ready")
-        await wait_until(pilot, lambda: app.mcp.states().get("crashes", ("",))[0] == "failed")
+        await until(pilot, lambda: app.mcp.states().get("fx", ("",))[0] == "ready")
+        await until(pilot, lambda: app.mcp.states().get("crashes", ("",))[0] == "failed")
         await pilot.press("ctrl+b")
         await pilot.pause()
         fx_state = str(app.query_one("#mcp-state-fx").render())
@@ -87,11 +79,11 @@ async def test_sidebar_lists_servers_and_the_switch_stops_one(env, pids):
         switch = app.query_one("#mcp-switch-fx", Switch)
         assert switch.value is True
         switch.value = False
-        await wait_until(pilot, lambda: "fx" not in app.mcp.states())
+        await until(pilot, lambda: "fx" not in app.mcp.states())
         assert str(app.query_one("#mcp-state-fx").render()) == "fx · off"
         assert "echo" not in app.registry
         assert mcp_config.get_server("fx", env.profile).enabled is False
-        await wait_until(pilot, lambda: not any(alive(pid) for pid in started_pids(pids)), timeout=30)
+        await until(pilot, lambda: not any(alive(pid) for pid in started_pids(pids)), timeout=30)
         # a failure was shown once, as a notification
         notices = app.notices_seen
         assert sum("MCP server crashes could not start" in m for m in notices) == 1
@@ -101,10 +93,10 @@ async def test_sigterm_ends_the_app_and_its_servers(env, pids):
     add_fixture()
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: app.mcp.states().get("fx", ("",))[0] == "ready")
+        await until(pilot, lambda: app.mcp.states().get("fx", ("",))[0] == "ready")
         app.mcp.install_signal_handlers()  # run_test runs in the main thread's loop here
         os.kill(os.getpid(), signal.SIGTERM)
-        await wait_until(pilot, lambda: not app.is_running or app._exit_renderables is not None, timeout=20)
+        await until(pilot, lambda: not app.is_running or app._exit_renderables is not None, timeout=20)
     assert wait_gone(started_pids(pids)) == []
 
 
@@ -148,15 +140,15 @@ async def test_mcp_server_time_in_the_app(env):
     )
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: app.mcp.states().get("time", ("",))[0] == "ready")
+        await until(pilot, lambda: app.mcp.states().get("time", ("",))[0] == "ready")
         assert len(my_children_running("mcp-server-time")) == 1
         app.conversation_view.composer.load_text("time in Tokyo?")
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         assert "Run tool 'get_current_time' of MCP server 'time'" in app.screen.question
-        await wait_until(pilot, lambda: app.screen.armed)  # keys in the modal's first 0.5 s are ignored
+        await until(pilot, lambda: app.screen.armed)  # keys in the modal's first 0.5 s are ignored
         await pilot.press("y")
-        await wait_until(pilot, lambda: not app.turns)
+        await until(pilot, lambda: not app.turns)
         view = list(app.conversation_view.chat_log.query(ToolResultView))[-1]
         assert view.block.title == "Tool result · get_current_time · ✓ ok"
         fed_back = env.fake.chat_requests[1]["messages"][-1]

@@ -166,7 +166,7 @@ async def test_tool_count_and_schema_size_are_capped_with_a_note(env):
 
 
 async def test_the_approval_dialog_shows_every_argument_and_reveals_hidden_characters(env):
-    from test_textsafe import screen_text
+    from pilot_helpers import screen_text
 
     from tui_agent.ui.app import AgentApp
     from tui_agent.ui.screens.approval import ApprovalScreen

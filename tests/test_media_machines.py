@@ -271,7 +271,7 @@ async def test_a_picture_attached_in_a_shows_in_b(env, tmp_path):
 async def test_f4_in_b_saves_a_picture_made_in_a_even_when_not_cached(env, tmp_path, monkeypatch):
     """F4 reads the picture through the same helper: gone from B's cache (cleared by hand while the
     app runs), it is fetched again, and the copy holds A's bytes."""
-    from test_follow import until
+    from pilot_helpers import until
 
     home = tmp_path / "home"
     home.mkdir()

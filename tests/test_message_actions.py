@@ -8,32 +8,13 @@ import base64
 import pytest
 from fake_openai import Reply
 from helpers import rows
+from pilot_helpers import make, send, settle
 
 from tui_agent.core.store import branches, history
-from tui_agent.ui.app import AgentApp
 from tui_agent.ui.widgets.alternatives import AlternativesBar
 from tui_agent.ui.widgets.bubbles import AssistantBubble, UserBubble
 
 REPLY = "Here:\n\n```python\nprint('hi')\n```\n\nand\n\n```sh\nls -l\n```\n"
-
-
-def make(env) -> AgentApp:
-    return AgentApp(env.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
-
-
-async def settle(app, pilot, timeout: float = 15.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        await pilot.pause(0.05)
-        if not app.turns:
-            await pilot.pause()
-            return
-    raise AssertionError("turn did not finish")
-
-
-async def send(app, pilot, text: str) -> None:
-    app.conversation_view.composer.load_text(text)
-    await pilot.press("enter")
-    await settle(app, pilot)
 
 
 def capture_terminal(app) -> list[str]:

@@ -8,6 +8,7 @@ import json
 import pytest
 from fake_openai import Reply
 from helpers import done, rows, run_turn
+from pilot_helpers import make, send, settle
 from textual.widgets import Input, Markdown, TextArea
 
 from tui_agent.core import profiles, settings
@@ -18,26 +19,6 @@ from tui_agent.ui.commands import ACTIONS, HistorySearch
 from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard, UserBubble
 from tui_agent.ui.widgets.composer import SlashHints
 from tui_agent.ui.widgets.tool_block import ToolResultView
-
-
-def make(env, **kwargs) -> AgentApp:
-    kwargs.setdefault("check_endpoint", False)
-    return AgentApp(env.vault, images="halfcell", clock=lambda: 0.0, animate=False, **kwargs)
-
-
-async def send(app, pilot, text: str) -> None:
-    app.conversation_view.composer.load_text(text)
-    await pilot.press("enter")
-    await settle(app, pilot)
-
-
-async def settle(app, pilot, timeout: float = 20.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        await pilot.pause(0.05)
-        if not app.turns:
-            await pilot.pause()
-            return
-    raise AssertionError("turn did not finish")
 
 
 def status(app) -> str:

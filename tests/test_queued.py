@@ -7,7 +7,7 @@ import threading
 
 import pytest
 from fake_openai import Reply
-from test_follow import make, until
+from pilot_helpers import make, until
 
 from tui_agent.ui.widgets.bubbles import UserBubble
 

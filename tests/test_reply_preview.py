@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from test_app import make, settle
+from pilot_helpers import make, settle
 from textual.app import App, ComposeResult
 from textual.widgets import Markdown
 

@@ -10,7 +10,7 @@ import pickle
 import pytest
 from fake_openai import Reply
 from helpers import make_loop, rows
-from test_app import make, settle
+from pilot_helpers import make, settle
 from textual.widget import Widget
 
 from tui_agent.core import events as ev

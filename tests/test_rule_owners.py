@@ -3,25 +3,13 @@ parsing (with /help and /new) are core's; the TUI's composer asks core, as the l
 
 from __future__ import annotations
 
+from pilot_helpers import make, until
 from textual.app import App  # noqa: F401 - loaded first, so conftest's notices_kept records notifications
 from textual.widgets import Static
 
 from tui_agent.core import slash
 from tui_agent.core.limits import MAX_MESSAGE_CHARS, message_too_long
 from tui_agent.core.store import history
-from tui_agent.ui.app import AgentApp
-
-
-def make(env) -> AgentApp:
-    return AgentApp(env.vault, images="halfcell", check_endpoint=False, clock=lambda: 0.0, animate=False)
-
-
-async def wait_for(pilot, condition, timeout: float = 10.0) -> None:
-    for _ in range(int(timeout / 0.02)):
-        if condition():
-            return
-        await pilot.pause(0.02)
-    raise AssertionError("condition not reached")
 
 
 def test_the_limit_is_one_rule() -> None:
@@ -36,7 +24,7 @@ async def test_the_composer_refuses_a_long_message_with_cores_reason(env) -> Non
     async with app.run_test(size=(120, 40)) as pilot:
         app.conversation_view.composer.load_text(text)
         await pilot.press("enter")
-        await wait_for(pilot, lambda: app.__dict__.get("notices_seen"))
+        await until(pilot, lambda: app.__dict__.get("notices_seen"))
         reason = message_too_long(text)
         assert reason is not None
         assert app.notices_seen == [reason[:1].upper() + reason[1:]]  # type: ignore[attr-defined]
@@ -50,9 +38,7 @@ async def test_help_is_read_as_cores_parser_reads_it(env) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         app.conversation_view.composer.load_text("/HELP")
         await pilot.press("enter")
-        await wait_for(
-            pilot, lambda: any("Keys" in str(w.render()) for w in app.conversation_view.chat_log.query(Static))
-        )
+        await until(pilot, lambda: any("Keys" in str(w.render()) for w in app.conversation_view.chat_log.query(Static)))
         assert not app.turns and app.conversation_view.composer.text == ""
     assert history.last_conversation() is None  # nothing stored, no conversation made
 
@@ -63,7 +49,7 @@ async def test_new_is_read_as_cores_parser_reads_it(env) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         app.conversation_view.composer.load_text("/New")
         await pilot.press("enter")
-        await wait_for(pilot, lambda: app.conversation_view.composer.text == "")
+        await until(pilot, lambda: app.conversation_view.composer.text == "")
         await pilot.pause()
         assert not app.turns and app.conversation_id is None
     assert history.last_conversation() is None

@@ -3,32 +3,19 @@ cancels the search before it, a page of hits newest first with title and date, o
 
 from __future__ import annotations
 
-import asyncio
 import threading
 
 import pytest
 from backends import BOTH_BACKENDS
 from history_filler import fill_store
+from pilot_helpers import make, until
 from store_rows import rows
 from textual.command import CommandInput, CommandList, CommandPalette
 
 from tui_agent.core.store import search as store_search
 from tui_agent.core.store import search_pg
-from tui_agent.ui.app import AgentApp
 
 pytestmark = BOTH_BACKENDS
-
-
-def make(env) -> AgentApp:
-    return AgentApp(env.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
-
-
-async def wait_until(pilot, condition, timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, "timed out"
-        await pilot.pause(0.02)
 
 
 def prompts(palette: CommandPalette) -> list[str]:
@@ -64,14 +51,14 @@ async def test_typing_cancels_the_search_before_and_never_waits_for_it(env, monk
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("ctrl+p")
-        await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette))
+        await until(pilot, lambda: isinstance(app.screen, CommandPalette))
         palette = app.screen
         await pilot.press("l", "o")
-        await wait_until(pilot, held.is_set)
+        await until(pilot, held.is_set)
         await pilot.press("r", "e", "m")  # while the search for "lo" still runs in its thread
         assert palette.query_one(CommandInput).value == "lorem"
-        await wait_until(pilot, told_to_stop.is_set)
-        await wait_until(pilot, lambda: any("[lorem]" in p for p in prompts(palette)))
+        await until(pilot, told_to_stop.is_set)
+        await until(pilot, lambda: any("[lorem]" in p for p in prompts(palette)))
         assert queries[0] == "lo" and queries[-1] == "lorem"
         assert not any("[lo]" in p for p in prompts(palette))
 
@@ -82,10 +69,10 @@ async def test_palette_shows_newest_hits_with_title_and_date_and_pages_on(env):
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("ctrl+p")
-        await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette))
+        await until(pilot, lambda: isinstance(app.screen, CommandPalette))
         palette = app.screen
         await pilot.press(*"lorem")
-        await wait_until(pilot, lambda: len(prompts(palette)) > store_search.PAGE)
+        await until(pilot, lambda: len(prompts(palette)) > store_search.PAGE)
         shown = prompts(palette)
         # Each hit: role and snippet, then the conversation's title, the date and the message id.
         first = shown[0]
@@ -98,15 +85,15 @@ async def test_palette_shows_newest_hits_with_title_and_date_and_pages_on(env):
         options = palette.query_one(CommandList)
         options.highlighted = store_search.PAGE
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette) and app.screen is not palette)
+        await until(pilot, lambda: isinstance(app.screen, CommandPalette) and app.screen is not palette)
         second = app.screen
-        await wait_until(pilot, lambda: len(prompts(second)) > store_search.PAGE)
+        await until(pilot, lambda: len(prompts(second)) > store_search.PAGE)
         ids = [int(p.rsplit("message ", 1)[1]) for p in prompts(second)[: store_search.PAGE]]
         assert ids == newest[store_search.PAGE : 2 * store_search.PAGE]
         options = second.query_one(CommandList)
         options.highlighted = 0
         await pilot.press("enter")
-        await wait_until(pilot, lambda: not isinstance(app.screen, CommandPalette))
-        await wait_until(pilot, lambda: app.conversation_id == 8)
+        await until(pilot, lambda: not isinstance(app.screen, CommandPalette))
+        await until(pilot, lambda: app.conversation_id == 8)
         found = app.conversation_view.chat_log.query(".-found")
         assert found.first().message_id == newest[store_search.PAGE]

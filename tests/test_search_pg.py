@@ -11,6 +11,7 @@ import psycopg
 import pytest
 from backends import BOTH_BACKENDS
 from history_filler import fill_store
+from pilot_helpers import until
 
 from tui_agent.core.store import history, location, search_pg
 from tui_agent.core.store import search as store_search
@@ -124,14 +125,6 @@ def test_a_window_reads_the_gin_index(env):
     assert len(page.hits) == 20 and page.complete and page.before is None
 
 
-async def wait_for(condition, timeout: float = 20.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, "timed out"
-        await asyncio.sleep(0.02)
-
-
 @ONLY_POSTGRESQL
 async def test_a_cancelled_search_stops_on_the_server(env, pg_url):
     """The palette cancels a search at the next key: on PostgreSQL the statement running is
@@ -151,11 +144,11 @@ async def test_a_cancelled_search_stops_on_the_server(env, pg_url):
 
         blocker.execute("LOCK TABLE messages IN ACCESS EXCLUSIVE MODE")
         task = asyncio.ensure_future(searcher.page("capybara"))
-        await wait_for(lambda: search_backend() == ("active", "Lock"))
+        await until(None, lambda: search_backend() == ("active", "Lock"))
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
-        await wait_for(lambda: search_backend() == ("idle", "Client"))  # while the lock is still held
+        await until(None, lambda: search_backend() == ("idle", "Client"))  # while the lock is still held
         blocker.rollback()
     page = await searcher.page("capybara")
     assert [h.message_id for h in page.hits] == [message.id]

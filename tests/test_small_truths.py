@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from fake_openai import Reply
-from test_follow import make, until
+from pilot_helpers import make, until
 
 from tui_agent.core import profiles
 from tui_agent.core.store import history

@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 
 from fake_openai import Reply, png_bytes
+from pilot_helpers import make
 
 from tui_agent.core import events as ev
 from tui_agent.core import profiles
 from tui_agent.core.store import history
-from tui_agent.ui.app import AgentApp
 from tui_agent.ui.turn_view import TurnView
 
 SIZE = (120, 40)
@@ -28,11 +28,6 @@ print(items[::-1])
 - slicing makes a copy
 - `reversed()` is lazy
 """
-
-
-def make(env, **kwargs) -> AgentApp:
-    kwargs.setdefault("check_endpoint", False)
-    return AgentApp(env.vault, images="halfcell", clock=lambda: 0.0, animate=False, **kwargs)
 
 
 async def wait_idle(pilot, app=None) -> None:

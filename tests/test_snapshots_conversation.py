@@ -3,14 +3,11 @@ snapshots/test_snapshots_conversation/). Plain `def` tests: snap_compare runs it
 
 from __future__ import annotations
 
+from pilot_helpers import make
+
 from tui_agent.core.store import branches, history
-from tui_agent.ui.app import AgentApp
 
 SIZE = (100, 30)
-
-
-def make(env) -> AgentApp:
-    return AgentApp(env.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
 
 
 def regenerated(env) -> None:

@@ -9,17 +9,13 @@ from __future__ import annotations
 import json
 
 from fake_openai import png_bytes
+from pilot_helpers import make
 
 from tui_agent.core import events as ev
 from tui_agent.core.store import history
-from tui_agent.ui.app import AgentApp
 from tui_agent.ui.turn_view import TurnView
 
 SIZE = (120, 40)
-
-
-def make(env) -> AgentApp:
-    return AgentApp(env.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
 
 
 def image_tool_conversation(env, output: dict, images: int = 0) -> None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from pilot_helpers import make
+
 from tui_agent.core.store import history
-from tui_agent.ui.app import AgentApp
 
 SIZE = (100, 24)
 
@@ -17,10 +18,6 @@ def reasoning_conversation() -> None:
         "**9.8** is bigger.",
         reasoning="Compare the tenths: 9.11 has 1 tenth, 9.8 has 8 tenths.\nSo 9.8 is greater.",
     )
-
-
-def make(env) -> AgentApp:
-    return AgentApp(env.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
 
 
 def test_thinking_collapsed_above_the_reply(env, snap_compare):

@@ -16,7 +16,7 @@ import pytest
 from rich.console import Console
 from rich.segment import ControlType, Segment
 from rich.style import Style
-from test_textsafe import Tmux, tmux_available
+from tmux_helpers import Tmux, tmux_available
 
 APP = Path(__file__).parent / "text_guard_app.py"
 

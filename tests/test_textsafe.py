@@ -7,8 +7,6 @@ write tmux's paste buffers or clear the screen, neither live nor when the conver
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 import time
@@ -16,6 +14,8 @@ from pathlib import Path
 
 import pytest
 from fake_openai import Reply
+from pilot_helpers import screen_text
+from tmux_helpers import Tmux, quit_app, tmux_available
 
 from tui_agent.core.store import history
 from tui_agent.core.textsafe import clipboard_text, has_controls, revealed, visible
@@ -94,66 +94,12 @@ async def test_the_app_never_renders_raw_controls(env):
             assert ESC not in text and "\x9b" not in text and BEL not in text
 
 
-def tmux_available() -> None:
-    if shutil.which("tmux") is None:
-        pytest.skip("needs tmux: apt-get install tmux")
-
-
-class Tmux:
-    """A private tmux server (own socket): its title and buffers are ours alone."""
-
-    def __init__(self, tmp_path: Path) -> None:
-        self.socket = f"polish-{os.getpid()}-{time.monotonic_ns()}"
-        self.session = "escape-test"
-
-    def __call__(self, *args: str) -> str:
-        return subprocess.run(
-            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=True, timeout=20
-        ).stdout
-
-    def screen(self) -> str:
-        return self("capture-pane", "-p", "-t", self.session)
-
-    def wait_for(self, text: str, timeout: float = 30.0) -> str:
-        deadline = time.monotonic() + timeout
-        screen = ""
-        while time.monotonic() < deadline:
-            screen = self.screen()
-            if text in screen:
-                return screen
-            time.sleep(0.2)
-        raise AssertionError(f"{text!r} never appeared on screen:\n{screen}")
-
-    def title(self) -> str:
-        return self("display-message", "-p", "-t", self.session, "#{pane_title}").strip()
-
-    def buffers(self) -> str:
-        return self("list-buffers")
-
-    def kill(self) -> None:
-        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=20)
-        socket = Path(os.environ.get("TMUX_TMPDIR", "/tmp")) / f"tmux-{os.getuid()}" / self.socket
-        socket.unlink(missing_ok=True)
-
-
 def start_app(tmux: Tmux, env, tmp_path: Path) -> None:
     command = f"cd {tmp_path} && TUI_AGENT_VAULT={env.vault.root} TERM=xterm-256color {sys.executable} -m tui_agent"
     tmux("new-session", "-d", "-s", tmux.session, "-x", "120", "-y", "40", command)
     tmux("set-option", "-t", tmux.session, "set-clipboard", "on")  # OSC 52 would land in the buffers
     tmux("set-option", "-t", tmux.session, "allow-rename", "on")
     tmux("set-option", "-t", tmux.session, "allow-passthrough", "on")
-
-
-def quit_app(tmux: Tmux) -> None:
-    tmux("send-keys", "-t", tmux.session, "C-q")
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        if subprocess.run(
-            ["tmux", "-L", tmux.socket, "has-session", "-t", tmux.session], capture_output=True
-        ).returncode:
-            return
-        time.sleep(0.2)
-    raise AssertionError("the app did not quit on Ctrl+Q")
 
 
 @pytest.mark.slow
@@ -199,18 +145,6 @@ async def test_file_names_in_the_attach_picker_are_shown_safely(env, tmp_path, m
         labels = [tree.render_label(node, tree.rich_style, tree.rich_style).plain for node in tree.root.children]
         assert any("evil␛]0;T" in label for label in labels), labels  # Rich itself drops BEL
         assert not any(ESC in label or BEL in label for label in labels)
-
-
-def screen_text(app: AgentApp) -> str:
-    """The screen as text: the SVG export's text runs, joined line by line."""
-    import html
-    import re
-
-    svg = app.export_screenshot()
-    lines: dict[float, list[str]] = {}
-    for match in re.finditer(r'<text[^>]*\by="([\d.]+)"[^>]*>([^<]*)</text>', svg):
-        lines.setdefault(float(match.group(1)), []).append(html.unescape(match.group(2)).replace("\xa0", " "))
-    return "\n".join("".join(parts) for _, parts in sorted(lines.items()))
 
 
 @pytest.mark.slow

@@ -7,7 +7,7 @@ import gc
 import weakref
 
 import pytest
-from test_app import make
+from pilot_helpers import make
 from textual.app import App, ComposeResult
 from textual.color import Color
 from textual.containers import Vertical, VerticalScroll

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from pilot_helpers import make
 from sse_replay import ReplayServer, held
 
-from tui_agent.ui.app import AgentApp
 from tui_agent.ui.commands import ACTIONS
 from tui_agent.ui.widgets.bubbles import AssistantBubble
 from tui_agent.ui.widgets.thinking import ThinkingBlock
@@ -21,10 +21,6 @@ def replay(env) -> Iterator[ReplayServer]:
     env.profile.save()
     yield server
     server.stop()
-
-
-def make(env) -> AgentApp:
-    return AgentApp(env.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
 
 
 async def run(app, pilot, text: str) -> None:

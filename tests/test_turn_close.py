@@ -91,7 +91,7 @@ async def test_an_unset_api_key_is_reported_and_the_welcome_line_comes_back(env,
     """The profile names an API key variable that is not set: the app starts and says so (it
     crashed right after the first paint), and a message that cannot go keeps its text and the
     empty conversation's welcome line."""
-    from test_app import children, make, send
+    from pilot_helpers import children, make, send
 
     from tui_agent.ui.widgets.bubbles import UserBubble
 

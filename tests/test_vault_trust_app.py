@@ -11,20 +11,13 @@ import json
 
 import pytest
 from fake_openai import Reply
+from pilot_helpers import send, until
 from test_vault_trust import SECRET, Clone, clone  # noqa: F401 - the fixture
 
 from tui_agent.core import trust
 from tui_agent.ui.run import make_app
 from tui_agent.ui.screens.trust import TrustScreen
 from tui_agent.ui.widgets.bubbles import ErrorCard
-
-
-async def wait_until(pilot, condition, timeout: float = 60.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        if condition():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError("condition not met in time")
 
 
 def start_in(cloned: Clone, monkeypatch: pytest.MonkeyPatch):
@@ -34,19 +27,12 @@ def start_in(cloned: Clone, monkeypatch: pytest.MonkeyPatch):
     return make_app(None, images="halfcell", check_endpoint=False, clock=lambda: 0.0, animate=False)
 
 
-async def send(app, pilot, text: str) -> None:
-    app.conversation_view.composer.load_text(text)
-    await pilot.press("enter")
-    await wait_until(pilot, lambda: app.turns or not app.conversation_view.composer.text)  # the app took it
-    await wait_until(pilot, lambda: not app.turns)
-
-
 @pytest.mark.slow
 async def test_not_now_runs_nothing_and_sends_no_key(clone, monkeypatch):  # noqa: F811
     monkeypatch.setattr(TrustScreen, "ARM_DELAY_S", 3.0)  # room for the typed-ahead key on a loaded machine
     app = start_in(clone, monkeypatch)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, TrustScreen))
+        await until(pilot, lambda: isinstance(app.screen, TrustScreen))
         await pilot.press("t")  # typed ahead, before the dialog is live: swallowed, not an answer
         assert isinstance(app.screen, TrustScreen) and not app.screen.armed
         text = str(app.screen.query_one("#trust-text").render())
@@ -54,15 +40,15 @@ async def test_not_now_runs_nothing_and_sends_no_key(clone, monkeypatch):  # noq
         assert "start the MCP server cloned:" in text
         assert "run the image command" in text
         assert f"send your $CLONED_KEY (an API key) to {clone.fake.base_url}" in text
-        await wait_until(pilot, lambda: app.screen.armed)
+        await until(pilot, lambda: app.screen.armed)
         await pilot.press("n")
-        await wait_until(pilot, lambda: not isinstance(app.screen, TrustScreen))
-        await wait_until(pilot, lambda: app.startup.preload_done.is_set())
-        await wait_until(pilot, lambda: app.mcp._starting is None or app.mcp._starting.done())
+        await until(pilot, lambda: not isinstance(app.screen, TrustScreen))
+        await until(pilot, lambda: app.startup.preload_done.is_set())
+        await until(pilot, lambda: app.mcp._starting is None or app.mcp._starting.done())
         clone.fake.script(Reply(text="should not be asked"))
         app.conversation_view.composer.load_text("hi")
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.query(ErrorCard) and not app.turns)
+        await until(pilot, lambda: app.query(ErrorCard) and not app.turns)
         assert app.conversation_view.composer.text == "hi"  # nothing was sent: the message is back for another try
         cards = [str(card.render()) for card in app.query(ErrorCard)]
         assert any(
@@ -72,11 +58,11 @@ async def test_not_now_runs_nothing_and_sends_no_key(clone, monkeypatch):  # noq
         clone.nothing_ran()
         # Changed their mind: the command palette's "Trust this vault" asks again, and the message goes.
         await app.run_action("trust_vault")
-        await wait_until(pilot, lambda: isinstance(app.screen, TrustScreen) and app.screen.armed)
+        await until(pilot, lambda: isinstance(app.screen, TrustScreen) and app.screen.armed)
         await pilot.press("t")
-        await wait_until(pilot, lambda: app.mcp.states().get("cloned", ("",))[0] == "ready")
+        await until(pilot, lambda: app.mcp.states().get("cloned", ("",))[0] == "ready")
         await pilot.press("enter")
-        await wait_until(pilot, lambda: len(clone.fake.chat_requests) == 1 and not app.turns)
+        await until(pilot, lambda: len(clone.fake.chat_requests) == 1 and not app.turns)
         assert clone.keys_sent() == [f"authorization: Bearer {SECRET}"]
         assert clone.fake.chat_requests[0]["messages"][-1]["content"] == "hi"
 
@@ -85,19 +71,19 @@ async def test_not_now_runs_nothing_and_sends_no_key(clone, monkeypatch):  # noq
 async def test_not_now_is_for_this_run_only(clone, monkeypatch):  # noqa: F811
     app = start_in(clone, monkeypatch)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, TrustScreen) and app.screen.armed)
+        await until(pilot, lambda: isinstance(app.screen, TrustScreen) and app.screen.armed)
         await pilot.press("n")
-        await wait_until(pilot, lambda: not isinstance(app.screen, TrustScreen))
-        await wait_until(pilot, lambda: app.startup.preload_done.is_set())
-        await wait_until(pilot, lambda: app.mcp._starting is None or app.mcp._starting.done())
+        await until(pilot, lambda: not isinstance(app.screen, TrustScreen))
+        await until(pilot, lambda: app.startup.preload_done.is_set())
+        await until(pilot, lambda: app.mcp._starting is None or app.mcp._starting.done())
     clone.nothing_ran()
     assert clone.fake.requests == []
     assert not (clone.config / "tui-agent" / "trusted-vaults.json").exists()
     again = start_in(clone, monkeypatch)  # the next start asks again
     async with again.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: isinstance(again.screen, TrustScreen) and again.screen.armed)
+        await until(pilot, lambda: isinstance(again.screen, TrustScreen) and again.screen.armed)
         await pilot.press("escape")
-        await wait_until(pilot, lambda: not isinstance(again.screen, TrustScreen))
+        await until(pilot, lambda: not isinstance(again.screen, TrustScreen))
     clone.nothing_ran()
 
 
@@ -105,13 +91,13 @@ async def test_not_now_is_for_this_run_only(clone, monkeypatch):  # noqa: F811
 async def test_trust_it_starts_the_servers_and_sends_the_key_in_the_same_run(clone, monkeypatch):  # noqa: F811
     app = start_in(clone, monkeypatch)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, TrustScreen) and app.screen.armed)
+        await until(pilot, lambda: isinstance(app.screen, TrustScreen) and app.screen.armed)
         await pilot.press("t")
-        await wait_until(pilot, lambda: not isinstance(app.screen, TrustScreen))
+        await until(pilot, lambda: not isinstance(app.screen, TrustScreen))
         stored = clone.config / "tui-agent" / "trusted-vaults.json"
         assert json.loads(stored.read_text())["trusted"] == [str(clone.vault)]
         assert trust.untrusted_vault() is None
-        await wait_until(pilot, lambda: app.mcp.states().get("cloned", ("",))[0] == "ready")
+        await until(pilot, lambda: app.mcp.states().get("cloned", ("",))[0] == "ready")
         assert clone.mcp_marker.exists()
         clone.fake.script(Reply(text="hello"))
         await send(app, pilot, "hi")

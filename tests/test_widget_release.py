@@ -8,7 +8,7 @@ import weakref
 from collections.abc import Iterator
 
 import pytest
-from test_app import make
+from pilot_helpers import make
 from test_perf_ui import _long_conversation
 from textual.widget import Widget
 

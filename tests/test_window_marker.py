@@ -4,7 +4,7 @@ out (issue 25, item 9)."""
 from __future__ import annotations
 
 from fake_openai import Reply
-from test_follow import make, until
+from pilot_helpers import make, until
 
 from tui_agent.core import profiles
 from tui_agent.core.store import history

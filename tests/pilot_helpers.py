@@ -1,0 +1,78 @@
+"""Driving the app in a test (``App.run_test()``): the app factory, the one wait helper, and a turn
+sent and finished. Test modules import these (``from pilot_helpers import make, send, until``)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+from tui_agent.ui.app import AgentApp
+
+
+def make(env: Any, **kwargs: Any) -> AgentApp:
+    """The app on a test's vault (the ``env`` fixture, or a Vault): deterministic (half-cell
+    pictures, a frozen clock, no animation) and with no endpoint check unless asked for."""
+    kwargs.setdefault("check_endpoint", False)
+    return AgentApp(getattr(env, "vault", env), images="halfcell", clock=lambda: 0.0, animate=False, **kwargs)
+
+
+async def until(pilot: Any, condition: Callable[[], Any], timeout: float = 30.0, what: str = "") -> None:
+    """Wait for a state (never for a fixed time): ``condition()`` true, checked every 20 ms while the
+    app runs (``pilot`` None: no app, plain asyncio). ``timeout`` only bounds a test that fails."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            assert condition(), what or "the state waited for never came"
+            return
+        await (pilot.pause(0.02) if pilot is not None else asyncio.sleep(0.02))
+
+
+async def settle(app: AgentApp, pilot: Any, timeout: float = 30.0) -> None:
+    """Until no turn runs (then one more pause, for what the turn's end posted)."""
+    await until(pilot, lambda: not app.turns, timeout, "the turn did not finish")
+    await pilot.pause()
+
+
+async def send(app: AgentApp, pilot: Any, text: str, *, wait: bool = True) -> None:
+    """Type ``text`` into the composer and press Enter; unless ``wait`` is False, until its turn ended."""
+    app.conversation_view.composer.load_text(text)
+    await pilot.press("enter")
+    # The app took it (a turn started, or the composer was emptied) before its turn's end is waited
+    # for; a message the app refuses stays in the composer, and no turn starts.
+    for _ in range(100):
+        if app.turns or not app.conversation_view.composer.text:
+            break
+        await pilot.pause(0.01)
+    if wait:
+        await settle(app, pilot)
+
+
+def children(app: AgentApp, kind: Any) -> list[Any]:
+    """The chat log's widgets of one kind (a class or a selector)."""
+    return list(app.conversation_view.chat_log.query(kind))
+
+
+def on_screen(app: AgentApp, widget: Any) -> bool:
+    """The widget is mounted and drawn inside the chat log's visible region."""
+    log = app.conversation_view.chat_log
+    region = widget.region
+    return widget.is_attached and region.height > 0 and log.region.contains_region(region)
+
+
+def notifications(app: Any) -> list[str]:
+    """Every notification the app posted, in order (kept by conftest's ``notices_kept``)."""
+    return list(app.__dict__.get("notices_seen", []))
+
+
+def screen_text(app: AgentApp) -> str:
+    """The screen as text: the SVG export's text runs, joined line by line."""
+    import html
+    import re
+
+    svg = app.export_screenshot()
+    lines: dict[float, list[str]] = {}
+    for match in re.finditer(r'<text[^>]*\by="([\d.]+)"[^>]*>([^<]*)</text>', svg):
+        lines.setdefault(float(match.group(1)), []).append(html.unescape(match.group(2)).replace("\xa0", " "))
+    return "\n".join("".join(parts) for _, parts in sorted(lines.items()))
