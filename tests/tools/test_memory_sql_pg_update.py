@@ -1,6 +1,6 @@
 """memory_sql UPDATE on PostgreSQL: the same approval flow as on SQLite (count, old -> new, caps,
 text only), the values computed by the server inside a transaction that is rolled back; the app
-writes the approved ones with revisions. (tests/test_memory_sql_update.py is SQLite's; its
+writes the approved ones with revisions. (tests/tools/test_memory_sql_update.py is SQLite's; its
 statements use SQLite's functions.)"""
 
 from __future__ import annotations

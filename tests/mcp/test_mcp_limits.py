@@ -14,11 +14,11 @@ import json
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from fake_openai import Reply
 from helpers import done, make_loop
+from repo_paths import TESTS
 
 from tui_agent.core.mcp import config as mcp_config
 from tui_agent.core.mcp.bounded import LineBound
@@ -28,7 +28,7 @@ from tui_agent.core.mcp.tool import approval_question
 from tui_agent.core.mcp.tool_caps import MAX_SERVER_BYTES, MAX_TOOLS
 from tui_agent.core.tools.registry import default_registry
 
-HOSTILE_SERVER = Path(__file__).parent / "mcp_servers" / "hostile_server.py"
+HOSTILE_SERVER = TESTS / "mcp_servers" / "hostile_server.py"
 
 
 def add_hostile(name: str, *flags: str) -> None:

@@ -8,9 +8,10 @@ import time
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from serve_helpers import cell_of, needs_browser, open_app, screen_text, start_serve
 
-ARTIFACTS = Path(__file__).parent.parent / "test-artifacts"
+ARTIFACTS = ROOT / "test-artifacts"
 RED, BLUE, GREEN = (255, 0, 0), (0, 0, 255), (0, 160, 0)
 STRIPES = (320, 160)
 

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 
 import pytest
+from repo_paths import ROOT
 
 from tui_agent.ui import clipboard
 
@@ -94,11 +95,10 @@ def test_real_tmux_buffer_receives_the_text(tmp_path):
 
 def test_the_app_has_one_tmux_wrapping_function():
     """OSC 52 here and Sixel pictures (ui/sixel_widget.py) go through tmux by the same function."""
-    from pathlib import Path
 
     from tui_agent.ui.terminal_probe import tmux_wrap
 
-    root = Path(__file__).resolve().parent.parent / "tui_agent"
+    root = ROOT / "tui_agent"
     wrappers = [
         f"{path.relative_to(root)}:{n}"
         for path in sorted(root.rglob("*.py"))

@@ -12,8 +12,8 @@ import ast
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "tui_agent"
 
 

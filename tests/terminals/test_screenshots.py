@@ -10,14 +10,13 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from PIL import Image
+from repo_paths import ROOT
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_xterm_shows_the_generated_picture(tmp_path):

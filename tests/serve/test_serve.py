@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx2
 import pytest
 from fake_openai import Reply
+from repo_paths import ROOT
 from serve_helpers import (
     TOKEN,
     alive,
@@ -26,7 +27,7 @@ from serve_helpers import (
 
 pytestmark = pytest.mark.slow
 
-ARTIFACTS = Path(__file__).parent.parent / "test-artifacts"
+ARTIFACTS = ROOT / "test-artifacts"
 
 
 @pytest.fixture

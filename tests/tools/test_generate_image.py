@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from fake_openai import Reply
+from repo_paths import TESTS
 
 from tui_agent.core import profiles
 from tui_agent.core.tools.base import ToolContext
@@ -38,7 +39,7 @@ async def test_success_writes_a_real_png_and_logs_model_and_endpoint(env, tmp_pa
     }
     assert (env.vault.media / "animals/fox.png").read_bytes().startswith(b"\x89PNG")
     log_text = env.vault.log_file.read_text()
-    flux = str(Path(__file__).parent / "bin" / "flux2")
+    flux = str(TESTS / "bin" / "flux2")
     assert f"[IMAGE TOOL]\nSelected model: flux2-test\nEndpoint: {flux}\n" in log_text
     assert not any(".partial" in name for name in files_under(env.vault.media))
 

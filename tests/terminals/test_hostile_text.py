@@ -19,11 +19,11 @@ import re
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from fake_openai import Reply
 from mcp_servers.hostile_server import HOSTILE
+from repo_paths import TESTS
 from tmux_helpers import Tmux, quit_app, tmux_available
 
 from tui_agent.core import profiles
@@ -32,7 +32,7 @@ from tui_agent.core.store import history
 from tui_agent.core.store.models import MessageRevision
 
 ESC, BEL = "\x1b", "\x07"
-HOSTILE_SERVER = Path(__file__).parent / "mcp_servers" / "hostile_server.py"
+HOSTILE_SERVER = TESTS / "mcp_servers" / "hostile_server.py"
 CODE_INFO = f"py{ESC}]0;MENU-TITLE{BEL}{ESC}]52;c;Zm9v{BEL}"
 UNSAFE_BYTES = re.compile(rb"\x1b|\x07|\xc2[\x80-\x9f]")  # ESC, BEL, a C1 control in UTF-8
 

@@ -10,15 +10,15 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
+from repo_paths import TESTS
 from rich.console import Console
 from rich.segment import ControlType, Segment
 from rich.style import Style
 from tmux_helpers import Tmux, tmux_available
 
-APP = Path(__file__).parent / "text_guard_app.py"
+APP = TESTS / "text_guard_app.py"
 
 
 def test_the_guard_removes_controls_from_text_and_keeps_image_segments():

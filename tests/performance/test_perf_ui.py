@@ -7,8 +7,8 @@ import threading
 
 import pytest
 from fake_openai import Reply
+from helpers import rows
 from pilot_helpers import children, make, send, settle
-from test_app import rows
 from textual.widgets import Markdown
 
 from tui_agent.core.store import history

@@ -23,8 +23,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 WEB = ROOT / "web"
 STATIC = ROOT / "tui_agent" / "commands" / "serve" / "static"
 HOW = "needs node and npm: apt-get install nodejs npm"

@@ -31,9 +31,9 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
+from repo_paths import ROOT
 from textual.app import App, ComposeResult
 
-ROOT = Path(__file__).resolve().parent.parent
 UPGRADE = f"textual-image {version('textual-image')} changed"
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 from packaging.version import Version
+from repo_paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 
 

@@ -1,7 +1,7 @@
 """memory_sql against hostile SQL: every refusal leaves the database byte-for-byte unchanged.
 
 The corpus runs on both stores (BOTH_BACKENDS): on PostgreSQL each statement gets the same
-refusal or PostgreSQL's own (its parser, its server); tests/test_memory_sql_pg.py adds attacks
+refusal or PostgreSQL's own (its parser, its server); tests/tools/test_memory_sql_pg.py adds attacks
 only PostgreSQL has.
 """
 

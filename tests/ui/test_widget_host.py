@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
+from repo_paths import ROOT
 from textual.app import App, ComposeResult
 
 from tui_agent.ui.app import AgentApp
@@ -12,7 +12,7 @@ from tui_agent.ui.widgets.host import PLAIN, WidgetHost, host_of
 from tui_agent.ui.widgets.spinner import Spinner
 from tui_agent.ui.widgets.thinking import ThinkingBlock, toggle_all
 
-UI = Path(__file__).resolve().parent.parent / "tui_agent" / "ui"
+UI = ROOT / "tui_agent" / "ui"
 
 
 def test_no_widget_reaches_the_app_by_name() -> None:

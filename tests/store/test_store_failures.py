@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 import small_disk
 from fake_openai import Reply
+from repo_paths import TESTS
 
 from tui_agent.core.store import migrations
 
-TESTS = Path(__file__).parent
 LONG_REPLY = "x" * 3_000_000
 
 needs_small_disk = pytest.mark.skipif(

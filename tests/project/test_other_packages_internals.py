@@ -3,10 +3,10 @@ relies on (the public API is used wherever there is one). Each test says what br
 a new release of that package renamed or changed the name, and the code named must follow.
 
 Touches proved elsewhere: Textual's internals patched by ui/textual_fixes.py
-(tests/test_textual_fixes.py: each fix reports whether it applied), the Linux driver's output file
-wrapped by ui/lifeline.py (tests/test_lifeline.py), peewee's driver names (tests/test_store_driver.py),
-openai's package layout read by core/openai_import.py (tests/test_openai_import.py), textual-image
-(tests/test_textual_image_contract.py).
+(tests/ui/test_textual_fixes.py: each fix reports whether it applied), the Linux driver's output file
+wrapped by ui/lifeline.py (tests/terminals/test_lifeline.py), peewee's driver names (tests/store/test_store_driver.py),
+openai's package layout read by core/openai_import.py (tests/providers/test_openai_import.py), textual-image
+(tests/images/test_textual_image_contract.py).
 """
 
 from __future__ import annotations

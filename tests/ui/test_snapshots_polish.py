@@ -1,7 +1,7 @@
 """Snapshots of what issue 11 and 10.2 made visible: tool error cards, the capped-count warning,
 the status line's states, HTML kept as text, escape sequences shown, not run.
 
-Deterministic like tests/test_snapshots.py: 120x40, frozen clock, no animation, HalfcellImage.
+Deterministic like tests/ui/test_snapshots.py: 120x40, frozen clock, no animation, HalfcellImage.
 """
 
 from __future__ import annotations

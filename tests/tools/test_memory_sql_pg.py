@@ -1,7 +1,7 @@
 """memory_sql on PostgreSQL: attacks only PostgreSQL has, refused by its parser (pglast) and, with
 the parser switched off, by the server itself (the role's grants, the READ ONLY transaction, the
 timeouts); the UPDATE approval flow as on SQLite. The shared corpus runs on both stores in
-tests/test_memory_sql.py; `tui-agent db setup` is tested in tests/test_memory_sql_pg_setup.py."""
+tests/tools/test_memory_sql.py; `tui-agent db setup` is tested in tests/tools/test_memory_sql_pg_setup.py."""
 
 from __future__ import annotations
 
