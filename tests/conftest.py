@@ -169,17 +169,9 @@ def env(tmp_path: Path, fake_llm: FakeOpenAI, store_backend: str) -> Iterator[Va
     vault = Vault(tmp_path / "vault").init()
     setup_logging(vault)
     db = open_store(location.resolve(vault.root))
-    profile = profiles.create_profile(
-        "test",
-        {
-            "base_url": fake_llm.base_url,
-            "api_key_env": "",
-            "chat_model": "chat-model",
-            "vision_model": "vision-model",
-            "image_model": "flux2-test",
-            "request_timeout_s": 5,
-        },
-    )
+    from helpers import loopback_profile
+
+    profile = loopback_profile("test", fake_llm.base_url, 5)
     profiles.use_profile("test")
     yield VaultEnv(vault, profile, fake_llm)
     db.close()

@@ -16,7 +16,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 
 @dataclass
@@ -44,7 +44,33 @@ def png_bytes(color: tuple[int, int, int] = (200, 30, 30), size: tuple[int, int]
     return buffer.getvalue()
 
 
-class FakeOpenAI:
+class LoopbackServer:
+    """An HTTP server on loopback in a thread of its own, for the real client to talk to."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.lock = threading.Lock()
+        self.server = ThreadingHTTPServer((host, port), self._handler())
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        raise NotImplementedError
+
+    @property
+    def base_url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> Self:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class FakeOpenAI(LoopbackServer):
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
         self.replies: deque[Reply] = deque()
         self.image_replies: deque[Reply] = deque()
@@ -54,23 +80,7 @@ class FakeOpenAI:
         self.first_request_at: float | None = None
         self.stream_ended_at: float | None = None
         self.default_text = "ok"
-        self.lock = threading.Lock()
-        self.server = ThreadingHTTPServer((host, port), self._handler())
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}/v1"
-
-    def start(self) -> FakeOpenAI:
-        self.thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(host, port)
 
     def script(self, *replies: Reply) -> None:
         self.replies.extend(replies)

@@ -6,16 +6,19 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tui_agent.ui.app import AgentApp
+if TYPE_CHECKING:
+    from tui_agent.ui.app import AgentApp
 
 
 def make(env: Any, **kwargs: Any) -> AgentApp:
     """The app on a test's vault (the ``env`` fixture, or a Vault): deterministic (half-cell
     pictures, a frozen clock, no animation) and with no endpoint check unless asked for."""
-    kwargs.setdefault("check_endpoint", False)
-    return AgentApp(getattr(env, "vault", env), images="halfcell", clock=lambda: 0.0, animate=False, **kwargs)
+    from tui_agent.ui.app import AgentApp
+
+    settings: dict[str, Any] = {"images": "halfcell", "clock": lambda: 0.0, "animate": False, "check_endpoint": False}
+    return AgentApp(getattr(env, "vault", env), **(settings | kwargs))
 
 
 async def until(pilot: Any, condition: Callable[[], Any], timeout: float = 30.0, what: str = "") -> None:
@@ -27,6 +30,17 @@ async def until(pilot: Any, condition: Callable[[], Any], timeout: float = 30.0,
             assert condition(), what or "the state waited for never came"
             return
         await (pilot.pause(0.02) if pilot is not None else asyncio.sleep(0.02))
+
+
+def eventually(condition: Callable[[], Any], timeout: float = 40.0, what: str = "") -> Any:
+    """``until`` for a test with no app of its own to drive (a server, a terminal, a browser): what
+    ``condition()`` gave once it was true, checked every 0.1 s."""
+    deadline = time.monotonic() + timeout
+    while not (found := condition()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}" if what else "the state waited for never came")
+        time.sleep(0.1)
+    return found
 
 
 async def settle(app: AgentApp, pilot: Any, timeout: float = 30.0) -> None:

@@ -79,22 +79,13 @@ def test_ask_refuses_sql_update_without_yes(env):
 
 @pytest.mark.slow
 def test_tool_exit_codes(env):
-    ok = cli(
-        "tool",
-        "generate_image",
-        '{"prompt": "a cat", "path": "cats/c.png", "count": 1, "reason": "r"}',
-        vault=env.vault.root,
-    )
+    cat = '{"prompt": "a cat", "path": "cats/c.png", "count": 1, "reason": "r"}'
+    ok = cli("tool", "generate_image", cat, vault=env.vault.root)
     assert ok.returncode == 0 and json.loads(ok.stdout) == {
         "status": "ok",
         "data": {"paths": ["media/cats/c.png"], "prompt": "a cat", "model": "flux2-test", "count": 1},
     }
-    again = cli(
-        "tool",
-        "generate_image",
-        '{"prompt": "a cat", "path": "cats/c.png", "count": 1, "reason": "r"}',
-        vault=env.vault.root,
-    )
+    again = cli("tool", "generate_image", cat, vault=env.vault.root)  # the same path again
     assert again.returncode == 1 and json.loads(again.stdout) == {
         "status": "error",
         "error": "exists: media/cats/c.png",

@@ -5,19 +5,15 @@ the events alone and never reads back from the store what the loop just wrote (i
 from __future__ import annotations
 
 from fake_openai import Reply, png_bytes
-from helpers import done, make_loop, run_turn
+from helpers import done, on_loop, run_turn
+from pilot_helpers import make
 from test_import_graph import import_graph
 
 from tui_agent.core import events as ev
 from tui_agent.core.store import history
-from tui_agent.ui.app import AgentApp
 from tui_agent.ui.turn_view import TurnView
 from tui_agent.ui.widgets.alternatives import AlternativesBar
 from tui_agent.ui.widgets.bubbles import AssistantBubble, UserBubble
-
-
-async def drain(gen) -> list:
-    return [event async for event in gen]
 
 
 def first(events: list, kind: type):
@@ -39,11 +35,7 @@ async def test_an_edit_carries_its_alternatives_and_its_place(env):
     events = await run_turn(env, "a")
     conversation_id = done(events).conversation_id
     a_id = first(events, ev.TurnStarted).user_message_id
-    loop = make_loop(env)
-    try:
-        events = await drain(loop.run_turn(conversation_id, "a again", edit_of=a_id))
-    finally:
-        await loop.aclose()
+    events = await on_loop(env, lambda loop: loop.run_turn(conversation_id, "a again", edit_of=a_id))
     message = first(events, ev.TurnStarted).message
     assert message.content == "a again"
     assert message.alternatives == (a_id, message.id) and message.position == 2
@@ -54,11 +46,7 @@ async def test_a_regenerated_reply_carries_its_alternatives(env):
     events = await run_turn(env, "hello")
     reply = first(events, ev.AssistantFinished)
     assert reply.alternatives == ()  # a first reply stands alone
-    loop = make_loop(env)
-    try:
-        events = await drain(loop.regenerate(reply.message_id))
-    finally:
-        await loop.aclose()
+    events = await on_loop(env, lambda loop: loop.regenerate(reply.message_id))
     again = first(events, ev.AssistantFinished)
     assert again.alternatives == (reply.message_id, again.message_id)
 
@@ -72,7 +60,7 @@ def test_the_turns_view_never_imports_the_store() -> None:
 async def test_the_view_draws_a_turn_from_its_events_alone(env):
     """Ids the store does not have: what is drawn can only come from the events."""
     conversation = history.new_conversation("shown").id
-    app = AgentApp(env.vault, images="halfcell", check_endpoint=False, animate=False)
+    app = make(env)
     async with app.run_test(size=(100, 30)) as pilot:
         host = app.conversation_view
         await host.open_conversation(conversation)

@@ -15,10 +15,10 @@ import gc
 
 from fake_openai import Reply
 from helpers import make_loop, rows
+from pilot_helpers import make, until
 from textual.widgets import Markdown
 
 from tui_agent.core import events as ev
-from tui_agent.ui.app import AgentApp
 from tui_agent.ui.turn_view import TurnView
 from tui_agent.ui.widgets.bubbles import AssistantBubble
 
@@ -76,14 +76,11 @@ async def test_escape_while_the_app_shows_the_finished_reply_keeps_it(env, monke
             await asyncio.sleep(0)  # the cancellation lands here, inside the turn
 
     monkeypatch.setattr(TurnView, "handle", handle_then_escape)
-    app = AgentApp(env.vault, images="halfcell", check_endpoint=False, animate=False)
+    app = make(env)
     async with app.run_test(size=(100, 30)) as pilot:
         app.conversation_view.composer.load_text("question")
         await pilot.press("enter")
-        for _ in range(200):
-            await pilot.pause(0.05)
-            if not app.turns and app.conversation_view.chat_log.query(AssistantBubble):
-                break
+        await until(pilot, lambda: not app.turns and app.conversation_view.chat_log.query(AssistantBubble))
         await pilot.pause(0.2)
         (bubble,) = app.conversation_view.chat_log.query(AssistantBubble)
         assert bubble.text == "The finished answer."
@@ -108,7 +105,7 @@ async def test_a_reply_that_finishes_while_its_first_frame_is_written_shows_whol
         await write(self, fragment)
 
     monkeypatch.setattr(AssistantBubble, "write", held_write)
-    app = AgentApp(env.vault, images="halfcell", check_endpoint=False, animate=False)
+    app = make(env)
     async with app.run_test(size=(100, 30)) as pilot:
         view = TurnView(app.conversation_view, None)
         await view.handle(ev.AssistantStarted(model="m"))

@@ -5,10 +5,9 @@ Pilot tests measure the image widget; snapshot tests (SVGs in snapshots/test_car
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from fake_openai import png_bytes
+from media_helpers import picture_tool_row
 from PIL import Image
 from pilot_helpers import make
 
@@ -30,17 +29,7 @@ def image_conversation(env, sizes=((64, 40), (40, 64)), missing: int | None = No
         if i != missing:
             path.write_bytes(png_bytes(((70 * i + 40) % 255, 120, 200 - 60 * i), size))
         paths.append(f"media/shapes/shape-{i + 1}.png")
-    arguments = json.dumps({"prompt": "shapes", "path": "shapes/shape.png", "count": len(sizes), "reason": "r"})
-    output = json.dumps({"status": "ok", "data": {"paths": paths, "prompt": "shapes", "count": len(sizes)}})
-    history.add_message(
-        conversation.id,
-        "image_tool",
-        output,
-        attachments=paths,
-        tool_name="generate_image",
-        tool_call_id="c1",
-        tool_arguments=arguments,
-    )
+    picture_tool_row(conversation.id, paths)
     history.add_message(conversation.id, "assistant", "Here you go.")
     return conversation.id
 
@@ -127,6 +116,20 @@ def _snap_app(env) -> AgentApp:
     return make(env)
 
 
+def keys_then_counters(*steps: tuple[str, str]):
+    """A snapshot's ``run_before``: the carousel at "1 / 2", focused, then each key and the counter it leads to."""
+
+    async def run_before(pilot):
+        carousel = pilot.app.conversation_view.chat_log.query_one(ImageCarousel)
+        await settle(pilot, carousel, "1 / 2")
+        carousel.focus()
+        for key, counter in steps:
+            await pilot.press(key)
+            await settle(pilot, carousel, counter)
+
+    return run_before
+
+
 def test_snapshot_first_image(env, snap_compare):
     """You should see the first (landscape, blue) image in half-cells, '◀ 1 / 2 ▶' below it."""
 
@@ -139,29 +142,14 @@ def test_snapshot_first_image(env, snap_compare):
 def test_snapshot_after_right(env, snap_compare):
     """You should see the second (portrait) image centred in the same-height slot, '◀ 2 / 2 ▶'."""
 
-    async def run_before(pilot):
-        carousel = pilot.app.conversation_view.chat_log.query_one(ImageCarousel)
-        await settle(pilot, carousel, "1 / 2")
-        carousel.focus()
-        await pilot.press("right")
-        await settle(pilot, carousel, "2 / 2")
-
-    assert snap_compare(_snap_app(env), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(_snap_app(env), terminal_size=SIZE, run_before=keys_then_counters(("right", "2 / 2")))
 
 
 def test_snapshot_after_right_then_left(env, snap_compare):
     """You should see the first image again, exactly as before, '◀ 1 / 2 ▶'."""
 
-    async def run_before(pilot):
-        carousel = pilot.app.conversation_view.chat_log.query_one(ImageCarousel)
-        await settle(pilot, carousel, "1 / 2")
-        carousel.focus()
-        await pilot.press("right")
-        await settle(pilot, carousel, "2 / 2")
-        await pilot.press("left")
-        await settle(pilot, carousel, "1 / 2")
-
-    assert snap_compare(_snap_app(env), terminal_size=SIZE, run_before=run_before)
+    steps = keys_then_counters(("right", "2 / 2"), ("left", "1 / 2"))
+    assert snap_compare(_snap_app(env), terminal_size=SIZE, run_before=steps)
 
 
 @pytest.mark.slow

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import pytest
 from PIL import Image
+from pilot_helpers import make
 from rich.control import Control
 from sixel_decode import decode
 from test_carousel import image_conversation, settle
 from textual.geometry import Region
 
-from tui_agent.ui.app import AgentApp
 from tui_agent.ui.terminal_probe import KITTY_QUERY, parse, tmux_wrap
 from tui_agent.ui.widgets.carousel import ImageCarousel
 
@@ -103,7 +103,7 @@ def test_the_override_wins(monkeypatch):
 async def test_the_sixel_widget_draws_the_image_it_shows(env):
     """The Sixel string the widget writes decodes to the picture, scaled to its cells."""
     image_conversation(env, sizes=((64, 40),))
-    app = AgentApp(env.vault, images="sixel", check_endpoint=False, animate=False)
+    app = make(env, images="sixel")
     async with app.run_test(size=(120, 40)) as pilot:
         carousel = app.conversation_view.chat_log.query_one(ImageCarousel)
         await settle(pilot, carousel)
@@ -155,7 +155,7 @@ async def test_kitty_direct_placement_sends_the_file_and_places_it(env, monkeypa
     written: list[str] = []
     monkeypatch.setattr(kitty_widget, "write", lambda widget, data: written.append(data))
     image_conversation(env, sizes=((64, 40), (40, 64)))
-    app = AgentApp(env.vault, images="kitty-direct", check_endpoint=False, animate=False)
+    app = make(env, images="kitty-direct")
     async with app.run_test(size=(120, 40)) as pilot:
         carousel = app.conversation_view.chat_log.query_one(ImageCarousel)
         await settle(pilot, carousel, "1 / 2")

@@ -7,7 +7,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from pilot_helpers import make, notifications
+from pilot_helpers import make, notifications, until
 from test_carousel import image_conversation, settle
 
 from tui_agent.ui import image_open
@@ -19,10 +19,7 @@ async def open_viewer(app, pilot) -> ImageViewerScreen:
     carousel = app.conversation_view.chat_log.query_one(ImageCarousel)
     await settle(pilot, carousel, "1 / 2")
     await pilot.press("f3")
-    for _ in range(50):
-        await pilot.pause(0.05)
-        if isinstance(app.screen, ImageViewerScreen) and app.screen.query(".viewer-image"):
-            break
+    await until(pilot, lambda: isinstance(app.screen, ImageViewerScreen) and app.screen.query(".viewer-image"))
     assert isinstance(app.screen, ImageViewerScreen)
     return app.screen
 
@@ -117,10 +114,7 @@ async def test_the_viewer_runs_and_is_reaped(env, monkeypatch, tmp_path):
     async with app.run_test(size=(120, 40)) as pilot:
         await open_viewer(app, pilot)
         await pilot.press("e")
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if started and started[0].returncode is not None:
-                break
+        await until(pilot, lambda: started and started[0].returncode is not None)
         (process,) = started
         assert process.returncode == 0
         assert not Path(f"/proc/{process.pid}").exists()  # reaped: no zombie left
@@ -136,8 +130,5 @@ async def test_a_failing_viewer_is_reported(env, monkeypatch, tmp_path):
     async with app.run_test(size=(120, 40)) as pilot:
         await open_viewer(app, pilot)
         await pilot.press("e")
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if any("could not open" in m for m in notifications(app)):
-                break
+        await until(pilot, lambda: any("could not open" in m for m in notifications(app)))
         assert "xdg-open could not open the image: no method available for opening it" in notifications(app)

@@ -18,6 +18,7 @@ import time
 import pytest
 from fake_openai import Reply
 from helpers import done, make_loop
+from pilot_helpers import make
 from repo_paths import TESTS
 
 from tui_agent.core.mcp import config as mcp_config
@@ -168,12 +169,11 @@ async def test_tool_count_and_schema_size_are_capped_with_a_note(env):
 async def test_the_approval_dialog_shows_every_argument_and_reveals_hidden_characters(env):
     from pilot_helpers import screen_text
 
-    from tui_agent.ui.app import AgentApp
     from tui_agent.ui.screens.approval import ApprovalScreen
 
     arguments = {"body": "x" * 5000, "target": "invoice\u202egpj.exe", "z\u200bkey": "last value"}
     question = approval_question("srv", "write", arguments)
-    app = AgentApp(env.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
+    app = make(env)
     async with app.run_test(size=(100, 40)) as pilot:
         app.push_screen(ApprovalScreen("write", question))
         await pilot.pause(0.3)

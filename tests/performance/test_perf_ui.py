@@ -8,7 +8,7 @@ import threading
 import pytest
 from fake_openai import Reply
 from helpers import rows
-from pilot_helpers import children, make, send, settle
+from pilot_helpers import children, make, send, settle, until
 from textual.widgets import Markdown
 
 from tui_agent.core.store import history
@@ -227,12 +227,7 @@ async def test_escape_stops_a_huge_reply_while_it_streams(env):
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await send(app, pilot, "flood me", wait=False)
-        for _ in range(600):
-            await pilot.pause(0.05)
-            if app.conversation_view.chat_log.query(LongText):
-                break
-        else:
-            raise AssertionError("the reply never became long")
+        await until(pilot, lambda: app.conversation_view.chat_log.query(LongText), what="the reply never became long")
         await pilot.press("escape")
         await settle(app, pilot)
         (bubble,) = children(app, AssistantBubble)

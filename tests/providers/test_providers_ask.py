@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import loopback_profile
 from sse_replay import ReplayServer
 
 from tui_agent.core import profiles
@@ -25,17 +26,7 @@ def replay_vault(tmp_path: Path) -> Iterator[tuple[ReplayServer, Path]]:
     replay = ReplayServer().start()
     vault = Vault(tmp_path / "vault").init()
     db = open_database(vault.db_path)
-    profiles.create_profile(
-        "replay",
-        {
-            "base_url": replay.base_url,
-            "api_key_env": "",
-            "chat_model": "chat-model",
-            "vision_model": "vision-model",
-            "image_model": "flux2-test",
-            "request_timeout_s": 10,
-        },
-    )
+    loopback_profile("replay", replay.base_url, 10)
     profiles.use_profile("replay")
     db.close()
     yield replay, vault.root

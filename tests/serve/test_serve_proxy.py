@@ -19,6 +19,7 @@ import aiohttp
 import httpx2
 import pytest
 from fake_openai import Reply, png_bytes
+from pilot_helpers import eventually
 from serve_helpers import CHROMIUM, CHROMIUM_ARGS, TOKEN, Served, needs_browser, ready_sessions, screen_text
 from serve_helpers import start_serve as serve
 from store_rows import rows
@@ -173,16 +174,6 @@ def https(proxy: Proxy, path: str, headers: dict[str, str] | None = None) -> htt
     return httpx2.get(f"https://127.0.0.1:{proxy.port}{path}", headers=sent, verify=False)
 
 
-def wait_for(what: str, condition: Any, timeout: float = 40.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def ready_counts(vaults: list[Path]) -> list[int]:
     return [ready_sessions(vault) for vault in vaults]
 
@@ -202,7 +193,7 @@ def open_session(browser: Any, proxy: Proxy, vaults: list[Path]) -> tuple[Any, i
     assert response.status == 200, response.text()
     assert page.evaluate("new URL(location.href).search") == ""  # the token left the address bar
     page.wait_for_selector("body.-first-byte", timeout=40_000)
-    after = wait_for("an app process ready", lambda: (c := ready_counts(vaults)) != before and c)
+    after = eventually(lambda: (c := ready_counts(vaults)) != before and c, what="an app process ready")
     started = [index for index, count in enumerate(after) if count > before[index]]
     assert len(started) == 1, (before, after)
     return page, started[0]
@@ -227,20 +218,20 @@ def test_two_hosts_behind_nginx_share_the_conversation_and_the_token(env, farm):
             first.focus("textarea.xterm-helper-textarea")
             first.keyboard.type("hello across hosts")
             first.keyboard.press("Enter")
-            wait_for(
-                "the reply in the shared database",
+            eventually(
                 lambda: (
                     rows("SELECT content FROM messages WHERE role = 'assistant'")
                     == [{"content": "Stored once, seen on every host."}]
                 ),
+                what="the reply in the shared database",
             )
             first.keyboard.type("/imagine a red fox")
             first.keyboard.press("Enter")
-            pictures = wait_for(
-                "the picture", lambda: len(found := rows("SELECT path FROM attachments")) == 2 and found
+            pictures = eventually(
+                lambda: len(found := rows("SELECT path FROM attachments")) == 2 and found, what="the picture"
             )
             # The caption (the tool call is an assistant row too: count the caption's text, not rows).
-            wait_for("its caption", lambda: rows("SELECT id FROM messages WHERE content = 'A fox in the snow.'"))
+            eventually(lambda: rows("SELECT id FROM messages WHERE content = 'A fox in the snow.'"), what="its caption")
             picture = (vaults[host] / pictures[0]["path"]).read_bytes()
             # The other host has no copy: its /media/ fills its cache from the shared database.
             assert not any((vaults[1 - host] / row["path"]).exists() for row in pictures)
@@ -248,8 +239,8 @@ def test_two_hosts_behind_nginx_share_the_conversation_and_the_token(env, farm):
             # whose app opens the last conversation from the same database.
             second, other = open_session(browser, proxy, vaults)
             assert other != host
-            wait_for("the conversation on the other host", lambda: "hello across hosts" in screen_text(second))
-            wait_for("its reply", lambda: "Stored once, seen on every host." in screen_text(second))
+            eventually(lambda: "hello across hosts" in screen_text(second), what="the conversation on the other host")
+            eventually(lambda: "Stored once, seen on every host." in screen_text(second), what="its reply")
             # F4 there downloads the picture by a signed /media/ link, which any host answers (the
             # proxy may send it to either), not by a delivery held in one host's memory.
             with second.expect_download(timeout=30_000) as download:

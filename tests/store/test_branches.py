@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 from backends import BOTH_BACKENDS
 from fake_openai import Reply
-from helpers import done, make_loop, run_turn
+from helpers import done, on_loop, reply_id, run_turn, user_id
 
 from tui_agent.core import events as ev
 from tui_agent.core import export
@@ -16,10 +16,6 @@ from tui_agent.core.store import branches, history, migrations, open_database
 from tui_agent.core.store.models import Message
 from tui_agent.core.tools.base import ToolContext
 from tui_agent.core.tools.registry import default_registry
-
-
-async def drain(gen) -> list:
-    return [event async for event in gen]
 
 
 def contents(request) -> list[str]:
@@ -66,15 +62,11 @@ async def test_regenerate_keeps_alternatives_and_later_context_uses_the_chosen_o
     env.fake.script(Reply(text="first answer"), Reply(text="second answer"))
     events = await run_turn(env, "hello")
     conversation_id = done(events).conversation_id
-    first = next(e for e in events if isinstance(e, ev.AssistantFinished)).message_id
+    first = reply_id(events)
 
-    loop = make_loop(env)
-    try:
-        events = await drain(loop.regenerate(first))
-    finally:
-        await loop.aclose()
+    events = await on_loop(env, lambda loop: loop.regenerate(first))
     assert isinstance(events[0], ev.BranchChanged) and done(events).status == "complete"
-    second = next(e for e in events if isinstance(e, ev.AssistantFinished)).message_id
+    second = reply_id(events)
     # The same turn again: the very same request.
     assert env.fake.chat_requests[1]["messages"] == env.fake.chat_requests[0]["messages"]
     assert [m.content for m in branches.siblings(second)] == ["first answer", "second answer"]
@@ -96,12 +88,8 @@ async def test_regenerate_keeps_alternatives_and_later_context_uses_the_chosen_o
 async def test_regenerating_the_reply_after_an_image_uses_the_vision_model_again(env):
     env.fake.script(Reply(text="A fox."), Reply(text="A red fox, again."))
     events = await run_turn(env, "/imagine a red fox")
-    reply = next(e for e in events if isinstance(e, ev.AssistantFinished)).message_id
-    loop = make_loop(env)
-    try:
-        await drain(loop.regenerate(reply))
-    finally:
-        await loop.aclose()
+    reply = reply_id(events)
+    await on_loop(env, lambda loop: loop.regenerate(reply))
     first, again = env.fake.chat_requests
     assert again["model"] == first["model"] == "vision-model"
     assert again["messages"] == first["messages"]
@@ -110,12 +98,8 @@ async def test_regenerating_the_reply_after_an_image_uses_the_vision_model_again
 @BOTH_BACKENDS
 async def test_regenerate_refuses_what_is_not_a_reply(env):
     events = await run_turn(env, "hello")
-    user_id = next(e for e in events if isinstance(e, ev.TurnStarted)).user_message_id
-    loop = make_loop(env)
-    try:
-        events = await drain(loop.regenerate(user_id))
-    finally:
-        await loop.aclose()
+    asked = user_id(events)
+    events = await on_loop(env, lambda loop: loop.regenerate(asked))
     assert isinstance(events[0], ev.ErrorEvent) and "not an assistant reply" in events[0].message
     assert len(env.fake.chat_requests) == 1
 
@@ -126,15 +110,11 @@ async def test_edit_and_resend_forks_and_the_old_branch_can_be_chosen_again(env)
     events = await run_turn(env, "a")
     conversation_id = done(events).conversation_id
     events = await run_turn(env, "b", conversation_id)
-    b_id = next(e for e in events if isinstance(e, ev.TurnStarted)).user_message_id
+    b_id = user_id(events)
 
-    loop = make_loop(env)
-    try:
-        events = await drain(loop.run_turn(conversation_id, "c", edit_of=b_id))
-    finally:
-        await loop.aclose()
+    events = await on_loop(env, lambda loop: loop.run_turn(conversation_id, "c", edit_of=b_id))
     assert any(isinstance(e, ev.BranchChanged) for e in events)
-    c_id = next(e for e in events if isinstance(e, ev.TurnStarted)).user_message_id
+    c_id = user_id(events)
     assert contents(env.fake.chat_requests[2]) == ["a", "A", "c"]
     assert [m.content for m in branches.siblings(c_id)] == ["b", "c"]
     assert [m.content for m in history.recent_messages(conversation_id)] == ["a", "A", "c", "C"]
@@ -156,12 +136,8 @@ async def test_editing_the_first_message_starts_a_new_root(env):
     env.fake.script(Reply(text="A"), Reply(text="Z"))
     events = await run_turn(env, "a")
     conversation_id = done(events).conversation_id
-    a_id = next(e for e in events if isinstance(e, ev.TurnStarted)).user_message_id
-    loop = make_loop(env)
-    try:
-        await drain(loop.run_turn(conversation_id, "z", edit_of=a_id))
-    finally:
-        await loop.aclose()
+    a_id = user_id(events)
+    await on_loop(env, lambda loop: loop.run_turn(conversation_id, "z", edit_of=a_id))
     assert contents(env.fake.chat_requests[1]) == ["z"]
     assert [m.content for m in history.recent_messages(conversation_id)] == ["z", "Z"]
     assert [m.content for m in branches.siblings(a_id)] == ["a", "z"]
@@ -172,12 +148,8 @@ async def test_json_export_keeps_every_branch_and_imports_them_back(env):
     env.fake.script(Reply(text="one"), Reply(text="two"))
     events = await run_turn(env, "q")
     conversation_id = done(events).conversation_id
-    first = next(e for e in events if isinstance(e, ev.AssistantFinished)).message_id
-    loop = make_loop(env)
-    try:
-        await drain(loop.regenerate(first))
-    finally:
-        await loop.aclose()
+    first = reply_id(events)
+    await on_loop(env, lambda loop: loop.regenerate(first))
     data = export.to_json(conversation_id)
     assert [m["content"] for m in data["messages"]] == ["q", "one", "two"]
     new_id = export.import_json(env.vault, json.loads(json.dumps(data)))

@@ -12,6 +12,7 @@ import pytest
 from backends import BOTH_BACKENDS
 from fake_openai import FakeOpenAI, Reply
 from helpers import rows
+from pilot_helpers import make, until
 
 from tui_agent.core import profiles
 from tui_agent.core.store import db, migrations
@@ -133,7 +134,6 @@ def _fields(profile: object) -> dict[str, object]:
 async def test_twenty_asks_while_the_app_streams_a_reply_lose_nothing(env, tmp_path):
     """The running app (a real AgentApp on the same vault) streams a long reply, flushing its row,
     while 20 `tui-agent ask` processes write theirs: every message of both is stored, complete."""
-    from tui_agent.ui.app import AgentApp
 
     fast = FakeOpenAI().start()
     writers_done = threading.Event()
@@ -145,7 +145,7 @@ async def test_twenty_asks_while_the_app_streams_a_reply_lose_nothing(env, tmp_p
         profiles.set_field(env.profile, "request_timeout_s", "300")
         long_reply = "".join(f"a{i} " for i in range(600))
         env.fake.script(Reply(text=long_reply, chunk_size=6, chunk_delay_s=0.02, hold=writers_done))
-        app = AgentApp(env.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
+        app = make(env)
         async with app.run_test(size=(120, 40)) as pilot:
             app.conversation_view.composer.load_text("the app's question")
             await pilot.press("enter")
@@ -162,10 +162,7 @@ async def test_twenty_asks_while_the_app_streams_a_reply_lose_nothing(env, tmp_p
                 await pilot.pause(0.1)
             assert app.turns, "the app's reply was still streaming while the asks wrote"
             writers_done.set()
-            for _ in range(1200):
-                await pilot.pause(0.05)
-                if not app.turns:
-                    break
+            await until(pilot, lambda: not app.turns)
             outcomes = [(p.returncode, p.stderr.read() if p.stderr else "") for p in writers]
     finally:
         writers_done.set()

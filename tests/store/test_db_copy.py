@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from fake_openai import Reply
-from helpers import make_loop, run_turn
+from helpers import make_loop, reply_id, run_turn
 
 from tui_agent.core import events as ev
 from tui_agent.core.store import migrations
@@ -104,7 +104,7 @@ async def make_vault(env: Any, tmp_path: Path) -> None:
     env.fake.script(Reply(text="first answer"), Reply(text="second answer"), Reply(text="edited answer"))
     events = await run_turn(env, "hello")
     conversation = next(e for e in events if isinstance(e, ev.Done)).conversation_id
-    first = next(e for e in events if isinstance(e, ev.AssistantFinished)).message_id
+    first = reply_id(events)
     loop = make_loop(env)
     try:
         [event async for event in loop.regenerate(first)]

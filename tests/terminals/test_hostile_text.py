@@ -23,6 +23,7 @@ import time
 import pytest
 from fake_openai import Reply
 from mcp_servers.hostile_server import HOSTILE
+from pilot_helpers import make, until
 from repo_paths import TESTS
 from tmux_helpers import Tmux, quit_app, tmux_available
 
@@ -196,16 +197,11 @@ async def test_every_widget_of_the_hostile_conversation_renders_text_only(env):
     from pilot_helpers import screen_text
     from textual.widgets import Collapsible
 
-    from tui_agent.ui.app import AgentApp
-
     hostile_vault(env)
-    app = AgentApp(env.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
+    app = make(env)
     async with app.run_test(size=(140, 60)) as pilot:
         await pilot.press("ctrl+b")
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if app.query("Collapsible"):
-                break
+        await until(pilot, lambda: app.query("Collapsible"))
         for block in app.query(Collapsible):
             block.collapsed = False
         await pilot.pause(0.3)

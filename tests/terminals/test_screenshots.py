@@ -18,7 +18,6 @@ from repo_paths import ROOT
 pytestmark = pytest.mark.slow
 
 
-
 def test_xterm_shows_the_generated_picture(tmp_path):
     missing = [tool for tool in ("Xvfb", "xterm", "import", "xdotool") if shutil.which(tool) is None]
     if missing:

@@ -14,12 +14,11 @@ from pathlib import Path
 
 import pytest
 from fake_openai import Reply
-from pilot_helpers import screen_text
+from pilot_helpers import make, screen_text, until
 from tmux_helpers import Tmux, quit_app, tmux_available
 
 from tui_agent.core.store import history
 from tui_agent.core.textsafe import clipboard_text, has_controls, revealed, visible
-from tui_agent.ui.app import AgentApp
 from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard
 
 ESC, BEL = "\x1b", "\x07"
@@ -62,20 +61,14 @@ def test_ask_escapes_stdout_and_stderr_unless_raw(env):
 
 async def test_the_app_never_renders_raw_controls(env):
     env.fake.script(Reply(text=HOSTILE, chunk_size=5), Reply(status=400, error_message=f"no{ESC}[2Jpe"))
-    app = AgentApp(env.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
+    app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         app.conversation_view.composer.load_text("hi")
         await pilot.press("enter")
-        for _ in range(200):
-            await pilot.pause(0.05)
-            if not app.turns:
-                break
+        await until(pilot, lambda: not app.turns)
         app.conversation_view.composer.load_text("again")
         await pilot.press("enter")
-        for _ in range(200):
-            await pilot.pause(0.05)
-            if not app.turns and app.conversation_view.chat_log.query(ErrorCard):
-                break
+        await until(pilot, lambda: not app.turns and app.conversation_view.chat_log.query(ErrorCard))
         await pilot.pause(0.2)
         (bubble, *_) = app.conversation_view.chat_log.query(AssistantBubble)
         assert bubble.text == HOSTILE  # stored and kept as it came
@@ -137,7 +130,7 @@ async def test_file_names_in_the_attach_picker_are_shown_safely(env, tmp_path, m
     from tui_agent.ui.screens.dialogs import AttachScreen, ImageTree
 
     (tmp_path / f"evil{ESC}]0;T{BEL}.png").write_bytes(b"x")
-    app = AgentApp(env.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
+    app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         app.push_screen(AttachScreen(tmp_path))
         await pilot.pause(0.5)
@@ -164,7 +157,7 @@ async def test_tool_arguments_results_and_approval_questions_are_shown_safely(en
         tool_arguments=f'{{"query": "q{ESC}]0;ARGS{BEL}"}}',  # not valid JSON: shown as it came
         status="error",
     )
-    app = AgentApp(env.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
+    app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("ctrl+o")  # expand: the command and the raw output are on screen
         await pilot.pause(0.3)

@@ -14,25 +14,15 @@ import subprocess
 import sys
 import termios
 import threading
-import time
 import uuid
 
 import pytest
+from pilot_helpers import eventually
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux: apt-get install tmux"),
 ]
-
-
-def wait_for(condition, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.1)
-    return condition()
 
 
 def test_the_cell_size_follows_the_client_that_attaches(env, tmp_path):
@@ -50,7 +40,7 @@ def test_the_cell_size_follows_the_client_that_attaches(env, tmp_path):
     master, slave = pty.openpty()
     client = None
     try:
-        started = wait_for(lambda: re.search(r"image protocol: .*cell (\d+)x(\d+) px", log_text(log_file)))
+        started = eventually(lambda: re.search(r"image protocol: .*cell (\d+)x(\d+) px", log_text(log_file)))
         assert started, log_text(log_file)
         detached = (int(started.group(1)), int(started.group(2)))
         # A client whose terminal has 9x19-pixel cells attaches.
@@ -64,7 +54,7 @@ def test_the_cell_size_follows_the_client_that_attaches(env, tmp_path):
             start_new_session=True,
         )
         threading.Thread(target=drain, args=(master,), daemon=True).start()
-        shown = wait_for(
+        shown = eventually(
             lambda: (
                 subprocess.run(
                     [*tmux, "display-message", "-p", "-t", "s", "#{client_cell_width}x#{client_cell_height}"],
@@ -75,7 +65,7 @@ def test_the_cell_size_follows_the_client_that_attaches(env, tmp_path):
             )
         )
         assert shown, "the tmux client did not attach"
-        followed = wait_for(lambda: "terminal cell now 9x19 px" in log_text(log_file))
+        followed = eventually(lambda: "terminal cell now 9x19 px" in log_text(log_file))
         assert followed, f"started with {detached}; log:\n{log_text(log_file)[-2000:]}"
         assert detached != (9, 19)  # what the app used before (tmux's default for a detached session)
     finally:
@@ -101,7 +91,7 @@ def test_forced_sixel_in_a_detached_session_goes_through_tmux_passthrough(env, t
         subprocess.run(
             [*tmux, "new-session", "-d", "-s", "s", "-x", "100", "-y", "30", command], check=True, env=environment
         )
-        line = wait_for(lambda: re.search(r"image protocol: .*", log_text(env.vault.log_file)))
+        line = eventually(lambda: re.search(r"image protocol: .*", log_text(env.vault.log_file)))
         assert line and "sixel" in line.group(0) and "through tmux passthrough" in line.group(0), line
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True)

@@ -16,14 +16,12 @@ import time
 
 import pytest
 from backends import BOTH_BACKENDS
-from memory_sql_helpers import is_postgresql, pg_dump
+from memory_sql_helpers import answering, is_postgresql, pg_dump, sql
 
 from tui_agent.core import profiles
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Message
 from tui_agent.core.tools import memory_sql
-from tui_agent.core.tools.base import ToolContext
-from tui_agent.core.tools.registry import default_registry
 
 SECRET = "SECRET-MEMORY-ROW"
 
@@ -63,11 +61,6 @@ def fingerprint(env) -> tuple[str, str, list[str]]:
     dump = list(conn.iterdump())
     conn.close()
     return digest(db), digest(wal), dump
-
-
-async def sql(env, query, approve=None):
-    ctx = ToolContext(env.vault, env.reload_profile(), approve)
-    return await default_registry().execute("memory_sql", {"query": query}, ctx)
 
 
 INSERT = "INSERT INTO messages(conversation_id, role, content, created_at) VALUES (1, 'user', 'x', 'now')"
@@ -345,9 +338,7 @@ async def test_update_waits_for_approval(mem):
     assert "needs the user's approval" in result.error
     asked: list[str] = []
 
-    async def no(tool, question):
-        asked.append(question)
-        return False
+    no = answering(False, asked)
 
     result = await sql(mem, "UPDATE messages SET content = 'x' WHERE id = 1", no)
     assert result.error == "the user declined this UPDATE; nothing was changed"
@@ -358,8 +349,7 @@ async def test_update_waits_for_approval(mem):
     ]
     assert fingerprint(mem)[2] == before[2]
 
-    async def yes(tool, question):
-        return True
+    yes = answering(True)
 
     result = await sql(mem, "UPDATE messages SET content = 'x' WHERE id = 1", yes)
     assert result.data["updated"] == 1 and Message.get_by_id(1).content == "x"

@@ -9,13 +9,12 @@ import json
 
 import psycopg
 import pytest
-from memory_sql_helpers import pg_dump
+from memory_sql_helpers import pg_dump, sql
 
 from tui_agent.core import profiles
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Message
 from tui_agent.core.tools import memory_sql, pg_run
-from tui_agent.core.tools.base import ToolContext
 from tui_agent.core.tools.pg_guard import Checked
 from tui_agent.core.tools.registry import default_registry
 from tui_agent.core.tools.sql_run import Limits, Request
@@ -35,11 +34,6 @@ def mem(env):
     )
     assert memory_sql.ensure_postgres_setup() == ""
     return env
-
-
-async def sql(env, query, approve=None):
-    ctx = ToolContext(env.vault, env.reload_profile(), approve)
-    return await default_registry().execute("memory_sql", {"query": query}, ctx)
 
 
 PARSER_REFUSES = [

@@ -6,13 +6,12 @@ statements use SQLite's functions.)"""
 from __future__ import annotations
 
 import pytest
+from memory_sql_helpers import answering, contents, sql
 
 from tui_agent.core import profiles
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Message, MessageRevision
 from tui_agent.core.tools import memory_sql, sql_worker
-from tui_agent.core.tools.base import ToolContext
-from tui_agent.core.tools.registry import default_registry
 from tui_agent.core.tools.sql_run import Limits, Request
 
 pytestmark = pytest.mark.parametrize("store_backend", ["postgresql"], indirect=True)
@@ -27,21 +26,10 @@ def three(env):
     return env
 
 
-async def sql(env, query, approve=None):
-    ctx = ToolContext(env.vault, env.reload_profile(), approve)
-    return await default_registry().execute("memory_sql", {"query": query}, ctx)
-
-
-def contents() -> list[str]:
-    return [m.content for m in Message.select().order_by(Message.id)]
-
-
 async def test_the_question_is_computed_never_taken_from_the_query(three):
     asked: list[str] = []
 
-    async def no(tool, question):
-        asked.append(question)
-        return False
+    no = answering(False, asked)
 
     lie = "/* This would change 1 message: 1" + "\n" * 80 + "*/ "
     query = lie + "UPDATE messages SET content = chr(27) || ']0;pwned' || chr(7) || repeat('x', 500) || chr(10)"
@@ -59,8 +47,7 @@ async def test_the_question_is_computed_never_taken_from_the_query(three):
 
 
 async def test_approved_updates_are_written_with_revisions_and_never_touch_memory_rows(three):
-    async def yes(tool, question):
-        return True
+    yes = answering(True)
 
     result = await sql(three, "UPDATE messages SET content = content || '!'", yes)
     assert result.data == {"kind": "update", "updated": 3, "ids": [1, 2, 3], "revisions_kept": 3}

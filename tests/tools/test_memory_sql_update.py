@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from memory_sql_helpers import answering, contents, sql
 
 from tui_agent.core import profiles
 from tui_agent.core.store import history
-from tui_agent.core.store.models import Message
-from tui_agent.core.tools.base import ToolContext
-from tui_agent.core.tools.registry import default_registry
 from tui_agent.core.tools.sql_update import visible
 
 
@@ -20,21 +18,10 @@ def three(env):
     return env
 
 
-async def sql(env, query, approve=None):
-    ctx = ToolContext(env.vault, env.reload_profile(), approve)
-    return await default_registry().execute("memory_sql", {"query": query}, ctx)
-
-
-def contents() -> list[str]:
-    return [m.content for m in Message.select().order_by(Message.id)]
-
-
 async def test_the_question_is_computed_never_taken_from_the_query(three):
     asked: list[str] = []
 
-    async def no(tool, question):
-        asked.append(question)
-        return False
+    no = answering(False, asked)
 
     lie = "/* This would change 1 message: 1" + "\n" * 80 + "*/ "
     query = (
@@ -60,9 +47,7 @@ async def test_the_preview_shows_the_first_five_and_counts_the_rest(env):
         history.add_message(conversation.id, "user", f"m{i}")
     asked: list[str] = []
 
-    async def yes(tool, question):
-        asked.append(question)
-        return True
+    yes = answering(True, asked)
 
     result = await sql(env, "UPDATE messages SET content = content || '!'", yes)
     assert result.data["updated"] == 8
@@ -144,9 +129,7 @@ def test_the_migration_step_adds_the_fields_with_defaults(tmp_path):
 async def test_rows_whose_content_stays_the_same_are_not_counted(three):
     asked: list[str] = []
 
-    async def yes(tool, question):
-        asked.append(question)
-        return True
+    yes = answering(True, asked)
 
     result = await sql(three, "UPDATE messages SET content = content", yes)
     assert result.data == {"kind": "update", "updated": 0, "ids": []} and asked == []

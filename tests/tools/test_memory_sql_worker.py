@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from fake_openai import Reply
+from pilot_helpers import make
 
 from tui_agent.core import profiles
 from tui_agent.core.store import history
@@ -87,11 +88,10 @@ async def test_cancelling_the_tool_kills_its_worker(env, pids):
 
 @pytest.mark.parametrize("key", ["escape", "ctrl+q"])
 async def test_escape_and_quit_in_the_app_kill_the_worker(env, pids, monkeypatch, key):
-    from tui_agent.ui.app import AgentApp
 
     monkeypatch.setattr(memory_sql, "TIME_LIMIT_S", 600.0)
     env.fake.script(Reply(tool_calls=[("memory_sql", json.dumps({"query": INSTR_BOMB}))]), Reply(text="Done."))
-    app = AgentApp(env.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
+    app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         app.conversation_view.composer.load_text("recall")
         await pilot.press("enter")

@@ -8,7 +8,7 @@ import json
 import pytest
 from fake_openai import Reply, png_bytes
 from helpers import rows
-from pilot_helpers import children, make, send, settle
+from pilot_helpers import children, make, send, settle, until
 from textual.widgets import Collapsible, Input, ListView
 
 from tui_agent.core import profiles
@@ -92,10 +92,7 @@ async def test_sql_update_asks_for_approval(env):
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         await send(app, pilot, "fix my first message", wait=False)
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if isinstance(app.screen, ApprovalScreen):
-                break
+        await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         assert isinstance(app.screen, ApprovalScreen)
         assert app.screen.question.startswith("This UPDATE changes the content of 1 message.")
         assert "UPDATE messages" not in app.screen.question
@@ -269,10 +266,7 @@ async def test_unreachable_endpoint_shows_setup_card_and_error_card(env):
     profiles.set_field(env.profile, "base_url", "http://127.0.0.1:9/v1")
     app = make(env, check_endpoint=True)
     async with app.run_test(size=(120, 40)) as pilot:
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if app.conversation_view.chat_log.query(".setup-card"):
-                break
+        await until(pilot, lambda: app.conversation_view.chat_log.query(".setup-card"))
         card = app.conversation_view.chat_log.query_one(".setup-card")
         assert "OPENAI_API_KEY" in str(card.render()) and "ollama serve" in str(card.render())
         await send(app, pilot, "hello")
@@ -320,10 +314,7 @@ async def test_attach_picker_then_send(env, tmp_path):
         field = app.screen.query_one("#attach-input", Input)
         field.value = str(picture)
         await pilot.press("enter")
-        for _ in range(50):
-            await pilot.pause(0.05)
-            if app.conversation_view.pending_attachments:
-                break
+        await until(pilot, lambda: app.conversation_view.pending_attachments)
         assert app.conversation_view.pending_attachments[0].startswith("media/uploads/holiday-")
         assert "holiday-" in str(app.query_one("#pending-attachments").render())
         await send(app, pilot, "what is this?")

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 from fake_openai import Reply
+from pilot_helpers import make
 from textual.app import App
 from textual.widgets import Button, Static
 
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Message
-from tui_agent.ui.app import AgentApp
 from tui_agent.ui.screens.approval import ApprovalScreen
 
 QUESTION = "This UPDATE changes the content of 1 message.\n\n#1 user\n  old: a\n  new: b"
@@ -123,7 +123,7 @@ async def test_y_typed_ahead_into_the_composer_changes_nothing(env, monkeypatch)
         ),
         Reply(text="Done."),
     )
-    app = AgentApp(env.vault, images="halfcell", clock=lambda: 0.0, animate=False, check_endpoint=False)
+    app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
         app.conversation_view.composer.load_text("fix my first message")
         await pilot.press("enter", "y", "y", "enter", "y")

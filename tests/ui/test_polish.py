@@ -8,13 +8,12 @@ import json
 import pytest
 from fake_openai import Reply
 from helpers import done, rows, run_turn
-from pilot_helpers import make, send, settle
+from pilot_helpers import make, send, settle, until
 from textual.widgets import Input, Markdown, TextArea
 
 from tui_agent.core import profiles, settings
 from tui_agent.core.store import history
 from tui_agent.core.store.models import Setting
-from tui_agent.ui.app import AgentApp
 from tui_agent.ui.commands import ACTIONS, HistorySearch
 from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard, UserBubble
 from tui_agent.ui.widgets.composer import SlashHints
@@ -226,20 +225,14 @@ async def test_status_line_connecting_then_offline(env):
     app = make(env, check_endpoint=True)
     async with app.run_test(size=(120, 40)) as pilot:
         assert status(app).startswith("connecting to http://127.0.0.1:9/v1")
-        for _ in range(200):
-            await pilot.pause(0.05)
-            if app.conversation_view.status_line.state == "offline":
-                break
+        await until(pilot, lambda: app.conversation_view.status_line.state == "offline")
         assert status(app).startswith("offline · no model answers at http://127.0.0.1:9/v1")
 
 
 async def test_status_line_ready_once_the_endpoint_answers(env):
     app = make(env, check_endpoint=True)
     async with app.run_test(size=(120, 40)) as pilot:
-        for _ in range(200):
-            await pilot.pause(0.05)
-            if app.conversation_view.status_line.state != "connecting":
-                break
+        await until(pilot, lambda: app.conversation_view.status_line.state != "connecting")
         assert status(app) == "chat-model · ready"
 
 
@@ -351,13 +344,10 @@ async def test_notifications_are_plain_text(env):
 
 async def test_waiting_seconds_count_up_while_no_token_comes(env):
     now = [100.0]
-    app = AgentApp(env.vault, images="halfcell", clock=lambda: now[0], animate=True, check_endpoint=False)
+    app = make(env, clock=lambda: now[0], animate=True)
     async with app.run_test(size=(120, 40)) as pilot:
         app.conversation_view.status_line.waiting("chat-model", 100.0)
         assert status(app) == "chat-model · waiting for the first token · 0.0s"
         now[0] = 103.5
-        for _ in range(100):
-            await pilot.pause(0.1)
-            if "3.5s" in status(app):
-                break
+        await until(pilot, lambda: "3.5s" in status(app))
         assert status(app) == "chat-model · waiting for the first token · 3.5s"

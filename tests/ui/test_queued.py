@@ -22,18 +22,23 @@ def queued_line(app) -> str:
     return str(lines[0].render()) if lines else ""
 
 
+async def two_typed_behind_a_running_reply(app, env, pilot) -> None:
+    """ "foxtrot 1" sent (its reply running), then "foxtrot 2" sent behind it and "alpha 3" typed."""
+    await type_text(pilot, "foxtrot 1")
+    await pilot.press("enter")
+    await until(pilot, lambda: bool(app.turns) and len(env.fake.chat_requests) == 1)
+    await type_text(pilot, "foxtrot 2")
+    await pilot.press("enter")
+    await type_text(pilot, "alpha 3")
+
+
 @pytest.mark.slow
 async def test_a_message_sent_during_a_reply_waits_visibly_and_goes_as_its_own_turn(env):
     hold = threading.Event()
     env.fake.script(Reply(text="first reply", hold=hold), Reply(text="second reply"), Reply(text="third reply"))
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
-        await type_text(pilot, "foxtrot 1")
-        await pilot.press("enter")
-        await until(pilot, lambda: bool(app.turns) and len(env.fake.chat_requests) == 1)
-        await type_text(pilot, "foxtrot 2")
-        await pilot.press("enter")
-        await type_text(pilot, "alpha 3")
+        await two_typed_behind_a_running_reply(app, env, pilot)
         await pilot.press("enter")
         assert app.conversation_view.composer.text == ""
         assert "foxtrot 2" in queued_line(app) and "alpha 3" in queued_line(app)
@@ -57,12 +62,7 @@ async def test_a_cancelled_reply_gives_the_queued_message_back_unglued(env):
     app = make(env)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
-            await type_text(pilot, "foxtrot 1")
-            await pilot.press("enter")
-            await until(pilot, lambda: bool(app.turns) and len(env.fake.chat_requests) == 1)
-            await type_text(pilot, "foxtrot 2")
-            await pilot.press("enter")
-            await type_text(pilot, "alpha 3")
+            await two_typed_behind_a_running_reply(app, env, pilot)
             await pilot.press("escape")
             await until(pilot, lambda: not app.turns)
             await until(pilot, lambda: "foxtrot 2" in app.conversation_view.composer.text)

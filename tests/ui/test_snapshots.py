@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 
 from fake_openai import Reply, png_bytes
-from pilot_helpers import make
+from media_helpers import picture_tool_row
+from pilot_helpers import make, until
 
 from tui_agent.core import events as ev
 from tui_agent.core import profiles
@@ -32,10 +33,7 @@ print(items[::-1])
 
 async def wait_idle(pilot, app=None) -> None:
     app = app or pilot.app
-    for _ in range(300):
-        await pilot.pause(0.05)
-        if not app.turns:
-            break
+    await until(pilot, lambda: not app.turns)
     await pilot.pause(0.2)
 
 
@@ -49,19 +47,7 @@ def tool_conversation(env, images: int = 0) -> int:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(png_bytes(((60 * i + 40) % 255, 120, 200 - 50 * i), (32, 20)))
             paths.append(f"media/shapes/shape-{i + 1}.png")
-        arguments = json.dumps({"prompt": "shapes", "path": "shapes/shape.png", "count": images, "reason": "r"})
-        output = json.dumps(
-            {"status": "ok", "data": {"paths": paths, "prompt": "shapes", "model": "flux2-test", "count": images}}
-        )
-        history.add_message(
-            conversation.id,
-            "image_tool",
-            output,
-            attachments=paths,
-            tool_name="generate_image",
-            tool_call_id="c1",
-            tool_arguments=arguments,
-        )
+        picture_tool_row(conversation.id, paths, model="flux2-test")
     else:
         arguments = json.dumps({"query": "SELECT count(*) AS n FROM messages"})
         output = json.dumps(
@@ -82,10 +68,7 @@ def test_empty_first_run(env, snap_compare):
     profiles.set_field(env.profile, "chat_model", "qwen3")
 
     async def run_before(pilot):
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if pilot.app.conversation_view.chat_log.query(".setup-card"):
-                break
+        await until(pilot, lambda: pilot.app.conversation_view.chat_log.query(".setup-card"))
         await pilot.pause(0.1)
 
     assert snap_compare(make(env, check_endpoint=True), terminal_size=SIZE, run_before=run_before)
@@ -131,10 +114,12 @@ def test_carousel_three_images_after_right(env, snap_compare):
         carousel = pilot.app.conversation_view.chat_log.query_one("ImageCarousel")
         carousel.focus()
         await pilot.press("right")
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if str(carousel.query_one(".counter").render()) == "2 / 3" and len(carousel.query(".carousel-image")) == 1:
-                break
+        await until(
+            pilot,
+            lambda: (
+                str(carousel.query_one(".counter").render()) == "2 / 3" and len(carousel.query(".carousel-image")) == 1
+            ),
+        )
         await pilot.pause(0.2)
 
     assert snap_compare(make(env), terminal_size=SIZE, run_before=run_before)
@@ -203,10 +188,7 @@ def test_approval_modal(env, snap_compare):
     async def run_before(pilot):
         pilot.app.conversation_view.composer.load_text("correct my first message to Paris")
         await pilot.press("enter")
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if type(pilot.app.screen).__name__ == "ApprovalScreen" and pilot.app.screen.armed:
-                break
+        await until(pilot, lambda: type(pilot.app.screen).__name__ == "ApprovalScreen" and pilot.app.screen.armed)
         await pilot.pause(0.1)
 
     assert snap_compare(make(env), terminal_size=SIZE, run_before=run_before)

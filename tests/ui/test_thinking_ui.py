@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from pilot_helpers import make
+from pilot_helpers import make, until
 from sse_replay import ReplayServer, held
 
 from tui_agent.ui.commands import ACTIONS
@@ -100,10 +100,7 @@ async def test_live_thinking_streams_open_then_collapses_when_the_answer_starts(
         (bubble,) = app.conversation_view.chat_log.query(AssistantBubble)
         assert bubble.text == ""
         replay.release()
-        for _ in range(300):
-            await pilot.pause(0.05)
-            if not app.turns:
-                break
+        await until(pilot, lambda: not app.turns)
         assert block.collapsed and block.title == "Thinking"  # what a reload shows (issue 25 item 10)
         assert bubble.text == "9.8 is greater."
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
+from pilot_helpers import make
 from repo_paths import ROOT
 from textual.app import App, ComposeResult
 
-from tui_agent.ui.app import AgentApp
 from tui_agent.ui.widgets.host import PLAIN, WidgetHost, host_of
 from tui_agent.ui.widgets.spinner import Spinner
 from tui_agent.ui.widgets.thinking import ThinkingBlock, toggle_all
@@ -26,7 +26,7 @@ def test_no_widget_reaches_the_app_by_name() -> None:
 
 
 async def test_the_app_is_a_widget_host_and_its_widgets_read_it(env) -> None:
-    app = AgentApp(env.vault, images="halfcell", check_endpoint=False, clock=lambda: 7.0, animate=False)
+    app = make(env, clock=lambda: 7.0)
     assert isinstance(app, WidgetHost) and host_of(app) is app
     async with app.run_test(size=(100, 30)) as pilot:
         assert app.conversation_view.composer.cursor_blink is False  # live_motion from the app: not animated
