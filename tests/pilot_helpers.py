@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -61,6 +62,19 @@ async def send(app: AgentApp, pilot: Any, text: str, *, wait: bool = True) -> No
         await pilot.pause(0.01)
     if wait:
         await settle(app, pilot)
+
+
+@asynccontextmanager
+async def one_turn(env: Any, text: str, *replies: Any, size: tuple[int, int] = (120, 40)) -> AsyncIterator[Any]:
+    """The app running, after ``text`` was sent and its turn ended: ``(app, pilot)``. ``replies``
+    (``Reply``s, or plain texts) are scripted first, for this turn and any that follow."""
+    from fake_openai import Reply
+
+    env.fake.script(*(Reply(text=r) if isinstance(r, str) else r for r in replies))
+    app = make(env)
+    async with app.run_test(size=size) as pilot:
+        await send(app, pilot, text)
+        yield app, pilot
 
 
 def children(app: AgentApp, kind: Any) -> list[Any]:

@@ -28,24 +28,21 @@ class Recording(Tool):
         return ToolResult.ok({"result": f"{self.name} ran"})
 
 
+def one_text_parameter(name: str, description: str) -> dict[str, Any]:
+    """A tool's JSON schema: one required string."""
+    return {"type": "object", "properties": {name: {"type": "string", "description": description}}, "required": [name]}
+
+
 class GetWeather(Recording):
     name = "get_weather"
     role = "weather_tool"
-    parameters: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {"location": {"type": "string", "description": "City."}},
-        "required": ["location"],
-    }
+    parameters: ClassVar[dict[str, Any]] = one_text_parameter("location", "City.")
 
 
 class WebSearch(Recording):
     name = "web_search"
     role = "web_search"
-    parameters: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {"query": {"type": "string", "description": "Query."}},
-        "required": ["query"],
-    }
+    parameters: ClassVar[dict[str, Any]] = one_text_parameter("query", "Query.")
 
 
 class Env:

@@ -19,6 +19,7 @@ import httpx2
 import pytest
 from fake_openai import Reply
 from helpers import done, run_turn
+from mcp_helpers import running_manager
 from media_helpers import damage_picture, remove_picture
 from serve_helpers import TOKEN, start_serve
 from store_rows import value
@@ -237,20 +238,15 @@ async def test_an_mcp_picture_made_in_a_shows_in_b(env, tmp_path, monkeypatch):
     from mcp_helpers import add_fixture
 
     from tui_agent.core import events as ev
-    from tui_agent.core.mcp.manager import McpManager
     from tui_agent.core.tools.registry import ToolRegistry
 
     monkeypatch.setenv("FIXTURE_MCP_PIDS", str(tmp_path / "mcp-pids.txt"))
     add_fixture()
     registry = ToolRegistry()
-    manager = McpManager(env.vault, registry)
-    await manager.start(env.profile)
-    try:
+    async with running_manager(env, registry):
         env.fake.script(Reply(tool_calls=[("picture", '{"color": "green"}')]), Reply(text="A green square."))
         events = await run_turn(env, "draw", registry=registry)
         [image] = next(e for e in events if isinstance(e, ev.ToolFinished)).result.images
-    finally:
-        await manager.aclose()
     b = machine_b(env, tmp_path)
     assert media_files.local_file(b.vault.root, image).read_bytes() == (env.vault.root / image).read_bytes()
 

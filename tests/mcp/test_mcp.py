@@ -9,20 +9,13 @@ import json
 import pytest
 from fake_openai import Reply
 from helpers import done, make_loop, rows
-from mcp_helpers import add_fixture, free_port, start_http_fixture, started_pids, wait_gone
+from mcp_helpers import add_fixture, free_port, running_manager, start_http_fixture, started_pids, wait_gone
 
 from tui_agent.core import events as ev
 from tui_agent.core.mcp import config as mcp_config
 from tui_agent.core.mcp.manager import McpManager
 from tui_agent.core.store import migrations
 from tui_agent.core.tools.registry import ToolRegistry, default_registry
-
-
-@pytest.fixture
-def pids(tmp_path, monkeypatch):
-    path = tmp_path / "mcp-pids.txt"
-    monkeypatch.setenv("FIXTURE_MCP_PIDS", str(path))
-    return path
 
 
 async def _turn(env, registry, text, conversation_id=None, **kwargs):
@@ -55,9 +48,7 @@ async def test_migration_step_adds_the_tables_and_the_profile_field(env):
 async def test_tools_are_listed_called_and_fed_back(env, pids):
     add_fixture()
     registry = default_registry()
-    manager = McpManager(env.vault, registry)
-    await manager.start(env.profile)
-    try:
+    async with running_manager(env, registry) as manager:
         assert manager.states() == {"fx": ("ready", "")}
         env.fake.script(Reply(tool_calls=[("echo", '{"text": "hello mcp"}')]), Reply(text="The server said hello."))
         events = await _turn(env, registry, "use the echo tool")
@@ -74,8 +65,6 @@ async def test_tools_are_listed_called_and_fed_back(env, pids):
         assert ("mcp_tool", "echo", "complete") in stored
         finished = next(e for e in events if isinstance(e, ev.ToolFinished))
         assert finished.role == "mcp_tool" and finished.result.is_ok
-    finally:
-        await manager.aclose()
     assert started_pids(pids) and wait_gone(started_pids(pids)) == []
 
 
@@ -83,9 +72,7 @@ async def test_tools_are_listed_called_and_fed_back(env, pids):
 async def test_image_content_is_saved_shown_and_seen_by_the_vision_model(env, pids):
     add_fixture()
     registry = ToolRegistry()
-    manager = McpManager(env.vault, registry)
-    await manager.start(env.profile)
-    try:
+    async with running_manager(env, registry):
         env.fake.script(Reply(tool_calls=[("picture", '{"color": "green"}')]), Reply(text="A green square."))
         events = await _turn(env, registry, "draw")
         assert done(events).status == "complete"
@@ -105,17 +92,13 @@ async def test_image_content_is_saved_shown_and_seen_by_the_vision_model(env, pi
             for part in message["content"]
         )
         assert any(isinstance(e, ev.ModelSwitched) for e in events)
-    finally:
-        await manager.aclose()
 
 
 @pytest.mark.slow
 async def test_error_huge_and_slow_results(env, pids):
     add_fixture(timeout_s=3)
     registry = ToolRegistry()
-    manager = McpManager(env.vault, registry)
-    await manager.start(env.profile)
-    try:
+    async with running_manager(env, registry) as manager:
         env.fake.script(
             Reply(tool_calls=[("broken", '{"reason": "on purpose"}'), ("huge", '{"size": 50000}')]),
             Reply(tool_calls=[("slow", '{"seconds": 30}')]),
@@ -133,8 +116,6 @@ async def test_error_huge_and_slow_results(env, pids):
         assert (await manager.connections["fx"].call("echo", {"text": "still here"}, 10)).content[0].text == (
             "echo: still here"
         )
-    finally:
-        await manager.aclose()
 
 
 @pytest.mark.slow
@@ -142,9 +123,7 @@ async def test_error_huge_and_slow_results(env, pids):
 async def test_list_changed_refreshes_the_schemas(env, pids, era):
     add_fixture("fx", *(["--legacy"] if era.startswith("handshake") else []))
     registry = ToolRegistry()
-    manager = McpManager(env.vault, registry)
-    await manager.start(env.profile)
-    try:
+    async with running_manager(env, registry) as manager:
         assert "extra" not in registry
         from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -160,17 +139,13 @@ async def test_list_changed_refreshes_the_schemas(env, pids, era):
         env.fake.script(Reply(text="ok"))
         await _turn(env, registry, "next")
         assert "extra" in _tools(env.fake.chat_requests[-1])
-    finally:
-        await manager.aclose()
 
 
 @pytest.mark.slow
 async def test_garbage_on_stdout_is_isolated(env, pids):
     add_fixture("noisy", "--garbage")
     registry = ToolRegistry()
-    manager = McpManager(env.vault, registry)
-    await manager.start(env.profile)
-    try:
+    async with running_manager(env, registry) as manager:
         connection = manager.connections["noisy"]
         assert connection.state == "ready"
         result = await connection.call("noisy", {}, 10)
@@ -187,8 +162,6 @@ async def test_garbage_on_stdout_is_isolated(env, pids):
         assert "garbage between messages" in connection.last_garbage
         log = (env.vault.logs / "agent.log").read_text()
         assert "garbage before the first message" in log  # into the vault log, not onto the screen
-    finally:
-        await manager.aclose()
 
 
 @pytest.mark.slow
@@ -196,9 +169,7 @@ async def test_a_dead_server_is_reported_once_left_out_and_restarted(env, pids):
     add_fixture()
     notices: list[str] = []
     registry = ToolRegistry()
-    manager = McpManager(env.vault, registry, notice=notices.append)
-    await manager.start(env.profile)
-    try:
+    async with running_manager(env, registry, notice=notices.append) as manager:
         env.fake.script(Reply(tool_calls=[("die", "{}")]), Reply(text="it died"), Reply(text="no tools"))
         events = await _turn(env, registry, "kill it")
         failed = next(e for e in events if isinstance(e, ev.ToolFinished))
@@ -219,8 +190,6 @@ async def test_a_dead_server_is_reported_once_left_out_and_restarted(env, pids):
         await _turn(env, registry, "again")
         assert "echo" in _tools(env.fake.chat_requests[-1])
         assert len(notices) == 1
-    finally:
-        await manager.aclose()
     assert wait_gone(started_pids(pids)) == []
 
 
@@ -231,9 +200,7 @@ async def test_start_failures_are_reported_and_hanging_servers_killed(env, pids)
     env.profile.mcp_timeout_s = 8  # the profile's timeout bounds a start
     mcp_config.add_server(mcp_config.ServerConfig(name="missing", transport="stdio", command="no-such-mcp-server"))
     notices: list[str] = []
-    manager = McpManager(env.vault, ToolRegistry(), notice=notices.append)
-    await manager.start(env.profile)
-    try:
+    async with running_manager(env, ToolRegistry(), notice=notices.append) as manager:
         states = manager.states()
         assert states["crashes"][0] == "failed"
         assert states["hangs"] == ("failed", "did not start within 8s (timeout)")
@@ -241,8 +208,6 @@ async def test_start_failures_are_reported_and_hanging_servers_killed(env, pids)
         assert sorted(n.split()[2] for n in notices) == ["crashes", "hangs", "missing"]
         assert "dying on start" in (env.vault.logs / "mcp-crashes.log").read_text()  # stderr went to the vault log
         assert wait_gone(started_pids(pids)) == []
-    finally:
-        await manager.aclose()
 
 
 @pytest.mark.slow
@@ -284,16 +249,12 @@ async def test_clashing_names_are_namespaced(env, pids):
     add_fixture("one")
     add_fixture("two")
     registry = default_registry()
-    manager = McpManager(env.vault, registry)
-    await manager.start(env.profile)
-    try:
+    async with running_manager(env, registry):
         names = set(registry.names())
         assert {"one__echo", "two__echo", "one__picture", "two__picture"} <= names
         assert "echo" not in names
         one = registry.get("one__echo")
         assert one is not None and one.role == "mcp_tool"
-    finally:
-        await manager.aclose()
 
 
 @pytest.mark.slow
@@ -314,17 +275,13 @@ async def test_streamable_http_server_with_a_header_from_the_environment(env, tm
         stored = (env.vault.db_path).read_bytes()
         assert b"s3cret-value" not in stored
         registry = ToolRegistry()
-        manager = McpManager(env.vault, registry)
-        await manager.start(env.profile)
-        try:
+        async with running_manager(env, registry) as manager:
             assert manager.states()["web"] == ("ready", "")
             env.fake.script(Reply(tool_calls=[("header", "{}"), ("echo", '{"text": "over http"}')]), Reply(text="ok"))
             events = await _turn(env, registry, "http")
             results = {e.name: e.result for e in events if isinstance(e, ev.ToolFinished)}
             assert results["header"].data["content"] == "Token s3cret-value"
             assert results["echo"].data["content"] == "echo: over http"
-        finally:
-            await manager.aclose()
     finally:
         process.terminate()
         process.wait(timeout=20)
@@ -374,9 +331,7 @@ async def test_a_server_killed_while_idle_is_noticed_without_a_call(env, pids):
     add_fixture()
     notices: list[str] = []
     registry = ToolRegistry()
-    manager = McpManager(env.vault, registry, notice=notices.append)
-    await manager.start(env.profile)
-    try:
+    async with running_manager(env, registry, notice=notices.append) as manager:
         assert "echo" in registry
         os.kill(started_pids(pids)[0], signal.SIGKILL)
         for _ in range(400):
@@ -389,5 +344,3 @@ async def test_a_server_killed_while_idle_is_noticed_without_a_call(env, pids):
             "MCP server fx stopped: the server exited (see mcp-fx.log). Its tools are left out; "
             "it is started again on the next turn."
         ]
-    finally:
-        await manager.aclose()

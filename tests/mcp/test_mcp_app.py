@@ -24,13 +24,6 @@ from tui_agent.ui.widgets.tool_block import ToolResultView
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture
-def pids(tmp_path, monkeypatch):
-    path = tmp_path / "mcp-pids.txt"
-    monkeypatch.setenv("FIXTURE_MCP_PIDS", str(path))
-    return path
-
-
 async def test_servers_start_after_the_first_paint_and_calls_ask_in_the_modal(env, pids):
     add_fixture(policy="ask")
     mcp_config.set_policy("fx", "auto", tool="picture")

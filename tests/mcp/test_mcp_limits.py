@@ -18,6 +18,7 @@ import time
 import pytest
 from fake_openai import Reply
 from helpers import done, make_loop
+from mcp_helpers import running_manager
 from pilot_helpers import make
 from repo_paths import TESTS
 
@@ -56,9 +57,7 @@ def test_the_line_reader_keeps_at_most_the_limit_and_finds_the_id():
 async def test_a_50_mb_result_is_not_read_and_the_server_stays_usable(env):
     add_hostile("big")
     registry = default_registry()
-    manager = McpManager(env.vault, registry)
-    await manager.start(env.profile)
-    try:
+    async with running_manager(env, registry) as manager:
         assert manager.states()["big"] == ("ready", "")
         env.fake.script(
             Reply(tool_calls=[("bulk", json.dumps({"size": 50_000_000}))]),
@@ -84,8 +83,6 @@ async def test_a_50_mb_result_is_not_read_and_the_server_stays_usable(env):
         assert "over the 28,000,000-byte limit for one message: it was not read" in first["error"]
         assert second == {"status": "ok", "data": {"content": "echo: still here"}}
         assert "over the 28,000,000-byte limit" in (env.vault.logs / "agent.log").read_text()
-    finally:
-        await manager.aclose()
 
 
 @pytest.mark.slow
@@ -136,9 +133,7 @@ async def test_an_http_body_is_read_only_up_to_the_limit(env, tmp_path, monkeypa
 async def test_tool_count_and_schema_size_are_capped_with_a_note(env):
     add_hostile("many", "--many", "600", "--schema-bytes", "300000")
     registry = default_registry()
-    manager = McpManager(env.vault, registry)
-    await manager.start(env.profile)
-    try:
+    async with running_manager(env, registry) as manager:
         state, note = manager.states()["many"]
         assert state == "ready"
         assert "1 tool(s) left out, each over 16,384 bytes of schema: wide (" in note
@@ -154,8 +149,6 @@ async def test_tool_count_and_schema_size_are_capped_with_a_note(env):
         assert len(mcp_tools) == MAX_TOOLS
         assert len(json.dumps(mcp_tools)) < MAX_SERVER_BYTES * 1.5
         assert "only 64 of 603 tools" in (env.vault.logs / "agent.log").read_text()
-    finally:
-        await manager.aclose()
     result = subprocess.run(
         [sys.executable, "-m", "tui_agent", "--vault", str(env.vault.root), "mcp", "test", "many"],
         capture_output=True,

@@ -12,13 +12,6 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def pids(tmp_path, monkeypatch):
-    path = tmp_path / "mcp-pids.txt"
-    monkeypatch.setenv("FIXTURE_MCP_PIDS", str(path))
-    return path
-
-
-@pytest.fixture
 def mcp_served(env, pids, tmp_path):
     add_fixture()  # before serve starts: each tab's app process starts it
     server = start_serve(env.vault.root, tmp_path / "serve.out")

@@ -8,7 +8,7 @@ import threading
 import pytest
 from fake_openai import Reply
 from helpers import rows
-from pilot_helpers import children, make, send, settle, until
+from pilot_helpers import children, make, one_turn, send, settle, until
 from textual.widgets import Markdown
 
 from tui_agent.core.store import history
@@ -251,10 +251,7 @@ async def test_after_a_jump_to_an_old_message_newer_pages_load_on_scroll_down(en
 async def test_turns_share_one_open_client_until_the_app_ends(env):
     """The app keeps one client per endpoint: no new TLS context and connection pool per turn;
     a changed endpoint gets its own, and every one is closed when the app ends."""
-    env.fake.script(Reply(text="one"), Reply(text="two"), Reply(text="three"))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await send(app, pilot, "first")
+    async with one_turn(env, "first", "one", "two", "three") as (app, pilot):
         first = app.llm_client()
         assert first._client is not None  # still open after the turn
         await send(app, pilot, "second")
@@ -295,10 +292,7 @@ async def test_a_new_bubble_does_not_restyle_the_rest_of_the_log(env):
     """Textual restyles every displayed sibling (with its subtree) on each mount when a rule with
     :first-child / :last-child could match it. Only Markdown blocks may carry such rules: the
     bubbles of a long sitting must not, or each turn costs more than the one before."""
-    env.fake.script(Reply(text="first paragraph\n\nlast paragraph"))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await send(app, pilot, "hi")
+    async with one_turn(env, "hi", "first paragraph\n\nlast paragraph") as (app, _pilot):
         order_styled = [w for w in app.conversation_view.chat_log.query("*") if w._has_order_style]
         assert all(type(w).__name__.startswith("Markdown") and w.parent.has_class("reply") for w in order_styled)
         (bubble,) = children(app, AssistantBubble)

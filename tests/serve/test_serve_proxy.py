@@ -19,6 +19,7 @@ import aiohttp
 import httpx2
 import pytest
 from fake_openai import Reply, png_bytes
+from pg_cluster import free_port
 from pilot_helpers import eventually
 from serve_helpers import CHROMIUM, CHROMIUM_ARGS, TOKEN, Served, needs_browser, ready_sessions, screen_text
 from serve_helpers import start_serve as serve
@@ -70,12 +71,6 @@ def needs_nginx() -> Any:
     if os.environ.get("CI") != "true" and not Path(NGINX).exists():
         return pytest.mark.skip(reason="needs nginx: apt-get install nginx")
     return pytest.mark.skipif(False, reason="nginx is here")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass

@@ -8,7 +8,7 @@ import json
 import pytest
 from fake_openai import Reply, png_bytes
 from helpers import rows
-from pilot_helpers import children, make, send, settle, until
+from pilot_helpers import children, make, one_turn, send, settle, until
 from textual.widgets import Collapsible, Input, ListView
 
 from tui_agent.core import profiles
@@ -22,10 +22,10 @@ from tui_agent.ui.widgets.tool_block import ToolBlock, ToolResultView
 
 
 async def test_plain_reply(env):
-    env.fake.script(Reply(text="# Title\n\nSome *markdown* and `code`.", chunk_size=2))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await send(app, pilot, "hello")
+    async with one_turn(env, "hello", Reply(text="# Title\n\nSome *markdown* and `code`.", chunk_size=2)) as (
+        app,
+        _pilot,
+    ):
         (user,) = children(app, UserBubble)
         (bubble,) = children(app, AssistantBubble)
         assert user.text == "hello"
@@ -39,10 +39,7 @@ async def test_plain_reply(env):
 
 
 async def test_imagine_shows_a_carousel_and_the_vision_follow_up(env):
-    env.fake.script(Reply(text="Two foxes."))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await send(app, pilot, "/imagine a fox")
+    async with one_turn(env, "/imagine a fox", "Two foxes.") as (app, pilot):
         (view,) = children(app, ToolResultView)
         carousel = view.query_one(ImageCarousel)
         assert len(carousel.paths) == 2 and carousel.index == 0
@@ -60,13 +57,12 @@ async def test_imagine_shows_a_carousel_and_the_vision_follow_up(env):
 @pytest.mark.slow
 async def test_search_sql_show_and_tool_errors_render_as_blocks(env):
     (env.vault.media / "a.png").write_bytes(png_bytes())
-    env.fake.script(
+    async with one_turn(
+        env,
+        "how many messages?",
         Reply(tool_calls=[("memory_sql", json.dumps({"query": "SELECT count(*) FROM messages"}))]),
         Reply(text="Counted."),
-    )
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await send(app, pilot, "how many messages?")
+    ) as (app, pilot):
         await send(app, pilot, "/show media/a.png")
         await send(app, pilot, "/search anything")  # duckduckgo is unreachable here: an error block
         blocks = children(app, ToolBlock)
@@ -327,10 +323,7 @@ async def test_attach_picker_then_send(env, tmp_path):
 
 @pytest.mark.slow
 async def test_log_panel_shows_the_image_tool_lines(env):
-    env.fake.script(Reply(text="ok"))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await send(app, pilot, "/imagine a log line")
+    async with one_turn(env, "/imagine a log line", "ok") as (app, pilot):
         from tui_agent.ui.screens.log_screen import LogScreen
 
         await pilot.press("ctrl+l")

@@ -5,18 +5,14 @@ are commands and every other printable key goes to the composer."""
 from __future__ import annotations
 
 import pytest
-from fake_openai import Reply
-from pilot_helpers import make, send
+from pilot_helpers import one_turn
 
 from tui_agent.ui.widgets.bubbles import UserBubble
 
 
 @pytest.mark.slow
 async def test_typing_after_a_click_goes_to_the_composer_not_to_the_commands(env):
-    env.fake.script(Reply(text="one"))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await send(app, pilot, "first")
+    async with one_turn(env, "first", "one") as (app, pilot):
         requests = len(env.fake.chat_requests)
         user = app.conversation_view.chat_log.query_one(UserBubble)
         await pilot.click(user)
@@ -32,10 +28,7 @@ async def test_typing_after_a_click_goes_to_the_composer_not_to_the_commands(env
 
 @pytest.mark.slow
 async def test_other_printable_keys_in_the_keyboard_cursor_go_to_the_composer(env):
-    env.fake.script(Reply(text="one"))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await send(app, pilot, "first")
+    async with one_turn(env, "first", "one") as (app, pilot):
         await pilot.press("up")
         await pilot.pause()
         assert app.conversation_view.chat_log.cursor is not None and app.focused is app.conversation_view.chat_log

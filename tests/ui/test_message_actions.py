@@ -8,7 +8,7 @@ import base64
 import pytest
 from fake_openai import Reply
 from helpers import rows
-from pilot_helpers import make, send, settle
+from pilot_helpers import make, one_turn, send, settle
 
 from tui_agent.core.store import branches, history
 from tui_agent.ui.widgets.alternatives import AlternativesBar
@@ -36,10 +36,7 @@ def copied(written: list[str]) -> list[str]:
 
 @pytest.mark.slow
 async def test_cursor_moves_through_messages_and_back_to_the_composer(env):
-    env.fake.script(Reply(text="one"), Reply(text="two"))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await send(app, pilot, "first")
+    async with one_turn(env, "first", "one", "two") as (app, pilot):
         await send(app, pilot, "second")
         await pilot.press("up")
         assert app.focused is app.conversation_view.chat_log
@@ -57,10 +54,7 @@ async def test_cursor_moves_through_messages_and_back_to_the_composer(env):
 
 
 async def test_click_selects_a_message(env):
-    env.fake.script(Reply(text="one"))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await send(app, pilot, "first")
+    async with one_turn(env, "first", "one") as (app, pilot):
         user = app.conversation_view.chat_log.query_one(UserBubble)
         await pilot.click(user)
         await pilot.pause()
@@ -69,10 +63,7 @@ async def test_click_selects_a_message(env):
 
 @pytest.mark.slow
 async def test_copy_message_and_code_block_send_osc52(env):
-    env.fake.script(Reply(text=REPLY))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await send(app, pilot, "show me code")
+    async with one_turn(env, "show me code", Reply(text=REPLY)) as (app, pilot):
         written = capture_terminal(app)
         await pilot.press("up", "c")
         await pilot.pause()
@@ -93,10 +84,7 @@ async def test_copy_message_and_code_block_send_osc52(env):
 
 
 async def test_copy_to_prompt(env):
-    env.fake.script(Reply(text="reuse me"))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await send(app, pilot, "q")
+    async with one_turn(env, "q", "reuse me") as (app, pilot):
         await pilot.press("up", "p")
         await pilot.pause()
         assert app.conversation_view.composer.text == "reuse me" and app.focused is app.conversation_view.composer
@@ -104,10 +92,7 @@ async def test_copy_to_prompt(env):
 
 @pytest.mark.slow
 async def test_regenerate_keeps_alternatives_and_left_right_switch(env):
-    env.fake.script(Reply(text="first answer"), Reply(text="second answer"), Reply(text="later"))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await send(app, pilot, "hello")
+    async with one_turn(env, "hello", "first answer", "second answer", "later") as (app, pilot):
         await pilot.press("up", "r")
         await settle(app, pilot)
         (bubble,) = list(app.conversation_view.chat_log.query(AssistantBubble))
@@ -137,10 +122,7 @@ async def test_regenerate_keeps_alternatives_and_left_right_switch(env):
 
 @pytest.mark.slow
 async def test_edit_and_resend_branches_and_the_marker_switches_back(env):
-    env.fake.script(Reply(text="A"), Reply(text="B"), Reply(text="C"))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await send(app, pilot, "a")
+    async with one_turn(env, "a", "A", "B", "C") as (app, pilot):
         await send(app, pilot, "b")
         await pilot.press("up", "up", "e")
         await pilot.pause()
@@ -168,10 +150,7 @@ async def test_edit_and_resend_branches_and_the_marker_switches_back(env):
 
 
 async def test_escape_stops_editing_without_sending(env):
-    env.fake.script(Reply(text="A"))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await send(app, pilot, "a")
+    async with one_turn(env, "a", "A") as (app, pilot):
         await pilot.press("up", "up", "e")
         await pilot.press("escape")
         assert app.conversation_view.editing is None and app.conversation_view.composer.text == ""
@@ -179,10 +158,7 @@ async def test_escape_stops_editing_without_sending(env):
 
 
 async def test_export_from_the_palette_actions(env):
-    env.fake.script(Reply(text="exported"))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await send(app, pilot, "keep this")
+    async with one_turn(env, "keep this", "exported") as (app, pilot):
         await app.run_action("export_markdown")
         await app.run_action("export_json")
         await pilot.pause()
@@ -248,10 +224,7 @@ async def test_context_meter_and_window_marker(env):
     profiles.set_field(env.profile, "context_budget_tokens", "500")
     env.reload_profile()
     long_text = "word " * 300  # ~375 tokens: two of these do not fit in 500
-    env.fake.script(Reply(text="short"), Reply(text="short again"))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await send(app, pilot, long_text)
+    async with one_turn(env, long_text, "short", "short again") as (app, pilot):
         meter = app.query_one(ContextMeter)
         # The server's usage wins over the estimate once the reply is in.
         assert meter.estimated is False and meter.budget == 500

@@ -8,7 +8,7 @@ import json
 import pytest
 from fake_openai import Reply
 from helpers import done, rows, run_turn
-from pilot_helpers import make, send, settle, until
+from pilot_helpers import make, one_turn, send, settle, until
 from textual.widgets import Input, Markdown, TextArea
 
 from tui_agent.core import profiles, settings
@@ -26,10 +26,7 @@ def status(app) -> str:
 
 # ------------------------------------------------------------------ 2. failures are visible
 async def test_a_failed_image_tool_shows_a_red_card_and_the_reason_on_the_title(env):
-    env.fake.script(Reply(text="Sorry, that failed."), Reply(text="Again."))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await send(app, pilot, "/imagine FAIL a fox")
+    async with one_turn(env, "/imagine FAIL a fox", "Sorry, that failed.", "Again.") as (app, pilot):
         await send(app, pilot, "/imagine GARBAGE a fox")
         first, second = app.conversation_view.chat_log.query(ToolResultView)
         card = str(first.query_one(ErrorCard).render())
@@ -44,13 +41,12 @@ async def test_a_failed_image_tool_shows_a_red_card_and_the_reason_on_the_title(
 
 
 async def test_every_tool_puts_its_reason_on_the_title(env):
-    env.fake.script(
+    async with one_turn(
+        env,
+        "show me nope",
         Reply(tool_calls=[("show_image", json.dumps({"path": "media/nope.png"}))]),
         Reply(text="It is not there."),
-    )
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await send(app, pilot, "show me nope")
+    ) as (app, _pilot):
         (view,) = app.conversation_view.chat_log.query(ToolResultView)
         assert view.block.title == "Tool result · show_image · ✗ not found: media/nope.png"
         assert view.query(ErrorCard)
@@ -58,10 +54,9 @@ async def test_every_tool_puts_its_reason_on_the_title(env):
 
 async def test_capped_count_warning_is_next_to_the_carousel(env):
     arguments = json.dumps({"prompt": "foxes", "path": "foxes/f.png", "count": 10, "reason": "r"})
-    env.fake.script(Reply(tool_calls=[("generate_image", arguments)]), Reply(text="Four foxes."))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await send(app, pilot, "ten foxes please")
+    async with one_turn(
+        env, "ten foxes please", Reply(tool_calls=[("generate_image", arguments)]), Reply(text="Four foxes.")
+    ) as (app, _pilot):
         (view,) = app.conversation_view.chat_log.query(ToolResultView)
         warning = view.query_one(".tool-warning")
         assert str(warning.render()) == "⚠ count 10 capped at 4"
@@ -72,13 +67,12 @@ async def test_capped_count_warning_is_next_to_the_carousel(env):
 
 # ------------------------------------------------------------------ 3. Markdown keeps text
 async def test_html_in_a_reply_is_shown_as_text(env):
-    env.fake.script(
+    async with one_turn(
+        env,
+        "how?",
         Reply(text="Wrap it in a <div> element and use <b>bold</b>."),
         Reply(text="<think>pondering</think>The answer is 4."),
-    )
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await send(app, pilot, "how?")
+    ) as (app, pilot):
         await send(app, pilot, "2+2?")
         first, second = app.conversation_view.chat_log.query(AssistantBubble)
         for bubble, expected in (
@@ -238,10 +232,9 @@ async def test_status_line_ready_once_the_endpoint_answers(env):
 
 # ------------------------------------------------------------------ 9. retry
 async def test_retry_resends_the_failed_turn_without_a_second_user_message(env):
-    env.fake.script(Reply(text="partial", status=400, error_message="overloaded"), Reply(text="Here it is."))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await send(app, pilot, "tell me")
+    async with one_turn(
+        env, "tell me", Reply(text="partial", status=400, error_message="overloaded"), Reply(text="Here it is.")
+    ) as (app, pilot):
         assert app.conversation_view.chat_log.query(ErrorCard)
         await pilot.press("ctrl+r")
         await settle(app, pilot)
