@@ -72,6 +72,14 @@ def user_id(events: list[Any]) -> int:
     return next(e for e in events if isinstance(e, ev.TurnStarted)).user_message_id
 
 
+async def first_turn(env: Any, text: str, *replies: Any) -> tuple[list[Any], int]:
+    """``replies`` scripted (for this turn and later ones), then ``text`` as a new conversation's first
+    turn: its events and the conversation's id."""
+    env.fake.script(*replies)
+    events = await run_turn(env, text)
+    return events, done(events).conversation_id
+
+
 def done(events: list[Any]) -> ev.Done:
     last = events[-1]
     assert isinstance(last, ev.Done), events

@@ -58,3 +58,22 @@ def answering(answer: bool, asked: list[str] | None = None) -> Any:
         return answer
 
     return approve
+
+
+def edit_first_message() -> tuple[Any, Any]:
+    """The model's two replies: a memory_sql UPDATE of message 1 (it needs approval), then "Done."."""
+    import json
+
+    from fake_openai import Reply
+
+    query = json.dumps({"query": "UPDATE messages SET content = 'edited' WHERE id = 1"})
+    return Reply(tool_calls=[("memory_sql", query)]), Reply(text="Done.")
+
+
+async def declined_question(env: Any, query: str) -> list[str]:
+    """``query`` run and declined at its approval: the lines of the question the user was asked."""
+    asked: list[str] = []
+    result = await sql(env, query, answering(False, asked))
+    assert result.error == "the user declined this UPDATE; nothing was changed"
+    (question,) = asked
+    return question.splitlines()

@@ -65,16 +65,46 @@ async def send(app: AgentApp, pilot: Any, text: str, *, wait: bool = True) -> No
 
 
 @asynccontextmanager
+async def running(env: Any, *replies: Any, size: tuple[int, int] = (120, 40), **kwargs: Any) -> AsyncIterator[Any]:
+    """The app (``make(env, **kwargs)``) running at ``size``: ``(app, pilot)``. ``replies``
+    (``Reply``s, or plain texts) are scripted first."""
+    from fake_openai import Reply
+
+    if replies:
+        env.fake.script(*(Reply(text=r) if isinstance(r, str) else r for r in replies))
+    app = make(env, **kwargs)
+    async with app.run_test(size=size) as pilot:
+        yield app, pilot
+
+
+@asynccontextmanager
 async def one_turn(env: Any, text: str, *replies: Any, size: tuple[int, int] = (120, 40)) -> AsyncIterator[Any]:
     """The app running, after ``text`` was sent and its turn ended: ``(app, pilot)``. ``replies``
     (``Reply``s, or plain texts) are scripted first, for this turn and any that follow."""
-    from fake_openai import Reply
-
-    env.fake.script(*(Reply(text=r) if isinstance(r, str) else r for r in replies))
-    app = make(env)
-    async with app.run_test(size=size) as pilot:
+    async with running(env, *replies, size=size) as (app, pilot):
         await send(app, pilot, text)
         yield app, pilot
+
+
+async def answer(app: Any, pilot: Any, screen: type, key: str) -> None:
+    """Once a modal of type ``screen`` is up and armed (it ignores keys before), press ``key`` and
+    wait for it to close."""
+    await until(pilot, lambda: isinstance(app.screen, screen) and app.screen.armed)
+    await pilot.press(key)
+    await until(pilot, lambda: not isinstance(app.screen, screen))
+
+
+async def send_approved(app: Any, pilot: Any, text: str) -> str:
+    """Send ``text``, say yes to the approval it leads to, wait for the turn's end: the question asked."""
+    from tui_agent.ui.screens.dialogs import ApprovalScreen
+
+    app.conversation_view.composer.load_text(text)
+    await pilot.press("enter")
+    await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+    question = app.screen.question
+    await answer(app, pilot, ApprovalScreen, "y")
+    await until(pilot, lambda: not app.turns)
+    return str(question)
 
 
 def children(app: AgentApp, kind: Any) -> list[Any]:

@@ -5,8 +5,8 @@ the events alone and never reads back from the store what the loop just wrote (i
 from __future__ import annotations
 
 from fake_openai import Reply, png_bytes
-from helpers import done, on_loop, run_turn
-from pilot_helpers import make
+from helpers import first_turn, on_loop, run_turn
+from pilot_helpers import running
 from test_import_graph import import_graph
 
 from tui_agent.core import events as ev
@@ -31,9 +31,7 @@ async def test_turn_started_carries_the_stored_user_message_and_the_title(env):
 
 
 async def test_an_edit_carries_its_alternatives_and_its_place(env):
-    env.fake.script(Reply(text="A"), Reply(text="B"))
-    events = await run_turn(env, "a")
-    conversation_id = done(events).conversation_id
+    events, conversation_id = await first_turn(env, "a", Reply(text="A"), Reply(text="B"))
     a_id = first(events, ev.TurnStarted).user_message_id
     events = await on_loop(env, lambda loop: loop.run_turn(conversation_id, "a again", edit_of=a_id))
     message = first(events, ev.TurnStarted).message
@@ -60,8 +58,7 @@ def test_the_turns_view_never_imports_the_store() -> None:
 async def test_the_view_draws_a_turn_from_its_events_alone(env):
     """Ids the store does not have: what is drawn can only come from the events."""
     conversation = history.new_conversation("shown").id
-    app = make(env)
-    async with app.run_test(size=(100, 30)) as pilot:
+    async with running(env, size=(100, 30)) as (app, pilot):
         host = app.conversation_view
         await host.open_conversation(conversation)
         view = TurnView(host, conversation)

@@ -10,7 +10,7 @@ import pickle
 import pytest
 from fake_openai import Reply
 from helpers import make_loop, rows
-from pilot_helpers import make, settle
+from pilot_helpers import running, settle
 from textual.widget import Widget
 
 from tui_agent.core import events as ev
@@ -80,8 +80,7 @@ def _layouts_asked(monkeypatch: pytest.MonkeyPatch, widget: Widget) -> list[bool
 
 
 async def test_status_updates_while_streaming_repaint_the_line_only(env, monkeypatch):
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await settle(app, pilot)
         asked = _layouts_asked(monkeypatch, app.conversation_view.status_line)
         width = app.conversation_view.status_line.region.width
@@ -94,8 +93,7 @@ async def test_status_updates_while_streaming_repaint_the_line_only(env, monkeyp
 
 
 async def test_the_context_meter_lays_out_only_when_its_width_changes(env, monkeypatch):
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await settle(app, pilot)
         meter = app.query_one(ContextMeter)
         meter.show(1200, 32000, estimated=True)

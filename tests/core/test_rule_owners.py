@@ -3,7 +3,7 @@ parsing (with /help and /new) are core's; the TUI's composer asks core, as the l
 
 from __future__ import annotations
 
-from pilot_helpers import make, until
+from pilot_helpers import make, running, until
 from textual.app import App  # noqa: F401 - loaded first, so conftest's notices_kept records notifications
 from textual.widgets import Static
 
@@ -34,8 +34,7 @@ async def test_the_composer_refuses_a_long_message_with_cores_reason(env) -> Non
 async def test_help_is_read_as_cores_parser_reads_it(env) -> None:
     """`/HELP` is /help to core's parser: the composer shows its help (keys too), nothing is sent."""
     assert slash.parse("/HELP") == slash.SlashCommand(slash.HELP)
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         app.conversation_view.composer.load_text("/HELP")
         await pilot.press("enter")
         await until(pilot, lambda: any("Keys" in str(w.render()) for w in app.conversation_view.chat_log.query(Static)))
@@ -45,8 +44,7 @@ async def test_help_is_read_as_cores_parser_reads_it(env) -> None:
 
 async def test_new_is_read_as_cores_parser_reads_it(env) -> None:
     """`/New` starts a new chat in the app, as /new does, without storing an empty conversation."""
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         app.conversation_view.composer.load_text("/New")
         await pilot.press("enter")
         await until(pilot, lambda: app.conversation_view.composer.text == "")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from fake_openai import Reply
-from pilot_helpers import make, until
+from pilot_helpers import make, running, until
 
 from tui_agent.core import profiles
 from tui_agent.core.store import history
@@ -21,9 +21,7 @@ async def test_the_status_says_it_waits_for_approval_and_the_edited_message_show
     original = history.add_message(conversation.id, "user", "original text")
     history.add_message(conversation.id, "assistant", "a reply")
     query = f"UPDATE messages SET content = 'edited text' WHERE id = {original.id}"
-    env.fake.script(Reply(tool_calls=[("memory_sql", json.dumps({"query": query}))]), Reply(text="Done."))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env, Reply(tool_calls=[("memory_sql", json.dumps({"query": query}))]), "Done.") as (app, pilot):
         app.conversation_view.composer.load_text("fix my first message")
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
@@ -71,9 +69,7 @@ async def test_an_image_shown_with_slash_show_is_not_said_to_have_been_shown_to_
 async def test_a_new_conversation_shows_its_title_in_the_header_and_the_sidebar(env):
     from textual.widgets import Label, ListView
 
-    env.fake.script(Reply(text="hi"))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env, "hi") as (app, pilot):
         await pilot.press("ctrl+b")
         await until(pilot, lambda: bool(app.query(ListView)))
         app.conversation_view.composer.load_text("plan a trip to Lisbon")

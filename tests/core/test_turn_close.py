@@ -10,6 +10,7 @@ import peewee as pw
 import pytest
 from fake_openai import Reply
 from helpers import EchoTool, make_loop, rows
+from pilot_helpers import running
 
 from tui_agent.core import events as ev
 from tui_agent.core.reply import Reply as StoredReply
@@ -91,15 +92,14 @@ async def test_an_unset_api_key_is_reported_and_the_welcome_line_comes_back(env,
     """The profile names an API key variable that is not set: the app starts and says so (it
     crashed right after the first paint), and a message that cannot go keeps its text and the
     empty conversation's welcome line."""
-    from pilot_helpers import children, make, send
+    from pilot_helpers import children, send
 
     from tui_agent.ui.widgets.bubbles import UserBubble
 
     monkeypatch.delenv("TUI_TEST_UNSET_KEY", raising=False)
     env.profile.api_key_env = "TUI_TEST_UNSET_KEY"  # named but not set: the turn fails before it is stored
     env.profile.save()
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         (welcome,) = app.conversation_view.chat_log.query(".welcome")
         await pilot.pause(0.3)
         assert "TUI_TEST_UNSET_KEY is not set" in str(

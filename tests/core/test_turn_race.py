@@ -15,7 +15,7 @@ import gc
 
 from fake_openai import Reply
 from helpers import make_loop, rows
-from pilot_helpers import make, until
+from pilot_helpers import running, until
 from textual.widgets import Markdown
 
 from tui_agent.core import events as ev
@@ -76,8 +76,7 @@ async def test_escape_while_the_app_shows_the_finished_reply_keeps_it(env, monke
             await asyncio.sleep(0)  # the cancellation lands here, inside the turn
 
     monkeypatch.setattr(TurnView, "handle", handle_then_escape)
-    app = make(env)
-    async with app.run_test(size=(100, 30)) as pilot:
+    async with running(env, size=(100, 30)) as (app, pilot):
         app.conversation_view.composer.load_text("question")
         await pilot.press("enter")
         await until(pilot, lambda: not app.turns and app.conversation_view.chat_log.query(AssistantBubble))
@@ -105,8 +104,7 @@ async def test_a_reply_that_finishes_while_its_first_frame_is_written_shows_whol
         await write(self, fragment)
 
     monkeypatch.setattr(AssistantBubble, "write", held_write)
-    app = make(env)
-    async with app.run_test(size=(100, 30)) as pilot:
+    async with running(env, size=(100, 30)) as (app, pilot):
         view = TurnView(app.conversation_view, None)
         await view.handle(ev.AssistantStarted(model="m"))
         await view.handle(ev.TextDelta("The whole reply."))

@@ -9,7 +9,7 @@ import pytest
 from fake_openai import png_bytes
 from media_helpers import picture_tool_row
 from PIL import Image
-from pilot_helpers import make
+from pilot_helpers import make, running
 
 from tui_agent.core.store import history
 from tui_agent.ui.app import AgentApp
@@ -63,8 +63,7 @@ def test_fit_keeps_the_aspect_ratio_and_the_limits():
 @pytest.mark.slow
 async def test_right_left_resize_and_reopen_keep_the_image_size(env):
     conversation_id = image_conversation(env)
-    app = make(env)
-    async with app.run_test(size=SIZE) as pilot:
+    async with running(env, size=SIZE) as (app, pilot):
         carousel = app.conversation_view.chat_log.query_one(ImageCarousel)
         await settle(pilot, carousel, "1 / 2")
         slot, cols, rows = image_box(carousel)
@@ -101,8 +100,7 @@ async def test_right_left_resize_and_reopen_keep_the_image_size(env):
 
 async def test_a_missing_image_says_why_in_full(env):
     image_conversation(env, sizes=((64, 40),), missing=0)
-    app = make(env)
-    async with app.run_test(size=SIZE) as pilot:
+    async with running(env, size=SIZE) as (app, pilot):
         carousel = app.conversation_view.chat_log.query_one(ImageCarousel)
         await settle(pilot, carousel)
         missing = carousel.query_one(".carousel-missing")
@@ -200,8 +198,7 @@ async def test_pictures_on_the_first_page_are_decoded_after_the_first_paint(env,
 
     monkeypatch.setattr(carousel_module, "verify_image", verify)
     monkeypatch.setattr(ImageCarousel, "on_mount", on_mount)
-    app = make(env)
-    async with app.run_test(size=SIZE) as pilot:
+    async with running(env, size=SIZE) as (app, pilot):
         carousel = app.conversation_view.chat_log.query_one(ImageCarousel)
         await settle(pilot, carousel, "1 / 3")
         assert mounted == [carousel]
@@ -288,8 +285,7 @@ async def test_nothing_waits_among_the_screens_after_refresh_callbacks(env, monk
 
     monkeypatch.setattr(MessagePump, "call_after_refresh", call_after_refresh)
     image_conversation(env)
-    app = make(env)
-    async with app.run_test(size=SIZE) as pilot:
+    async with running(env, size=SIZE) as (app, pilot):
         carousel = app.conversation_view.chat_log.query_one(ImageCarousel)
         await settle(pilot, carousel, "1 / 2")
         await pilot.resize_terminal(90, 30)

@@ -3,7 +3,7 @@ copy, and says where (issue 25, item 3)."""
 
 from __future__ import annotations
 
-from pilot_helpers import make, notifications, until
+from pilot_helpers import notifications, running, until
 from test_carousel import image_conversation
 
 
@@ -15,8 +15,7 @@ async def test_f4_saves_the_real_bytes_and_never_overwrites(env, tmp_path, monke
     downloads = home / "Downloads"
     image_conversation(env)
     source = (env.vault.media / "shapes/shape-1.png").read_bytes()
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await pilot.pause()
         await pilot.press("f4")
         await until(pilot, lambda: (downloads / "shape-1.png").is_file())

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 from PIL import Image
-from pilot_helpers import make
+from pilot_helpers import running
 from rich.control import Control
 from sixel_decode import decode
 from test_carousel import image_conversation, settle
@@ -88,23 +88,28 @@ class _Tty:
         return -1
 
 
-def test_the_override_wins(monkeypatch):
+def forced_probe(monkeypatch, forced: str, replies: str):
+    """The probe on a terminal (outside tmux) that answers ``replies``, with TUI_AGENT_IMAGES=``forced``."""
     from tui_agent.ui import terminal_probe
 
-    monkeypatch.setenv("TUI_AGENT_IMAGES", "halfcell")
+    monkeypatch.setenv("TUI_AGENT_IMAGES", forced)
     monkeypatch.delenv("TMUX", raising=False)
-    monkeypatch.setattr(terminal_probe, "_read_replies", lambda i, o, q, t: XTERM)
+    monkeypatch.setattr(terminal_probe, "_read_replies", lambda i, o, q, t: replies)
     monkeypatch.setattr(terminal_probe.sys, "__stdin__", _Tty())
     monkeypatch.setattr(terminal_probe.sys, "__stdout__", _Tty())
-    result = terminal_probe.probe()
+    return terminal_probe.probe()
+
+
+def test_the_override_wins(monkeypatch):
+
+    result = forced_probe(monkeypatch, "halfcell", XTERM)
     assert result.protocol == "halfcell" and "TUI_AGENT_IMAGES=halfcell" in result.reason
 
 
 async def test_the_sixel_widget_draws_the_image_it_shows(env):
     """The Sixel string the widget writes decodes to the picture, scaled to its cells."""
     image_conversation(env, sizes=((64, 40),))
-    app = make(env, images="sixel")
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env, images="sixel") as (app, pilot):
         carousel = app.conversation_view.chat_log.query_one(ImageCarousel)
         await settle(pilot, carousel)
         await pilot.pause(0.3)
@@ -155,8 +160,7 @@ async def test_kitty_direct_placement_sends_the_file_and_places_it(env, monkeypa
     written: list[str] = []
     monkeypatch.setattr(kitty_widget, "write", lambda widget, data: written.append(data))
     image_conversation(env, sizes=((64, 40), (40, 64)))
-    app = make(env, images="kitty-direct")
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env, images="kitty-direct") as (app, pilot):
         carousel = app.conversation_view.chat_log.query_one(ImageCarousel)
         await settle(pilot, carousel, "1 / 2")
         image = carousel.query_one(".carousel-image")
@@ -194,12 +198,6 @@ async def test_kitty_direct_placement_sends_the_file_and_places_it(env, monkeypa
 
 
 def test_forcing_kitty_on_an_old_kitty_keeps_direct_placement(monkeypatch):
-    from tui_agent.ui import terminal_probe
 
-    monkeypatch.setenv("TUI_AGENT_IMAGES", "kitty")
-    monkeypatch.delenv("TMUX", raising=False)
-    monkeypatch.setattr(terminal_probe, "_read_replies", lambda i, o, q, t: KITTY_026)
-    monkeypatch.setattr(terminal_probe.sys, "__stdin__", _Tty())
-    monkeypatch.setattr(terminal_probe.sys, "__stdout__", _Tty())
-    result = terminal_probe.probe()
+    result = forced_probe(monkeypatch, "kitty", KITTY_026)
     assert result.protocol == "kitty-direct" and result.reason.startswith("TUI_AGENT_IMAGES=kitty")

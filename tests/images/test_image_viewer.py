@@ -7,7 +7,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from pilot_helpers import make, notifications, until
+from pilot_helpers import notifications, running, until
 from test_carousel import image_conversation, settle
 
 from tui_agent.ui import image_open
@@ -40,8 +40,7 @@ def fake_viewer(tmp_path: Path, exit_code: int, message: str = "") -> Path:
 @pytest.mark.slow
 async def test_f3_opens_the_full_size_screen_and_moves_through_the_images(env):
     image_conversation(env)
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         viewer = await open_viewer(app, pilot)
         image = viewer.query_one(".viewer-image")
         carousel_image = app.screen_stack[0].query_one(".carousel-image")
@@ -64,8 +63,7 @@ async def test_save_a_copy_names_the_real_file(env, tmp_path, monkeypatch):
     image_conversation(env)
     downloads = tmp_path / "Downloads"
     monkeypatch.setattr(image_open, "downloads_dir", lambda: downloads)
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await open_viewer(app, pilot)
         await pilot.press("s")
         await pilot.press("s")
@@ -82,8 +80,7 @@ async def test_save_into_an_unwritable_place_says_so(env, tmp_path, monkeypatch)
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where the folder should be")
     monkeypatch.setattr(image_open, "downloads_dir", lambda: blocker)
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await open_viewer(app, pilot)
         await pilot.press("s")
         await pilot.pause(0.2)
@@ -95,8 +92,7 @@ async def test_save_into_an_unwritable_place_says_so(env, tmp_path, monkeypatch)
 async def test_no_viewer_installed_says_so(env, monkeypatch, tmp_path):
     image_conversation(env)
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await open_viewer(app, pilot)
         await pilot.press("e")
         await pilot.pause(0.2)
@@ -110,8 +106,7 @@ async def test_the_viewer_runs_and_is_reaped(env, monkeypatch, tmp_path):
     started = []
     real_open = image_open.open_external
     monkeypatch.setattr(image_open, "open_external", lambda app, path: started.append(real_open(app, path)))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await open_viewer(app, pilot)
         await pilot.press("e")
         await until(pilot, lambda: started and started[0].returncode is not None)
@@ -126,8 +121,7 @@ async def test_the_viewer_runs_and_is_reaped(env, monkeypatch, tmp_path):
 async def test_a_failing_viewer_is_reported(env, monkeypatch, tmp_path):
     image_conversation(env)
     monkeypatch.setenv("PATH", f"{fake_viewer(tmp_path, 4, 'no method available for opening it')}{os.pathsep}/usr/bin")
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await open_viewer(app, pilot)
         await pilot.press("e")
         await until(pilot, lambda: any("could not open" in m for m in notifications(app)))

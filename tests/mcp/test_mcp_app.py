@@ -13,11 +13,10 @@ import time
 import pytest
 from fake_openai import Reply
 from mcp_helpers import add_fixture, alive, my_children_running, started_pids, wait_gone
-from pilot_helpers import make, send, until
+from pilot_helpers import running, send, send_approved, until
 from textual.widgets import Switch
 
 from tui_agent.core.mcp import config as mcp_config
-from tui_agent.ui.screens.dialogs import ApprovalScreen
 from tui_agent.ui.widgets.carousel import ImageCarousel
 from tui_agent.ui.widgets.tool_block import ToolResultView
 
@@ -27,24 +26,19 @@ pytestmark = pytest.mark.slow
 async def test_servers_start_after_the_first_paint_and_calls_ask_in_the_modal(env, pids):
     add_fixture(policy="ask")
     mcp_config.set_policy("fx", "auto", tool="picture")
-    env.fake.script(
+    async with running(
+        env,
         Reply(tool_calls=[("echo", '{"text": "from the app"}')]),
-        Reply(text="Echoed."),
+        "Echoed.",
         Reply(tool_calls=[("picture", '{"color": "blue"}')]),
-        Reply(text="A blue picture."),
-    )
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+        "A blue picture.",
+    ) as (app, pilot):
         assert app.mcp.states() == {}  # nothing started during the first paint
         await until(pilot, lambda: app.mcp.states().get("fx", ("",))[0] == "ready")
         assert "echo" in app.registry
-        app.conversation_view.composer.load_text("echo please")
-        await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
-        assert "Run tool 'echo' of MCP server 'fx'" in app.screen.question
-        await until(pilot, lambda: app.screen.armed)  # keys in the modal's first 0.5 s are ignored
-        await pilot.press("y")
-        await until(pilot, lambda: not app.turns)
+        assert "Run tool 'echo' of MCP server 'fx'" in await send_approved(
+            app, pilot, "echo please"
+        )  # keys in its first 0.5 s are ignored
         tool_message = env.fake.chat_requests[1]["messages"][-1]
         assert "echo: from the app" in tool_message["content"]
         await send(app, pilot, "draw")
@@ -58,8 +52,7 @@ async def test_servers_start_after_the_first_paint_and_calls_ask_in_the_modal(en
 async def test_sidebar_lists_servers_and_the_switch_stops_one(env, pids):
     add_fixture()
     add_fixture("crashes", "--die-on-start")
-    app = make(env)
-    async with app.run_test(size=(140, 50)) as pilot:
+    async with running(env, size=(140, 50)) as (app, pilot):
         await until(pilot, lambda: app.mcp.states().get("fx", ("",))[0] == "ready")
         await until(pilot, lambda: app.mcp.states().get("crashes", ("",))[0] == "failed")
         await pilot.press("ctrl+b")
@@ -84,8 +77,7 @@ async def test_sidebar_lists_servers_and_the_switch_stops_one(env, pids):
 
 async def test_sigterm_ends_the_app_and_its_servers(env, pids):
     add_fixture()
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await until(pilot, lambda: app.mcp.states().get("fx", ("",))[0] == "ready")
         app.mcp.install_signal_handlers()  # run_test runs in the main thread's loop here
         os.kill(os.getpid(), signal.SIGTERM)
@@ -128,20 +120,14 @@ async def test_mcp_server_time_in_the_app(env):
             name="time", transport="stdio", command="mcp-server-time", args=["--local-timezone", "UTC"]
         )
     )
-    env.fake.script(
-        Reply(tool_calls=[("get_current_time", '{"timezone": "Asia/Tokyo"}')]), Reply(text="It is late in Tokyo.")
-    )
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(
+        env, Reply(tool_calls=[("get_current_time", '{"timezone": "Asia/Tokyo"}')]), "It is late in Tokyo."
+    ) as (app, pilot):
         await until(pilot, lambda: app.mcp.states().get("time", ("",))[0] == "ready")
         assert len(my_children_running("mcp-server-time")) == 1
-        app.conversation_view.composer.load_text("time in Tokyo?")
-        await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
-        assert "Run tool 'get_current_time' of MCP server 'time'" in app.screen.question
-        await until(pilot, lambda: app.screen.armed)  # keys in the modal's first 0.5 s are ignored
-        await pilot.press("y")
-        await until(pilot, lambda: not app.turns)
+        assert "Run tool 'get_current_time' of MCP server 'time'" in await send_approved(
+            app, pilot, "time in Tokyo?"
+        )  # keys in its first 0.5 s are ignored
         view = list(app.conversation_view.chat_log.query(ToolResultView))[-1]
         assert view.block.title == "Tool result · get_current_time · ✓ ok"
         fed_back = env.fake.chat_requests[1]["messages"][-1]

@@ -19,7 +19,7 @@ import pytest
 from fake_openai import Reply
 from helpers import done, make_loop
 from mcp_helpers import running_manager
-from pilot_helpers import make
+from pilot_helpers import running
 from repo_paths import TESTS
 
 from tui_agent.core.mcp import config as mcp_config
@@ -166,8 +166,7 @@ async def test_the_approval_dialog_shows_every_argument_and_reveals_hidden_chara
 
     arguments = {"body": "x" * 5000, "target": "invoice\u202egpj.exe", "z\u200bkey": "last value"}
     question = approval_question("srv", "write", arguments)
-    app = make(env)
-    async with app.run_test(size=(100, 40)) as pilot:
+    async with running(env, size=(100, 40)) as (app, pilot):
         app.push_screen(ApprovalScreen("write", question))
         await pilot.pause(0.3)
         body = app.screen.query_one(".dialog-body")

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from pilot_helpers import make
+from pilot_helpers import running, until
 
 from tui_agent.ui import gc_tuning, warmup
 
@@ -68,18 +68,14 @@ def test_the_start_up_pause_can_be_turned_off_for_a_b_runs(collector_on, monkeyp
 
 async def test_the_first_frame_ends_the_start_up_pause(env, collector_on):
     gc_tuning.pause(gc_tuning.STARTUP)
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await pilot.pause()
         assert app.startup.until_painted is None  # the first frame is drawn
         assert gc_tuning.STARTUP not in gc_tuning._pauses
         # The warm-up may still hold it (it paused before the start-up let go): never a gap.
         assert gc.isenabled() or gc_tuning._pauses == {gc_tuning.WARM_UP}
         assert warmup.wait(60)
-        for _ in range(100):
-            if gc.isenabled():
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: gc.isenabled())
         assert gc.isenabled()
 
 

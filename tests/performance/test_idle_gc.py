@@ -7,8 +7,7 @@ import time
 from types import SimpleNamespace
 
 import pytest
-from fake_openai import Reply
-from pilot_helpers import make, send, settle
+from pilot_helpers import running, send, settle
 
 from tui_agent.ui import gc_tuning
 
@@ -61,9 +60,7 @@ def _collector_near(monkeypatch, gen1: int) -> list[int]:
 
 
 async def test_a_full_collection_runs_after_a_reply_once_the_app_is_idle(env, monkeypatch, clock):
-    env.fake.script(Reply(text="A reply."))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env, "A reply.") as (app, pilot):
         await settle(app, pilot)
         collected = _collector_near(monkeypatch, gc.get_threshold()[2])
         await send(app, pilot, "hello")
@@ -75,8 +72,7 @@ async def test_a_full_collection_runs_after_a_reply_once_the_app_is_idle(env, mo
 
 @pytest.mark.slow
 async def test_typing_puts_it_off_and_a_collector_far_from_its_own_skips_it(env, monkeypatch, clock):
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await settle(app, pilot)
         collected = _collector_near(monkeypatch, gc.get_threshold()[2])
         app.idle_gc.turn_ended()
@@ -97,8 +93,7 @@ async def test_typing_puts_it_off_and_a_collector_far_from_its_own_skips_it(env,
 
 async def test_it_can_be_turned_off_for_measurements(env, monkeypatch, clock):
     monkeypatch.setenv(gc_tuning.IDLE_ENV, "0")
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await settle(app, pilot)
         collected = _collector_near(monkeypatch, 100)
         app.idle_gc.turn_ended()
@@ -119,8 +114,7 @@ async def test_pages_released_by_scrolling_are_collected_once_the_scrolling_paus
     from tui_agent.ui.widgets.chat_log import KEEP
 
     history.remember_conversation(_long_conversation(300))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await pilot.pause(1.0)
         log = app.conversation_view.chat_log
         collected = _collector_near(monkeypatch, 1)  # the collector's own is far away

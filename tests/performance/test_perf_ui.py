@@ -8,7 +8,7 @@ import threading
 import pytest
 from fake_openai import Reply
 from helpers import rows
-from pilot_helpers import children, make, one_turn, send, settle, until
+from pilot_helpers import children, make, one_turn, running, send, settle, until
 from textual.widgets import Markdown
 
 from tui_agent.core.store import history
@@ -41,9 +41,7 @@ def held_warmup(monkeypatch) -> threading.Event:
 
 async def test_user_bubble_shows_before_the_openai_import_finishes(env, held_warmup):
     release = held_warmup
-    env.fake.script(Reply(text="pong"))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env, "pong") as (app, pilot):
         await send(app, pilot, "ping", wait=False)
         await pilot.pause(0.2)
         assert not warmup.done()
@@ -100,8 +98,7 @@ async def test_scrolling_up_releases_the_bottom_and_scrolling_down_brings_it_bac
     fired: list[ChatLog] = []
     prefetch = ChatLog._prefetch_older
     monkeypatch.setattr(ChatLog, "_prefetch_older", lambda self: fired.append(self))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await app.conversation_view.open_conversation(conversation)
         await pilot.pause()
         first = _ids(app)  # the first paint holds what fills the view, not a whole page
@@ -132,9 +129,7 @@ async def test_scrolling_up_releases_the_bottom_and_scrolling_down_brings_it_bac
 async def test_a_long_sitting_releases_the_top_and_a_new_turn_still_shows(env):
     conversation = _long_conversation(10 * PAGE)
     all_ids = [m.id for m in history.recent_messages(conversation)]
-    env.fake.script(Reply(text="still here"))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env, "still here") as (app, pilot):
         await app.conversation_view.open_conversation(conversation)
         log = app.conversation_view.chat_log
         for _ in range(5):
@@ -164,8 +159,7 @@ async def test_a_conversation_begun_in_the_app_gets_its_released_top_back_on_scr
     monkeypatch.setattr(log_release, "KEEP", 2 * PAGE)
     turns = PAGE + 4
     env.fake.script(*[Reply(text=f"answer {i}") for i in range(turns)])
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         for i in range(turns):
             await send(app, pilot, f"question {i}")
         log = app.conversation_view.chat_log
@@ -191,9 +185,7 @@ def _huge_reply(lines: int) -> list[str]:
 
 
 async def test_a_100k_line_reply_is_windowed_plain_text_live_and_reopened(env):
-    env.fake.script(Reply(tokens=_huge_reply(100_000)))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env, Reply(tokens=_huge_reply(100_000))) as (app, pilot):
         await send(app, pilot, "flood me", wait=False)
         await settle(app, pilot, timeout=120)
         (bubble,) = children(app, AssistantBubble)
@@ -223,9 +215,7 @@ async def test_a_100k_line_reply_is_windowed_plain_text_live_and_reopened(env):
 
 
 async def test_escape_stops_a_huge_reply_while_it_streams(env):
-    env.fake.script(Reply(tokens=_huge_reply(100_000), chunk_delay_s=0.05))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env, Reply(tokens=_huge_reply(100_000), chunk_delay_s=0.05)) as (app, pilot):
         await send(app, pilot, "flood me", wait=False)
         await until(pilot, lambda: app.conversation_view.chat_log.query(LongText), what="the reply never became long")
         await pilot.press("escape")
@@ -238,8 +228,7 @@ async def test_escape_stops_a_huge_reply_while_it_streams(env):
 async def test_after_a_jump_to_an_old_message_newer_pages_load_on_scroll_down(env):
     conversation = _long_conversation(6 * PAGE)
     all_ids = [m.id for m in history.recent_messages(conversation)]
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await app.jump_to_message(conversation, all_ids[10])
         await pilot.pause()
         assert app.conversation_view.chat_log.has_newer and _ids(app)[-1] < all_ids[-1]
@@ -269,8 +258,7 @@ async def test_turns_share_one_open_client_until_the_app_ends(env):
 async def test_the_page_above_loads_before_the_top_and_the_view_does_not_jump(env, monkeypatch):
     monkeypatch.setattr(chat_log_module, "PREFETCH_AFTER_S", 3600)  # only the scroll loads here
     conversation = _long_conversation(6 * PAGE)
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await app.conversation_view.open_conversation(conversation)
         await pilot.pause()
         log = app.conversation_view.chat_log
@@ -317,10 +305,7 @@ async def test_long_lived_objects_leave_the_collector_after_the_warm_up(env, mon
         app = make(env)
         app.freeze_gc_after_preload = True
         async with app.run_test(size=(120, 40)) as pilot:
-            for _ in range(300):
-                if app.startup.preload_done.is_set():
-                    break
-                await pilot.pause(0.05)
+            await until(pilot, lambda: app.startup.preload_done.is_set())
             assert app.startup.preload_done.is_set()
             assert gc.get_freeze_count() > 10_000  # the modules, classes and functions of the app and openai
     finally:
@@ -337,8 +322,7 @@ async def test_the_footer_is_built_after_the_first_paint_with_every_key(env, mon
 
     after_paint: list[AgentApp] = []
     monkeypatch.setattr(AgentApp, "_after_first_paint", lambda self: after_paint.append(self))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await pilot.pause()
         assert after_paint == [app]
         slot = app.query_one("#footer-slot")
@@ -359,8 +343,7 @@ async def test_a_footer_due_after_the_app_closed_does_nothing(env, monkeypatch):
     from tui_agent.ui.app import AgentApp
 
     monkeypatch.setattr(AgentApp, "_after_first_paint", lambda self: None)
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await pilot.pause()
     assert not app.screen_stack
     await app.startup.mount_footer()  # raised IndexError: list index out of range
@@ -374,8 +357,7 @@ async def test_plain_messages_open_as_one_widget_each(env):
     for i in range(20):
         history.add_message(conversation, "user", f"question {i} with `code`")
         history.add_message(conversation, "assistant", f"answer {i}, **bold** and *soft*.")
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await pilot.pause()
         bubbles = list(app.conversation_view.chat_log.children)
         assert len(bubbles) >= 8
@@ -387,8 +369,7 @@ async def test_plain_messages_open_as_one_widget_each(env):
 async def test_the_slash_hints_are_mounted_at_the_first_slash_not_on_the_first_paint(env):
     from tui_agent.ui.widgets.composer import SlashHints
 
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await pilot.pause()
         assert not app.query(SlashHints)
         await pilot.press("h", "i", "backspace", "backspace")
@@ -418,8 +399,7 @@ async def test_earlier_messages_are_read_on_the_first_recall_not_on_the_first_pa
         history.add_message(conversation, "assistant", f"answer to {text}")
     stored = "SELECT rowid, value FROM settings WHERE key = 'last_conversation'"
     written = rows(env.vault.db_path, stored)  # INSERT OR REPLACE gives the row a new rowid
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await settle(app, pilot)
         assert app.conversation_id == conversation
         assert app.conversation_view.composer._recall_source is not None  # not read yet
@@ -446,8 +426,7 @@ async def test_the_screen_is_not_laid_out_again_at_the_size_it_has_but_a_resize_
     conversation = history.new_conversation("sized").id
     for i in range(6):
         history.add_message(conversation, "user" if i % 2 == 0 else "assistant", f"message {i} " * 30)
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await settle(app, pilot)
         assert resized.count((120, 40)) == 1, resized
         wide = app.conversation_view.chat_log.children[-1].size
@@ -486,8 +465,7 @@ async def test_opening_a_conversation_again_cancels_the_page_load_the_first_open
     conversation = _long_conversation(3 * PAGE)
     fired: list[ChatLog] = []
     monkeypatch.setattr(ChatLog, "_prefetch_older", lambda self: fired.append(self))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await app.conversation_view.open_conversation(conversation)
         await app.conversation_view.open_conversation(conversation)
         await pilot.pause(4 * PREFETCH_AFTER_S)
@@ -502,9 +480,7 @@ async def test_the_footer_comes_after_the_first_words_of_a_message_sent_at_once(
 
     release = held_warmup
     first = Reply(text="first words") if words else Reply(tool_calls=[("show_image", '{"path": "media/none.png"}')])
-    env.fake.script(first, Reply(text="and then"))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env, first, "and then") as (app, pilot):
         try:
             await send(app, pilot, "at once", wait=False)
             await pilot.pause(0.2)

@@ -8,7 +8,7 @@ import weakref
 from collections.abc import Iterator
 
 import pytest
-from pilot_helpers import make
+from pilot_helpers import running
 from test_perf_ui import _long_conversation
 from textual.widget import Widget
 
@@ -71,8 +71,7 @@ async def _page_up_until_released(app, pilot, first: set[int]) -> None:
 @pytest.mark.slow
 async def test_a_page_released_by_scrolling_is_freed_without_a_full_collection(env, young_collections_only):
     history.remember_conversation(_long_conversation(300))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await pilot.pause(1.0)
         newest = list(app.conversation_view.chat_log.children)
         refs = _refs(newest)
@@ -90,8 +89,7 @@ async def test_switching_conversations_frees_the_one_shown_before(env, young_col
     second = history.new_conversation("other").id
     history.add_message(second, "user", "hello")
     history.remember_conversation(first)
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await pilot.pause(1.0)
         refs = _refs(list(app.conversation_view.chat_log.children))
         assert refs
@@ -137,8 +135,7 @@ async def test_a_card_below_does_not_keep_the_whole_conversation_mounted_and_com
     from tui_agent.ui.widgets.bubbles import NoticeCard
 
     all_ids = _open_long_conversation()
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await pilot.pause(1.0)
         log = app.conversation_view.chat_log
         await log.mount(NoticeCard("a card after the last message", classes="setup-card"))
@@ -161,8 +158,7 @@ async def test_the_window_marker_comes_back_with_its_page(env):
     from tui_agent.ui.widgets.log_release import is_marker
 
     all_ids = _open_long_conversation()
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await pilot.pause(1.0)
         log = app.conversation_view.chat_log
         first_seen = all_ids[-5]  # the model sees the last five messages

@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 from backends import BOTH_BACKENDS
 from fake_openai import Reply
-from helpers import done, on_loop, reply_id, run_turn, user_id
+from helpers import done, first_turn, on_loop, reply_id, run_turn, user_id
 
 from tui_agent.core import events as ev
 from tui_agent.core import export
@@ -59,9 +59,7 @@ def test_upgrade_makes_each_conversation_one_straight_branch(tmp_path):
 
 @BOTH_BACKENDS
 async def test_regenerate_keeps_alternatives_and_later_context_uses_the_chosen_one(env):
-    env.fake.script(Reply(text="first answer"), Reply(text="second answer"))
-    events = await run_turn(env, "hello")
-    conversation_id = done(events).conversation_id
+    events, conversation_id = await first_turn(env, "hello", Reply(text="first answer"), Reply(text="second answer"))
     first = reply_id(events)
 
     events = await on_loop(env, lambda loop: loop.regenerate(first))
@@ -106,9 +104,7 @@ async def test_regenerate_refuses_what_is_not_a_reply(env):
 
 @BOTH_BACKENDS
 async def test_edit_and_resend_forks_and_the_old_branch_can_be_chosen_again(env):
-    env.fake.script(Reply(text="A"), Reply(text="B"), Reply(text="C"))
-    events = await run_turn(env, "a")
-    conversation_id = done(events).conversation_id
+    events, conversation_id = await first_turn(env, "a", Reply(text="A"), Reply(text="B"), Reply(text="C"))
     events = await run_turn(env, "b", conversation_id)
     b_id = user_id(events)
 
@@ -133,9 +129,7 @@ async def test_edit_and_resend_forks_and_the_old_branch_can_be_chosen_again(env)
 
 @BOTH_BACKENDS
 async def test_editing_the_first_message_starts_a_new_root(env):
-    env.fake.script(Reply(text="A"), Reply(text="Z"))
-    events = await run_turn(env, "a")
-    conversation_id = done(events).conversation_id
+    events, conversation_id = await first_turn(env, "a", Reply(text="A"), Reply(text="Z"))
     a_id = user_id(events)
     await on_loop(env, lambda loop: loop.run_turn(conversation_id, "z", edit_of=a_id))
     assert contents(env.fake.chat_requests[1]) == ["z"]
@@ -145,9 +139,7 @@ async def test_editing_the_first_message_starts_a_new_root(env):
 
 @BOTH_BACKENDS
 async def test_json_export_keeps_every_branch_and_imports_them_back(env):
-    env.fake.script(Reply(text="one"), Reply(text="two"))
-    events = await run_turn(env, "q")
-    conversation_id = done(events).conversation_id
+    events, conversation_id = await first_turn(env, "q", Reply(text="one"), Reply(text="two"))
     first = reply_id(events)
     await on_loop(env, lambda loop: loop.regenerate(first))
     data = export.to_json(conversation_id)

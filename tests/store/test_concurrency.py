@@ -12,7 +12,7 @@ import pytest
 from backends import BOTH_BACKENDS
 from fake_openai import FakeOpenAI, Reply
 from helpers import rows
-from pilot_helpers import make, until
+from pilot_helpers import running, until
 
 from tui_agent.core import profiles
 from tui_agent.core.store import db, migrations
@@ -144,9 +144,10 @@ async def test_twenty_asks_while_the_app_streams_a_reply_lose_nothing(env, tmp_p
         # The app's reply waits for all 20 asks before it ends: on a loaded machine that outlasts 5 s.
         profiles.set_field(env.profile, "request_timeout_s", "300")
         long_reply = "".join(f"a{i} " for i in range(600))
-        env.fake.script(Reply(text=long_reply, chunk_size=6, chunk_delay_s=0.02, hold=writers_done))
-        app = make(env)
-        async with app.run_test(size=(120, 40)) as pilot:
+        async with running(env, Reply(text=long_reply, chunk_size=6, chunk_delay_s=0.02, hold=writers_done)) as (
+            app,
+            pilot,
+        ):
             app.conversation_view.composer.load_text("the app's question")
             await pilot.press("enter")
             for _ in range(600):  # until the app's reply row exists and is being written

@@ -23,7 +23,7 @@ import time
 import pytest
 from fake_openai import Reply
 from mcp_servers.hostile_server import HOSTILE
-from pilot_helpers import make, until
+from pilot_helpers import running, until
 from repo_paths import TESTS
 from tmux_helpers import Tmux, quit_app, tmux_available
 
@@ -198,8 +198,7 @@ async def test_every_widget_of_the_hostile_conversation_renders_text_only(env):
     from textual.widgets import Collapsible
 
     hostile_vault(env)
-    app = make(env)
-    async with app.run_test(size=(140, 60)) as pilot:
+    async with running(env, size=(140, 60)) as (app, pilot):
         await pilot.press("ctrl+b")
         await until(pilot, lambda: app.query("Collapsible"))
         for block in app.query(Collapsible):

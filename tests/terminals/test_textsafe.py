@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from fake_openai import Reply
-from pilot_helpers import make, screen_text, until
+from pilot_helpers import running, screen_text, until
 from tmux_helpers import Tmux, quit_app, tmux_available
 
 from tui_agent.core.store import history
@@ -60,9 +60,10 @@ def test_ask_escapes_stdout_and_stderr_unless_raw(env):
 
 
 async def test_the_app_never_renders_raw_controls(env):
-    env.fake.script(Reply(text=HOSTILE, chunk_size=5), Reply(status=400, error_message=f"no{ESC}[2Jpe"))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env, Reply(text=HOSTILE, chunk_size=5), Reply(status=400, error_message=f"no{ESC}[2Jpe")) as (
+        app,
+        pilot,
+    ):
         app.conversation_view.composer.load_text("hi")
         await pilot.press("enter")
         await until(pilot, lambda: not app.turns)
@@ -130,8 +131,7 @@ async def test_file_names_in_the_attach_picker_are_shown_safely(env, tmp_path, m
     from tui_agent.ui.screens.dialogs import AttachScreen, ImageTree
 
     (tmp_path / f"evil{ESC}]0;T{BEL}.png").write_bytes(b"x")
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         app.push_screen(AttachScreen(tmp_path))
         await pilot.pause(0.5)
         tree = app.screen.query_one(ImageTree)
@@ -157,8 +157,7 @@ async def test_tool_arguments_results_and_approval_questions_are_shown_safely(en
         tool_arguments=f'{{"query": "q{ESC}]0;ARGS{BEL}"}}',  # not valid JSON: shown as it came
         status="error",
     )
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await pilot.press("ctrl+o")  # expand: the command and the raw output are on screen
         await pilot.pause(0.3)
         screen = screen_text(app)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from memory_sql_helpers import answering, contents, sql
+from memory_sql_helpers import answering, contents, declined_question, sql
 
 from tui_agent.core import profiles
 from tui_agent.core.store import history
@@ -19,18 +19,12 @@ def three(env):
 
 
 async def test_the_question_is_computed_never_taken_from_the_query(three):
-    asked: list[str] = []
-
-    no = answering(False, asked)
-
     lie = "/* This would change 1 message: 1" + "\n" * 80 + "*/ "
     query = (
         lie + "UPDATE messages SET content = char(27) || ']0;pwned' || char(7) || printf('%.*c', 500, 'x') || char(10)"
     )
-    result = await sql(three, query, no)
-    assert result.error == "the user declined this UPDATE; nothing was changed"
-    (question,) = asked
-    lines = question.splitlines()
+    lines = await declined_question(three, query)
+    question = "\n".join(lines)
     assert lines[0] == "This UPDATE changes the content of 3 messages."
     assert "would change 1" not in question and "UPDATE messages" not in question and "/*" not in question
     assert lines[5] == "  new: ␛]0;pwned␇" + "x" * 60 + "… (511 chars)"

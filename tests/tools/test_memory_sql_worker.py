@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from fake_openai import Reply
-from pilot_helpers import make
+from pilot_helpers import running, until
 
 from tui_agent.core import profiles
 from tui_agent.core.store import history
@@ -90,21 +90,16 @@ async def test_cancelling_the_tool_kills_its_worker(env, pids):
 async def test_escape_and_quit_in_the_app_kill_the_worker(env, pids, monkeypatch, key):
 
     monkeypatch.setattr(memory_sql, "TIME_LIMIT_S", 600.0)
-    env.fake.script(Reply(tool_calls=[("memory_sql", json.dumps({"query": INSTR_BOMB}))]), Reply(text="Done."))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env, Reply(tool_calls=[("memory_sql", json.dumps({"query": INSTR_BOMB}))]), "Done.") as (
+        app,
+        pilot,
+    ):
         app.conversation_view.composer.load_text("recall")
         await pilot.press("enter")
-        for _ in range(400):
-            if pids:
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: pids)
         assert pids
         await pilot.press(key)
-        for _ in range(400):
-            if gone(pids[0]) or not app.is_running:
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: gone(pids[0]) or not app.is_running)
     for _ in range(400):  # quit: the app's shutdown cancels the turn, which kills the worker
         if gone(pids[0]):
             break

@@ -8,7 +8,8 @@ import json
 import pytest
 from fake_openai import Reply, png_bytes
 from helpers import rows
-from pilot_helpers import children, make, one_turn, send, settle, until
+from memory_sql_helpers import edit_first_message
+from pilot_helpers import children, one_turn, running, send, settle, until
 from textual.widgets import Collapsible, Input, ListView
 
 from tui_agent.core import profiles
@@ -79,23 +80,14 @@ async def test_search_sql_show_and_tool_errors_render_as_blocks(env):
 
 
 async def test_sql_update_asks_for_approval(env):
-    env.fake.script(
-        Reply(
-            tool_calls=[("memory_sql", json.dumps({"query": "UPDATE messages SET content = 'edited' WHERE id = 1"}))]
-        ),
-        Reply(text="Done."),
-    )
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    env.fake.script(*edit_first_message())
+    async with running(env) as (app, pilot):
         await send(app, pilot, "fix my first message", wait=False)
         await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         assert isinstance(app.screen, ApprovalScreen)
         assert app.screen.question.startswith("This UPDATE changes the content of 1 message.")
         assert "UPDATE messages" not in app.screen.question
-        for _ in range(100):
-            if app.screen.armed:
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: app.screen.armed)
         await pilot.press("y")
         await settle(app, pilot)
     assert history.recent_messages(1)[0].content == "edited"
@@ -103,9 +95,7 @@ async def test_sql_update_asks_for_approval(env):
 
 
 async def test_cancel_mid_stream_keeps_the_partial_reply(env):
-    env.fake.script(Reply(text="word " * 300, chunk_size=5, chunk_delay_s=0.02))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env, Reply(text="word " * 300, chunk_size=5, chunk_delay_s=0.02)) as (app, pilot):
         await send(app, pilot, "long story", wait=False)
         for _ in range(200):
             await pilot.pause(0.05)
@@ -127,9 +117,7 @@ async def test_switching_conversations_while_a_reply_streams(env):
     history.add_message(other.id, "user", "old question")
     history.add_message(other.id, "assistant", "old answer")
     first = history.new_conversation("first")
-    env.fake.script(Reply(text="streamed " * 100, chunk_size=9, chunk_delay_s=0.01))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env, Reply(text="streamed " * 100, chunk_size=9, chunk_delay_s=0.01)) as (app, pilot):
         assert app.conversation_id == first.id
         await send(app, pilot, "stream please", wait=False)
         for _ in range(100):
@@ -150,8 +138,7 @@ async def test_switching_conversations_while_a_reply_streams(env):
 
 @pytest.mark.slow
 async def test_editing_a_profile_field(env):
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await pilot.press("ctrl+b")
         await pilot.pause()
         field = app.query_one("#field-temperature", Input)
@@ -178,8 +165,7 @@ async def test_conversation_list_switch_rename_delete(env):
     history.add_message(a.id, "user", "in alpha")
     b = history.new_conversation("beta")
     history.add_message(b.id, "user", "in beta")
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await pilot.press("ctrl+b")
         await pilot.pause()
         listing = app.query_one("#conversation-list", ListView)
@@ -215,8 +201,7 @@ async def test_long_conversation_mounts_a_page_and_loads_older(env, monkeypatch)
                 role="user" if i % 2 == 0 else "assistant",
                 content=f"message {i} " + "lorem " * 50,
             )
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await pilot.pause()
         first = len(app.conversation_view.chat_log.children)  # what fills the view; far fewer than 300
         assert 2 <= first < PAGE
@@ -229,8 +214,7 @@ async def test_long_conversation_mounts_a_page_and_loads_older(env, monkeypatch)
 
 
 async def test_huge_paste_is_refused_and_kept(env):
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         text = "x" * 250_000
         app.conversation_view.composer.load_text(text)
         await pilot.press("enter")
@@ -248,8 +232,7 @@ async def test_huge_paste_is_refused_and_kept(env):
 )
 @pytest.mark.slow
 async def test_a_refused_message_shows_an_error_card_and_keeps_the_text(env, text, expected):
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await send(app, pilot, text)
         (card,) = children(app, ErrorCard)
         assert expected in str(card.render())
@@ -260,8 +243,7 @@ async def test_a_refused_message_shows_an_error_card_and_keeps_the_text(env, tex
 @pytest.mark.slow
 async def test_unreachable_endpoint_shows_setup_card_and_error_card(env):
     profiles.set_field(env.profile, "base_url", "http://127.0.0.1:9/v1")
-    app = make(env, check_endpoint=True)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env, check_endpoint=True) as (app, pilot):
         await until(pilot, lambda: app.conversation_view.chat_log.query(".setup-card"))
         card = app.conversation_view.chat_log.query_one(".setup-card")
         assert "OPENAI_API_KEY" in str(card.render()) and "ollama serve" in str(card.render())
@@ -274,8 +256,7 @@ async def test_unreachable_endpoint_shows_setup_card_and_error_card(env):
 @pytest.mark.parametrize("key", ["ctrl+up"])
 async def test_history_recall(env, key):
     """Ctrl+Up recalls earlier messages (Up on an empty composer moves into the messages instead)."""
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await send(app, pilot, "first message")
         await send(app, pilot, "second message")
         await pilot.press(key)
@@ -287,8 +268,7 @@ async def test_history_recall(env, key):
 
 
 async def test_slash_completion(env):
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await pilot.press("/", "i", "m")
         await pilot.pause()
         hints = app.query_one("#slash-hints")
@@ -302,9 +282,7 @@ async def test_slash_completion(env):
 async def test_attach_picker_then_send(env, tmp_path):
     picture = tmp_path / "holiday.png"
     picture.write_bytes(png_bytes((250, 200, 10)))
-    env.fake.script(Reply(text="A yellow square."))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env, "A yellow square.") as (app, pilot):
         await pilot.press("ctrl+t")
         await pilot.pause()
         field = app.screen.query_one("#attach-input", Input)
@@ -342,8 +320,7 @@ async def test_history_search_provider_finds_and_jumps(env):
     conversation = history.new_conversation("search me")
     target = history.add_message(conversation.id, "user", "the capybara is the largest rodent")
     history.new_conversation("other")
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         provider = HistorySearch(app.screen)
         hits = [hit async for hit in provider.search("capybara")]
         assert len(hits) == 1 and "capybara" in str(hits[0].match_display)

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
-
-from fake_openai import Reply
-from pilot_helpers import make
+from memory_sql_helpers import edit_first_message
+from pilot_helpers import running, until
 from textual.app import App
 from textual.widgets import Button, Static
 
@@ -117,20 +115,11 @@ async def test_y_typed_ahead_into_the_composer_changes_nothing(env, monkeypatch)
     monkeypatch.setattr(ApprovalScreen, "ARM_DELAY_S", 3600)
     conversation = history.new_conversation("c")
     history.add_message(conversation.id, "user", "original")
-    env.fake.script(
-        Reply(
-            tool_calls=[("memory_sql", json.dumps({"query": "UPDATE messages SET content = 'edited' WHERE id = 1"}))]
-        ),
-        Reply(text="Done."),
-    )
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    env.fake.script(*edit_first_message())
+    async with running(env) as (app, pilot):
         app.conversation_view.composer.load_text("fix my first message")
         await pilot.press("enter", "y", "y", "enter", "y")
-        for _ in range(200):
-            if isinstance(app.screen, ApprovalScreen):
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         screen = app.screen
         assert isinstance(screen, ApprovalScreen)
         await pilot.press("y", "enter", "a", "y")
@@ -140,10 +129,7 @@ async def test_y_typed_ahead_into_the_composer_changes_nothing(env, monkeypatch)
         screen.arm()
         await pilot.pause()
         await pilot.press("n")
-        for _ in range(200):
-            if not app.turns:
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: not app.turns)
         assert not app.always_approve
     assert Message.get_by_id(1).content == "original"
     results = [m.content for m in Message.select().where(Message.role == "memory_tool")]

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from fake_openai import Reply
-from pilot_helpers import make, on_screen, until
+from pilot_helpers import on_screen, running, until
 
 from tui_agent.core.store import history
 from tui_agent.ui.widgets.alternatives import AlternativesBar
@@ -13,9 +12,7 @@ from tui_agent.ui.widgets.bubbles import AssistantBubble
 
 @pytest.mark.slow
 async def test_after_regenerate_the_cursor_is_on_the_new_reply_and_left_right_work(env):
-    env.fake.script(Reply(text="first answer"), Reply(text="second answer"))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env, "first answer", "second answer") as (app, pilot):
         app.conversation_view.composer.load_text("hello")
         await pilot.press("enter")
         await until(pilot, lambda: not app.turns and app.conversation_view.chat_log.query(AssistantBubble))
@@ -59,8 +56,7 @@ def forked_chat() -> tuple[int, int, int]:
 @pytest.mark.slow
 async def test_switching_alternatives_on_an_early_reply_keeps_it_and_the_cursor_in_place(env):
     _, first, second = forked_chat()
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         log = app.conversation_view.chat_log
         await pilot.press("up")
         while log.cursor is None or getattr(log.cursor, "message_id", None) != second:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from fake_openai import Reply
-from pilot_helpers import make, on_screen, until
+from pilot_helpers import on_screen, running, until
 
 from tui_agent.core.store import history
 from tui_agent.ui.widgets.bubbles import AssistantBubble, UserBubble
@@ -29,10 +29,8 @@ async def type_and_send(app, pilot, text: str) -> None:
 
 @pytest.mark.slow
 async def test_sending_after_the_message_cursor_shows_the_message_and_reply(env):
-    env.fake.script(Reply(text="the reply to hi"))
     long_chat()
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env, "the reply to hi") as (app, pilot):
         await pilot.pause()
         await pilot.press("up", "up", "up", "escape")
         assert app.focused is app.conversation_view.composer
@@ -48,8 +46,7 @@ async def test_a_long_reply_is_followed_to_its_end_after_the_cursor(env):
     long = "\n\n".join(f"paragraph {i} of the reply" for i in range(60))
     env.fake.script(Reply(text=long, chunk_size=40, chunk_delay_s=0.01))
     long_chat()
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await pilot.pause()
         await pilot.press("up", "up", "up", "escape")
         await type_and_send(app, pilot, "hi")
@@ -60,10 +57,8 @@ async def test_a_long_reply_is_followed_to_its_end_after_the_cursor(env):
 
 @pytest.mark.slow
 async def test_sending_after_ctrl_o_shows_the_message_and_reply(env):
-    env.fake.script(Reply(text="the reply to hi"))
     long_chat()
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env, "the reply to hi") as (app, pilot):
         await pilot.pause()
         await pilot.press("up", "up", "up", "escape", "ctrl+o")
         await type_and_send(app, pilot, "hi")
@@ -73,8 +68,7 @@ async def test_sending_after_ctrl_o_shows_the_message_and_reply(env):
 @pytest.mark.slow
 async def test_end_and_page_down_from_the_composer_reach_the_end(env):
     long_chat()
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await pilot.pause()
         log = app.conversation_view.chat_log
         await pilot.press("up", "up", "up", "up", "up", "escape")
@@ -98,8 +92,7 @@ async def test_scrolling_up_during_a_reply_stops_following_it(env):
     long = "\n\n".join(f"paragraph {i} of the reply" for i in range(60))
     env.fake.script(Reply(text=long, chunk_size=200, hold=hold))
     long_chat()
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await pilot.pause()
         log = app.conversation_view.chat_log
         app.conversation_view.composer.load_text("hi")

@@ -8,7 +8,7 @@ import base64
 import pytest
 from fake_openai import Reply
 from helpers import rows
-from pilot_helpers import make, one_turn, send, settle
+from pilot_helpers import one_turn, running, send, settle
 
 from tui_agent.core.store import branches, history
 from tui_agent.ui.widgets.alternatives import AlternativesBar
@@ -177,8 +177,7 @@ async def test_export_from_the_app_never_overwrites_or_follows_a_link(env, tmp_p
     env.fake.script(Reply(text="exported"))
     victim = tmp_path / "victim.txt"
     victim.write_text("precious\n")
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await send(app, pilot, "keep this")
         folder = env.vault.root / "exports"
         folder.mkdir()
@@ -197,13 +196,11 @@ async def test_export_from_the_app_never_overwrites_or_follows_a_link(env, tmp_p
 async def test_theme_is_remembered_across_runs_from_palette_or_sidebar(env):
     from textual.widgets import Select
 
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         assert app.theme == "textual-dark"
         app.theme = "nord"  # what the palette's "Change theme" does
         await pilot.pause()
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await pilot.pause()
         assert app.theme == "nord"
         await pilot.press("ctrl+b")
@@ -211,8 +208,7 @@ async def test_theme_is_remembered_across_runs_from_palette_or_sidebar(env):
         app.query_one("#theme-select", Select).value = "textual-light"
         await pilot.pause()
         assert app.theme == "textual-light"
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await pilot.pause()
         assert app.theme == "textual-light"
 

@@ -8,7 +8,7 @@ import json
 import pytest
 from fake_openai import Reply
 from helpers import done, rows, run_turn
-from pilot_helpers import make, one_turn, send, settle, until
+from pilot_helpers import make, one_turn, running, send, settle, until
 from textual.widgets import Input, Markdown, TextArea
 
 from tui_agent.core import profiles, settings
@@ -93,8 +93,7 @@ async def test_html_in_a_reply_is_shown_as_text(env):
 async def test_brackets_survive_in_search_hits_and_slash_hints(env):
     conversation = history.new_conversation("brackets")
     history.add_message(conversation.id, "user", "the list [1, 2] and [bold]not bold[/bold] capybara")
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         hits = [hit async for hit in HistorySearch(app.screen).search("capybara")]
         assert "[bold]not bold[/bold]" in str(hits[0].match_display)
         assert "[1, 2]" in str(hits[0].match_display)
@@ -107,8 +106,7 @@ async def test_brackets_survive_in_search_hits_and_slash_hints(env):
 # ------------------------------------------------------------------ 5. focus
 @pytest.mark.slow
 async def test_closing_panels_and_modals_returns_focus_to_the_composer(env):
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await pilot.press("ctrl+b")
         await pilot.pause()
         app.query_one("#field-base_url", Input).focus()
@@ -135,8 +133,7 @@ async def test_after_a_jump_newer_pages_load_on_scroll_down(env):
         history.add_message(conversation.id, "user" if i % 2 == 0 else "assistant", f"message {i}").id
         for i in range(3 * PAGE)
     ]
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await app.jump_to_message(conversation.id, ids[10])
         await pilot.pause()
         log = app.conversation_view.chat_log
@@ -154,8 +151,7 @@ async def test_after_a_jump_newer_pages_load_on_scroll_down(env):
 async def test_sending_after_a_jump_shows_the_reply_at_the_end(env):
     conversation = history.new_conversation("long")
     ids = [history.add_message(conversation.id, "user", f"m{i}").id for i in range(50)]
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await app.jump_to_message(conversation.id, ids[3])
         await pilot.pause()
         await send(app, pilot, "latest")
@@ -167,8 +163,7 @@ async def test_sending_after_a_jump_shows_the_reply_at_the_end(env):
 async def test_the_profile_option_applies_to_this_run_only(env):
     values = {k: v for k, v in profiles.profile_as_dict(env.profile).items() if k != "name"}
     profiles.create_profile("slow", values | {"chat_model": "slow-model"})
-    app = make(env, profile_name="slow")
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env, profile_name="slow") as (app, pilot):
         await send(app, pilot, "hi")
         assert app.profile.name == "slow"
         assert Setting.get_by_id("active_profile").value == "test"
@@ -179,13 +174,12 @@ async def test_the_profile_option_applies_to_this_run_only(env):
 # ------------------------------------------------------------------ 8. status line
 @pytest.mark.slow
 async def test_status_line_states(env):
-    env.fake.script(
+    async with running(
+        env,
         Reply(text="slow start", hang_s=1.0),
         Reply(text="x" * 400, chunk_size=4, chunk_delay_s=0.02),
         Reply(status=400, error_message="bad request"),
-    )
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    ) as (app, pilot):
         assert status(app) == "chat-model · ready"
         app.conversation_view.composer.load_text("one")
         await pilot.press("enter")
@@ -216,16 +210,14 @@ async def test_status_line_states(env):
 
 async def test_status_line_connecting_then_offline(env):
     profiles.set_field(env.profile, "base_url", "http://127.0.0.1:9/v1")
-    app = make(env, check_endpoint=True)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env, check_endpoint=True) as (app, pilot):
         assert status(app).startswith("connecting to http://127.0.0.1:9/v1")
         await until(pilot, lambda: app.conversation_view.status_line.state == "offline")
         assert status(app).startswith("offline · no model answers at http://127.0.0.1:9/v1")
 
 
 async def test_status_line_ready_once_the_endpoint_answers(env):
-    app = make(env, check_endpoint=True)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env, check_endpoint=True) as (app, pilot):
         await until(pilot, lambda: app.conversation_view.status_line.state != "connecting")
         assert status(app) == "chat-model · ready"
 
@@ -270,8 +262,7 @@ async def test_retry_after_a_reply_broke_off_does_not_send_the_broken_part(env):
 
 # ------------------------------------------------------------------ 10. small ones
 async def test_a_failed_attach_gives_the_text_back_with_the_cursor_at_the_end(env):
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await send(app, pilot, "/attach missing.png what is this")
         assert app.conversation_view.composer.text == "/attach missing.png what is this"
         assert app.conversation_view.composer.cursor_location == app.conversation_view.composer.document.end
@@ -291,8 +282,7 @@ async def test_searxng_without_url_fails_when_used(env):
 
 
 async def test_system_prompt_and_memory_are_multi_line_editors(env):
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await pilot.press("ctrl+b")
         await pilot.pause()
         for name in ("system_prompt", "memory"):
@@ -315,8 +305,7 @@ def test_conversation_titles_are_not_slash_commands():
 
 
 async def test_the_theme_chosen_is_remembered(env):
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         app.theme = "nord"
         await pilot.pause(0.2)
     assert settings.get_setting(settings.THEME_KEY) == "nord"
@@ -327,8 +316,7 @@ async def test_the_theme_chosen_is_remembered(env):
 
 
 async def test_notifications_are_plain_text(env):
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         app.conversation_view.chat_log.notify("photo [draft].png is no longer in the vault\x1b]0;x\x07")
         await pilot.pause()
         (note,) = list(app._notifications)
@@ -337,8 +325,7 @@ async def test_notifications_are_plain_text(env):
 
 async def test_waiting_seconds_count_up_while_no_token_comes(env):
     now = [100.0]
-    app = make(env, clock=lambda: now[0], animate=True)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env, clock=lambda: now[0], animate=True) as (app, pilot):
         app.conversation_view.status_line.waiting("chat-model", 100.0)
         assert status(app) == "chat-model · waiting for the first token · 0.0s"
         now[0] = 103.5

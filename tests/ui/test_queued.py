@@ -7,7 +7,7 @@ import threading
 
 import pytest
 from fake_openai import Reply
-from pilot_helpers import make, until
+from pilot_helpers import make, running, until
 
 from tui_agent.ui.widgets.bubbles import UserBubble
 
@@ -35,9 +35,7 @@ async def two_typed_behind_a_running_reply(app, env, pilot) -> None:
 @pytest.mark.slow
 async def test_a_message_sent_during_a_reply_waits_visibly_and_goes_as_its_own_turn(env):
     hold = threading.Event()
-    env.fake.script(Reply(text="first reply", hold=hold), Reply(text="second reply"), Reply(text="third reply"))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env, Reply(text="first reply", hold=hold), "second reply", "third reply") as (app, pilot):
         await two_typed_behind_a_running_reply(app, env, pilot)
         await pilot.press("enter")
         assert app.conversation_view.composer.text == ""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from pilot_helpers import make, settle
+from pilot_helpers import running, settle
 from textual.app import App, ComposeResult
 from textual.widgets import Markdown
 
@@ -113,8 +113,7 @@ async def test_a_reply_that_needs_markdown_is_markdown_from_the_first_paint(env,
         original(self)
 
     monkeypatch.setattr(AgentApp, "_after_first_paint", after_first_paint)
-    app = make(env)
-    async with app.run_test(size=(100, 30)) as pilot:
+    async with running(env, size=(100, 30)) as (app, pilot):
         await settle(app, pilot)
         assert at_paint == [["Markdown"]]  # the plain reply is drawn by its bubble, no child
         rich, plain = app.query(AssistantBubble)
@@ -128,8 +127,7 @@ async def test_upgrading_keeps_the_status_under_the_reply(env):
     conversation = history.new_conversation("cut").id
     history.add_message(conversation, "user", "q")
     history.add_message(conversation, "assistant", "- partial list", status="cancelled")
-    app = make(env)
-    async with app.run_test(size=(100, 30)) as pilot:
+    async with running(env, size=(100, 30)) as (app, pilot):
         await settle(app, pilot)
         (bubble,) = app.query(AssistantBubble)
         names = [type(child).__name__ for child in bubble.children]

@@ -8,7 +8,7 @@ import threading
 import pytest
 from backends import BOTH_BACKENDS
 from history_filler import fill_store
-from pilot_helpers import make, until
+from pilot_helpers import running, until
 from store_rows import rows
 from textual.command import CommandInput, CommandList, CommandPalette
 
@@ -48,8 +48,7 @@ async def test_typing_cancels_the_search_before_and_never_waits_for_it(env, monk
         return real(conn, query, **kwargs)
 
     monkeypatch.setattr(module, "search_page", search_page)
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await pilot.press("ctrl+p")
         await until(pilot, lambda: isinstance(app.screen, CommandPalette))
         palette = app.screen
@@ -66,8 +65,7 @@ async def test_typing_cancels_the_search_before_and_never_waits_for_it(env, monk
 async def test_palette_shows_newest_hits_with_title_and_date_and_pages_on(env):
     fill_store(2_000)
     newest = [r["id"] for r in rows("SELECT id FROM messages ORDER BY id DESC LIMIT 100")]
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env) as (app, pilot):
         await pilot.press("ctrl+p")
         await until(pilot, lambda: isinstance(app.screen, CommandPalette))
         palette = app.screen

@@ -7,7 +7,7 @@ import gc
 import weakref
 
 import pytest
-from pilot_helpers import make
+from pilot_helpers import running
 from textual.app import App, ComposeResult
 from textual.color import Color
 from textual.containers import Vertical, VerticalScroll
@@ -30,8 +30,7 @@ def _conversation(count: int) -> int:
 @pytest.mark.slow
 async def test_render_caches_of_removed_bubbles_are_freed(env):
     conversation = _conversation(30)
-    app = make(env)
-    async with app.run_test(size=(100, 40)) as pilot:
+    async with running(env, size=(100, 40)) as (app, pilot):
         await app.conversation_view.open_conversation(conversation)
         await pilot.pause()
         rendered = [w for w in app.conversation_view.chat_log.query("*") if w.region.height > 0]

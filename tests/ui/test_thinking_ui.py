@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from pilot_helpers import make, until
+from pilot_helpers import running, until
 from sse_replay import ReplayServer, held
 
 from tui_agent.ui.commands import ACTIONS
@@ -44,8 +44,7 @@ async def run(app, pilot, text: str) -> None:
 @pytest.mark.slow
 async def test_thinking_block_above_the_reply_collapses_and_reopens(env, replay, fixture, answer, reasoning):
     replay.script(fixture)
-    app = make(env)
-    async with app.run_test(size=(100, 30)) as pilot:
+    async with running(env, size=(100, 30)) as (app, pilot):
         await run(app, pilot, "question")
         (bubble,) = app.conversation_view.chat_log.query(AssistantBubble)
         (block,) = bubble.query(ThinkingBlock)
@@ -70,8 +69,7 @@ async def test_thinking_block_above_the_reply_collapses_and_reopens(env, replay,
 async def test_hidden_thinking_stays_hidden_for_new_replies_and_palette_has_the_entry(env, replay):
     assert ("Show or hide all thinking blocks", "toggle_thinking") in [(t, a) for t, a, _ in ACTIONS]
     replay.script("vllm_reasoning.sse")
-    app = make(env)
-    async with app.run_test(size=(100, 30)) as pilot:
+    async with running(env, size=(100, 30)) as (app, pilot):
         await app.run_action("toggle_thinking")
         await run(app, pilot, "hi")
         (block,) = app.conversation_view.chat_log.query(ThinkingBlock)
@@ -84,8 +82,7 @@ async def test_hidden_thinking_stays_hidden_for_new_replies_and_palette_has_the_
 async def test_live_thinking_streams_open_then_collapses_when_the_answer_starts(env, replay):
     # DeepSeek's stream is held after its reasoning deltas, before the first answer delta.
     replay.script(held("deepseek_reasoning_content.sse", 3))
-    app = make(env)
-    async with app.run_test(size=(100, 30)) as pilot:
+    async with running(env, size=(100, 30)) as (app, pilot):
         app.conversation_view.composer.load_text("question")
         await pilot.press("enter")
         block = None
@@ -107,8 +104,7 @@ async def test_live_thinking_streams_open_then_collapses_when_the_answer_starts(
 
 async def test_a_transient_midstream_error_shows_the_partial_marked_and_the_retried_reply(env, replay):
     replay.script("openrouter_midstream_transient.sse")
-    app = make(env)
-    async with app.run_test(size=(100, 30)) as pilot:
+    async with running(env, size=(100, 30)) as (app, pilot):
         await run(app, pilot, "hi")
         first, second = app.conversation_view.chat_log.query(AssistantBubble)
         assert first.text == "The first half of " and first.status == "error"

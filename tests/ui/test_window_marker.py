@@ -3,8 +3,7 @@ out (issue 25, item 9)."""
 
 from __future__ import annotations
 
-from fake_openai import Reply
-from pilot_helpers import make, until
+from pilot_helpers import running, until
 
 from tui_agent.core import profiles
 from tui_agent.core.store import history
@@ -35,9 +34,7 @@ def marker_before(app) -> str | None:
 async def test_the_marker_shows_after_a_turn_in_a_long_conversation(env):
     small_budget(env)
     chat(6)
-    env.fake.script(Reply(text="short"))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env, "short") as (app, pilot):
         app.conversation_view.composer.load_text("hi")
         await pilot.press("enter")
         await until(pilot, lambda: not app.turns)
@@ -51,7 +48,5 @@ async def test_the_marker_shows_after_a_turn_in_a_long_conversation(env):
 async def test_the_marker_shows_when_a_conversation_is_opened(env):
     small_budget(env)
     chat(6)
-    env.fake.script(Reply(text="short"))
-    app = make(env)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with running(env, "short") as (app, pilot):
         await until(pilot, lambda: marker_before(app) is not None, timeout=5)

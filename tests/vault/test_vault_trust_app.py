@@ -11,7 +11,7 @@ import json
 
 import pytest
 from fake_openai import Reply
-from pilot_helpers import send, until
+from pilot_helpers import answer, send, until
 from test_vault_trust import SECRET, Clone, clone  # noqa: F401 - the fixture
 
 from tui_agent.core import trust
@@ -71,9 +71,7 @@ async def test_not_now_runs_nothing_and_sends_no_key(clone, monkeypatch):  # noq
 async def test_not_now_is_for_this_run_only(clone, monkeypatch):  # noqa: F811
     app = start_in(clone, monkeypatch)
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: isinstance(app.screen, TrustScreen) and app.screen.armed)
-        await pilot.press("n")
-        await until(pilot, lambda: not isinstance(app.screen, TrustScreen))
+        await answer(app, pilot, TrustScreen, "n")
         await until(pilot, lambda: app.startup.preload_done.is_set())
         await until(pilot, lambda: app.mcp._starting is None or app.mcp._starting.done())
     clone.nothing_ran()
@@ -91,9 +89,7 @@ async def test_not_now_is_for_this_run_only(clone, monkeypatch):  # noqa: F811
 async def test_trust_it_starts_the_servers_and_sends_the_key_in_the_same_run(clone, monkeypatch):  # noqa: F811
     app = start_in(clone, monkeypatch)
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: isinstance(app.screen, TrustScreen) and app.screen.armed)
-        await pilot.press("t")
-        await until(pilot, lambda: not isinstance(app.screen, TrustScreen))
+        await answer(app, pilot, TrustScreen, "t")
         stored = clone.config / "tui-agent" / "trusted-vaults.json"
         assert json.loads(stored.read_text())["trusted"] == [str(clone.vault)]
         assert trust.untrusted_vault() is None
