@@ -82,11 +82,12 @@ async def test_hang_times_out_with_a_clear_error(env):
     env.profile.request_timeout_s = 1
     env.profile.save()
     env.fake.script(*[Reply(text="late", hang_s=3) for _ in range(3)])
-    started = time.monotonic()
     events = await run_turn(env, "hi")
     (error,) = errors(events)
     assert error.kind == "timeout" and "did not answer within 1s" in error.message
-    assert time.monotonic() - started < 8
+    # The work, not the clock: one request, not waited out and not sent again (it went out, so it
+    # may be billed), whatever the machine's speed.
+    assert len(env.fake.chat_requests) == 1
     assert rows(env.vault.db_path, "SELECT role FROM messages") == [("user",), ("error",)]
 
 

@@ -157,7 +157,7 @@ def _run(moment: Moment, index: int, folder: Path, vault: Vault, fake: FakeOpenA
             if moment.terminal_after:
                 shown = _tmux(socket_name, "display-message", "-p", "-t", "app", moment.terminal_after, check=False)
                 outcome.terminal_after = shown.strip()
-        outcome.children_left = wait_gone(started_pids(folder / "mcp.pids"), timeout_s=5)
+        outcome.children_left = wait_gone(started_pids(folder / "mcp.pids"), timeout_s=30)
     except Exception as exc:
         outcome.error = f"{type(exc).__name__}: {exc}"
     finally:

@@ -175,12 +175,14 @@ def test_an_app_stuck_in_the_writer_queue_is_ended_at_the_deadline(tmp_path, sig
         if app.poll() is None:
             app.kill()
     assert code == (143 if signum == signal.SIGTERM else 129)
-    assert lifeline.DEADLINE_S <= took < lifeline.DEADLINE_S + 3
+    # It waited for the app to end on its own first, then forced the end (app.wait's 10 s bounds a
+    # hang; how soon after the deadline the process is gone is the machine's speed, not asserted).
+    assert lifeline.DEADLINE_S <= took
     assert table.run("SELECT content, status FROM messages ORDER BY id") == [
         ("done", "complete"),
         ("half a rep", "cancelled"),
     ]
-    assert wait_gone([child], timeout_s=5) == [], "the child process was left running"
+    assert wait_gone([child], timeout_s=30) == [], "the child process was left running"
     if alive(child):
         os.kill(child, signal.SIGKILL)
 
@@ -197,7 +199,7 @@ def test_a_store_that_does_not_answer_does_not_hold_up_the_forced_end(tmp_path, 
     """The reply is stored as cancelled on a connection that may hang (a PostgreSQL server across a
     network): the forced end waits for it a short while only, then ends the process anyway."""
     hung = threading.Event()
-    monkeypatch.setattr(lifeline, "_connect", lambda store: hung.wait(30))
+    monkeypatch.setattr(lifeline, "_connect", lambda store: hung.wait(600))
     monkeypatch.setattr(lifeline, "end_children", lambda: None)
     exits: list[int] = []
     monkeypatch.setattr(lifeline.os, "_exit", exits.append)
@@ -208,7 +210,7 @@ def test_a_store_that_does_not_answer_does_not_hold_up_the_forced_end(tmp_path, 
     line._force_exit()
     took = time.monotonic() - started
     hung.set()
-    assert exits == [143] and took < lifeline.CANCEL_WAIT_S + 1
+    assert exits == [143] and took < 300  # not the hanging connection's 600 s: its own short wait
 
 
 def _watched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[lifeline.Lifeline, dict[str, threading.Event]]:

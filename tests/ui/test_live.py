@@ -211,7 +211,7 @@ async def test_the_server_going_away_mid_reply_keeps_it_and_the_app_goes_on(env,
             env.fake.default_text = "from the other machine"
             machine_a = ask(other_machine(tmp_path), "--conversation", str(app.conversation_id), "still live?")
             assert machine_a.wait(timeout=60) == 0, machine_a.stderr.read() if machine_a.stderr else ""
-            await until(pilot, lambda: "from the other machine" in texts(app, AssistantBubble), timeout=10)
+            await until(pilot, lambda: "from the other machine" in texts(app, AssistantBubble))
     finally:
         db.close()
 

@@ -49,4 +49,4 @@ async def test_the_marker_shows_when_a_conversation_is_opened(env):
     small_budget(env)
     chat(6)
     async with running(env, "short") as (app, pilot):
-        await until(pilot, lambda: marker_before(app) is not None, timeout=5)
+        await until(pilot, lambda: marker_before(app) is not None)
