@@ -233,7 +233,7 @@ async def test_the_screen_keeps_drawing_while_the_pictures_are_decoded(env, monk
 
     def slow_prepare(self: ImageCarousel) -> None:
         started.set()
-        release.wait(10)
+        release.wait(300)  # held until the test releases it (finally: always), however slow the machine
         original_prepare(self)
 
     updates: list[str] = []
