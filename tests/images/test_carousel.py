@@ -9,7 +9,7 @@ import pytest
 from fake_openai import png_bytes
 from media_helpers import picture_tool_row
 from PIL import Image
-from pilot_helpers import make, running
+from pilot_helpers import make, running, until
 
 from tui_agent.core.store import history
 from tui_agent.ui.app import AgentApp
@@ -248,11 +248,7 @@ async def test_the_screen_keeps_drawing_while_the_pictures_are_decoded(env, monk
     app = make(env)
     try:
         async with app.run_test(size=SIZE) as pilot:
-            for _ in range(500):  # not the pilot's pauses: they wait for every widget's queue
-                if started.is_set():
-                    break
-                await asyncio.sleep(0.01)
-            assert started.is_set()
+            await until(None, started.is_set)  # not the pilot's pauses: they wait for every widget's queue
             await app._press_keys(["h", "i"])
             await asyncio.sleep(0.3)
             assert "hi" in updates  # a frame was drawn with the keys, the decoding still going on
