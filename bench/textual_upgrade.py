@@ -5,10 +5,10 @@ prints which ``ui/textual_fixes`` work-arounds still apply there and runs the UI
 
     .venv/bin/python bench/textual_upgrade.py                   # the newest Textual on the index
     .venv/bin/python bench/textual_upgrade.py --textual 8.1.1   # a given release
-    .venv/bin/python bench/textual_upgrade.py --tests tests/test_textual_fixes.py -- -x
+    .venv/bin/python bench/textual_upgrade.py --tests tests/ui/test_textual_fixes.py -- -x
 
 A fix reported "not applied" found its bug gone (or Textual reshaped): read its reason, then its
-test in tests/test_textual_fixes.py. The exit code is pytest's.
+test in tests/ui/test_textual_fixes.py. The exit code is pytest's.
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -193,17 +194,9 @@ def env(tmp_path: Path, fake_llm: FakeOpenAI, store_backend: str) -> Iterator[Va
     vault = Vault(tmp_path / "vault").init()
     setup_logging(vault)
     db = open_store(location.resolve(vault.root))
-    profile = profiles.create_profile(
-        "test",
-        {
-            "base_url": fake_llm.base_url,
-            "api_key_env": "",
-            "chat_model": "chat-model",
-            "vision_model": "vision-model",
-            "image_model": "flux2-test",
-            "request_timeout_s": 5,
-        },
-    )
+    from helpers import loopback_profile
+
+    profile = loopback_profile("test", fake_llm.base_url, 5)
     profiles.use_profile("test")
     yield VaultEnv(vault, profile, fake_llm)
     db.close()
@@ -226,3 +219,69 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     another process (the app in a terminal, a browser, an MCP server, a loopback server), so one
     worker a core leaves the cores idle; more than two a core only adds contention."""
     return max(4, 2 * (os.cpu_count() or 1))
+
+
+REPOSITORY = TESTS.parent
+
+
+def tree_state() -> dict[str, str] | None:
+    """Each path ``git status`` lists (new, changed or deleted; ignored ones such as .venv, the
+    caches and snapshot_report.html are not listed) with a hash of its content, so that a file that
+    was changed before the run and is changed again by it counts too. None outside a git checkout."""
+    try:
+        done = subprocess.run(
+            ["git", "status", "--porcelain=v1", "-z", "--untracked-files=all"],
+            cwd=REPOSITORY,
+            capture_output=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:
+        return None
+    state: dict[str, str] = {}
+    entries = iter(done.stdout.decode("utf-8", "surrogateescape").split("\0"))
+    for entry in entries:
+        if not entry:
+            continue
+        code, path = entry[:2], entry[3:]
+        if code[0] in "RC":
+            next(entries, None)  # a rename's second field is its old path
+        where = REPOSITORY / path
+        digest = hashlib.sha256(where.read_bytes()).hexdigest() if where.is_file() else "-"
+        state[path] = f"{code} {digest}"
+    return state
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The tree as it was before the run (in the process that runs the session: with pytest-xdist
+    that is the controller, which compares again after every worker has finished)."""
+    if not hasattr(session.config, "workerinput"):
+        session.config.stash[TREE_BEFORE] = tree_state()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The run fails if the tests left a file in the repository, or changed one: a test writes only
+    under its tmp_path (a file in the checkout ends up committed by the next `git add -A`)."""
+    if hasattr(session.config, "workerinput"):
+        return
+    before = session.config.stash.get(TREE_BEFORE, None)
+    after = tree_state() if before is not None else None
+    if before is None or after is None:
+        return
+    left = sorted(path for path, state in after.items() if before.get(path) != state)
+    left += sorted(f"{path} (deleted)" for path in before if path not in after)
+    if not left:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    message = "the tests left these in the repository (a test writes only under its tmp_path): " + ", ".join(left)
+    if reporter is not None:
+        reporter.write("\n")
+        reporter.write_sep("=", "tree not clean", red=True)
+        reporter.write_line(message)
+    else:
+        print(message, file=sys.stderr)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+TREE_BEFORE = pytest.StashKey[dict[str, str] | None]()

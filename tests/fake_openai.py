@@ -24,7 +24,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 
 @dataclass
@@ -107,7 +107,33 @@ def demo_reply(messages: list[dict[str, Any]]) -> Reply:
     )
 
 
-class FakeOpenAI:
+class LoopbackServer:
+    """An HTTP server on loopback in a thread of its own, for the real client to talk to."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.lock = threading.Lock()
+        self.server = ThreadingHTTPServer((host, port), self._handler())
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        raise NotImplementedError
+
+    @property
+    def base_url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> Self:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class FakeOpenAI(LoopbackServer):
     def __init__(self, host: str = "127.0.0.1", port: int = 0, *, demo: bool = False) -> None:
         self.demo = demo  # answer like a small model (the tests script their replies instead)
         self.replies: deque[Reply] = deque()
@@ -129,23 +155,7 @@ class FakeOpenAI:
         # usage.prompt_tokens of a reply from the request body (default: 10).
         self.prompt_tokens: Any = None
         self.default_reply: Reply | None = None  # answers every unscripted request (default_text if None)
-        self.lock = threading.Lock()
-        self.server = ThreadingHTTPServer((host, port), self._handler())
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}/v1"
-
-    def start(self) -> FakeOpenAI:
-        self.thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(host, port)
 
     def script(self, *replies: Reply) -> None:
         self.replies.extend(replies)

@@ -29,17 +29,55 @@ class EchoTool(Tool):
         return ToolResult.ok({"echo": arguments["text"]})
 
 
+def loopback_profile(name: str, base_url: str, request_timeout_s: int = 5) -> Any:
+    """A profile whose models are served by a loopback server at ``base_url`` (no key)."""
+    from tui_agent.core import profiles
+
+    fields = {
+        "base_url": base_url,
+        "api_key_env": "",
+        "chat_model": "chat-model",
+        "vision_model": "vision-model",
+        "image_model": "flux2-test",
+        "request_timeout_s": request_timeout_s,
+    }
+    return profiles.create_profile(name, fields)
+
+
 def make_loop(env: Any, registry: ToolRegistry | None = None, **kwargs: Any) -> AgentLoop:
     client = LLMClient(env.fake.base_url, "test-key", timeout=float(env.profile.request_timeout_s), backoff_s=0.01)
     return AgentLoop(env.vault, env.profile, registry or default_registry(), client=client, **kwargs)
 
 
-async def run_turn(env: Any, text: str, conversation_id: int | None = None, **kwargs: Any) -> list[Any]:
+async def on_loop(env: Any, call: Any, **kwargs: Any) -> list[Any]:
+    """Every event of ``call(loop)`` (a turn, a regeneration...) on a fresh loop, closed after."""
     loop = make_loop(env, **kwargs)
     try:
-        return [event async for event in loop.run_turn(conversation_id, text)]
+        return [event async for event in call(loop)]
     finally:
         await loop.aclose()
+
+
+async def run_turn(env: Any, text: str, conversation_id: int | None = None, **kwargs: Any) -> list[Any]:
+    return await on_loop(env, lambda loop: loop.run_turn(conversation_id, text), **kwargs)
+
+
+def reply_id(events: list[Any]) -> int:
+    """The stored id of the turn's (first) finished reply."""
+    return next(e for e in events if isinstance(e, ev.AssistantFinished)).message_id
+
+
+def user_id(events: list[Any]) -> int:
+    """The stored id of the turn's user message."""
+    return next(e for e in events if isinstance(e, ev.TurnStarted)).user_message_id
+
+
+async def first_turn(env: Any, text: str, *replies: Any) -> tuple[list[Any], int]:
+    """``replies`` scripted (for this turn and later ones), then ``text`` as a new conversation's first
+    turn: its events and the conversation's id."""
+    env.fake.script(*replies)
+    events = await run_turn(env, text)
+    return events, done(events).conversation_id
 
 
 def done(events: list[Any]) -> ev.Done:

@@ -7,7 +7,12 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
+
+from pg_cluster import free_port as free_port  # one free-port helper for every test server
 
 from tui_agent.core.mcp import config as mcp_config
 
@@ -53,12 +58,6 @@ def wait_gone(pids: list[int], timeout_s: float = 20) -> list[int]:
     return [pid for pid in pids if alive(pid)]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def start_http_fixture(port: int, log: Path) -> subprocess.Popen[bytes]:
     process = subprocess.Popen(
         [sys.executable, str(FIXTURE), "http", str(port)],
@@ -94,3 +93,16 @@ def my_children_running(word: str) -> list[int]:
         if int(fields[1]) == os.getpid() and fields[0] != "Z" and word in cmdline:
             found.append(int(entry.name))
     return found
+
+
+@asynccontextmanager
+async def running_manager(env: Any, registry: Any, **kwargs: Any) -> AsyncIterator[Any]:
+    """The vault's MCP servers started for the profile (their tools in ``registry``), ended after."""
+    from tui_agent.core.mcp.manager import McpManager
+
+    manager = McpManager(env.vault, registry, **kwargs)
+    await manager.start(env.profile)
+    try:
+        yield manager
+    finally:
+        await manager.aclose()

@@ -23,3 +23,24 @@ def damage_picture(relative: str) -> None:
         "UPDATE media_blobs SET data = ? WHERE sha256 = (SELECT sha256 FROM media_paths WHERE path = ?)",
         (b"\x89PNG damaged", relative),
     )
+
+
+def picture_tool_row(conversation_id: int, paths: list[str], model: str | None = None) -> None:
+    """The stored result of a generate_image call that made ``paths``, as the loop stores it."""
+    import json
+
+    from tui_agent.core.store import history
+
+    data: dict[str, object] = {"paths": paths, "prompt": "shapes", "count": len(paths)}
+    if model is not None:
+        data = {"paths": paths, "prompt": "shapes", "model": model, "count": len(paths)}
+    arguments = json.dumps({"prompt": "shapes", "path": "shapes/shape.png", "count": len(paths), "reason": "r"})
+    history.add_message(
+        conversation_id,
+        "image_tool",
+        json.dumps({"status": "ok", "data": data}),
+        attachments=paths,
+        tool_name="generate_image",
+        tool_call_id="c1",
+        tool_arguments=arguments,
+    )

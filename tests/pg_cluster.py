@@ -31,7 +31,7 @@ def bin_dir() -> Path | None:
     return Path(initdb).parent if initdb else None
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -108,7 +108,7 @@ def start_cluster() -> Cluster:
         # initdb refuses root: the cluster belongs to the postgres user (made by the package).
         shutil.chown(root, "postgres", "postgres")
         as_user = ["runuser", "-u", "postgres", "--"]
-    cluster = Cluster(root, _free_port(), programs, as_user)
+    cluster = Cluster(root, free_port(), programs, as_user)
     try:
         cluster._run(
             str(programs / "initdb"),

@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from helpers import rows
+from helpers import loopback_profile, rows
 from sse_replay import ReplayServer
 
-from tui_agent.core import profiles
 from tui_agent.core.llm import LLMClient
 from tui_agent.core.loop import AgentLoop
 from tui_agent.core.store import open_database
@@ -29,24 +28,21 @@ class Recording(Tool):
         return ToolResult.ok({"result": f"{self.name} ran"})
 
 
+def one_text_parameter(name: str, description: str) -> dict[str, Any]:
+    """A tool's JSON schema: one required string."""
+    return {"type": "object", "properties": {name: {"type": "string", "description": description}}, "required": [name]}
+
+
 class GetWeather(Recording):
     name = "get_weather"
     role = "weather_tool"
-    parameters: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {"location": {"type": "string", "description": "City."}},
-        "required": ["location"],
-    }
+    parameters: ClassVar[dict[str, Any]] = one_text_parameter("location", "City.")
 
 
 class WebSearch(Recording):
     name = "web_search"
     role = "web_search"
-    parameters: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {"query": {"type": "string", "description": "Query."}},
-        "required": ["query"],
-    }
+    parameters: ClassVar[dict[str, Any]] = one_text_parameter("query", "Query.")
 
 
 class Env:
@@ -76,17 +72,7 @@ def penv(tmp_path: Path) -> Iterator[Env]:
     vault = Vault(tmp_path / "vault").init()
     setup_logging(vault)
     db = open_database(vault.db_path)
-    profile = profiles.create_profile(
-        "replay",
-        {
-            "base_url": replay.base_url,
-            "api_key_env": "",
-            "chat_model": "chat-model",
-            "vision_model": "vision-model",
-            "image_model": "flux2-test",
-            "request_timeout_s": 5,
-        },
-    )
+    profile = loopback_profile("replay", replay.base_url, 5)
     Recording.calls.clear()
     yield Env(vault, profile, replay)
     db.close()

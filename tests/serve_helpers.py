@@ -128,16 +128,7 @@ def launch(playwright: Any) -> Any:
         pytest.fail(GET_CHROMIUM)  # only in CI, which must run these
     return playwright.chromium.launch(
         executable_path=CHROMIUM,
-        args=[
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            "--disable-quic",
-            "--host-resolver-rules=MAP evil.test 127.0.0.1",  # a "cross-site" page on loopback
-        ],
+        args=CHROMIUM_ARGS,
     )
 
 

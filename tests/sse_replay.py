@@ -18,9 +18,11 @@ import socket
 import threading
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+
+from fake_openai import LoopbackServer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "streams"
 DEFAULT_REPLY = "after_tool.sse"
@@ -74,28 +76,12 @@ def held(name: str, before_event: int) -> Recorded:
     return answer
 
 
-class ReplayServer:
+class ReplayServer(LoopbackServer):
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
         self.queue: deque[Recorded] = deque()
         self.gate = threading.Event()
         self.requests: list[dict[str, Any]] = []
-        self.lock = threading.Lock()
-        self.server = ThreadingHTTPServer((host, port), self._handler())
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}/v1"
-
-    def start(self) -> ReplayServer:
-        self.thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(host, port)
 
     def script(self, *names: str | Recorded) -> None:
         self.queue.extend(load(name) if isinstance(name, str) else name for name in names)

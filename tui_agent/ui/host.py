@@ -2,7 +2,7 @@
 
 The turn (``turn_runner``, ``turn_view``), the send queue, the MCP control and the history search
 are typed by these, never by ``AgentApp``, which builds them: attributes go down, messages go up
-(Textual's guide), and no module imports back the app that imports it (tests/test_import_graph.py).
+(Textual's guide), and no module imports back the app that imports it (tests/core/test_import_graph.py).
 """
 
 from __future__ import annotations

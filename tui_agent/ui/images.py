@@ -10,7 +10,7 @@ addon, pictures at their own pixels (``web-sixel``).
 
 textual-image is used through its public API only (its widget classes; no ``textual_image._*``
 name anywhere in ``tui_agent``). Two behaviours of its import are relied on, both public and
-both proven by tests/test_textual_image_contract.py (run it first when upgrading textual-image):
+both proven by tests/images/test_textual_image_contract.py (run it first when upgrading textual-image):
 
 - it probes the terminal at import only when ``sys.__stdout__.isatty()``: while it is imported,
   ``sys.__stdout__`` is a stand-in that says it is not a terminal, so nothing is written to the

@@ -13,7 +13,7 @@ property, sizing and recompose on a new image are theirs) declared the way textu
 its own widgets, ``Renderable=`` a renderable of ours (it draws nothing), and its ``compose()``
 (Textual's public method) yields our own child widget, which writes the Sixel string into its last
 line with cursor moves around it, as textual-image's does. No private name of textual-image is
-used; tests/test_textual_image_contract.py proves the public behaviour relied on.
+used; tests/images/test_textual_image_contract.py proves the public behaviour relied on.
 
 The child widget's drawing, compared with textual-image's:
 

@@ -150,8 +150,10 @@ class Startup:
 
     async def mount_footer(self) -> None:
         # Deferred (a timer, call_later): the app may be closing by now, its screens already gone.
+        # (An app stops running before it closes its screens: is_running is False from the start of
+        # its shutdown.)
         app = self.app
-        if app._closing or not app.screen_stack or app.screen_stack[0]._closing:
+        if not app.is_running or not app.screen_stack or not app.screen_stack[0].is_running:
             return
         main = app.screen_stack[0]
         for slot in main.query("#footer-slot"):

@@ -36,13 +36,14 @@ def install() -> None:
         return
     _installed = True
     from rich.color import ColorSystem
+    from rich.console import COLOR_SYSTEMS
     from textual.strip import Strip
 
     original = Strip.render
 
     def render(self: Strip, console: Any) -> str:
         if self._render_cache is None and _UNSAFE.search("".join([s.text for s in self._segments])):
-            color_system = console._color_system or ColorSystem.TRUECOLOR
+            color_system = COLOR_SYSTEMS.get(console.color_system or "", ColorSystem.TRUECOLOR)
             render_style = self.render_style
             self._render_cache = "".join(
                 [

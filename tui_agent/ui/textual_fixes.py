@@ -2,7 +2,7 @@
 
 Each one checks that the bug is still there before it changes anything, so a Textual release
 that fixes it upstream simply turns the work-around off, and says so: ``apply()`` returns (and
-``report()`` gives) each fix's name with ``"applied"`` or why not. tests/test_textual_fixes.py
+``report()`` gives) each fix's name with ``"applied"`` or why not. tests/ui/test_textual_fixes.py
 asserts all apply on the pinned Textual; ``bench/textual_upgrade.py`` runs the UI tests against
 the newest Textual release in a throwaway venv and prints which still apply.
 """
@@ -69,7 +69,7 @@ def _layout_refresh_invalidates_box_model() -> str:
     update then keeps that stale height for good. Seen in long sessions: a streamed reply of twenty
     lines stayed one line tall (its first words), its end never on screen. Every layout refresh now
     bumps the counter, so a box model is never reused across a content change.
-    Upstream: no issue found (searched 2026-11); tests/test_textual_fixes.py reproduces it."""
+    Upstream: no issue found (searched 2026-11); tests/ui/test_textual_fixes.py reproduces it."""
     from textual.widget import Widget
 
     probe = Widget()

@@ -55,7 +55,7 @@ _REASONS: list[tuple[str, str, str]] = [
     (
         " not found",
         "The image generator is not installed",
-        "Install flux2, or set image_command or image_backend in the sidebar (README: image generation).",
+        "Install flux2, or set image_command or image_backend in the sidebar (docs/getting-started.md).",
     ),
     ("images API", "The images API failed", "Check image_base_url and image_model in the sidebar (Ctrl+B)."),
     ("SearXNG", "SearXNG did not answer", "Check web_search_url and that SearXNG has format=json enabled."),

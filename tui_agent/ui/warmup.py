@@ -72,7 +72,7 @@ def _import() -> None:
     try:
         # Then what shows the reply (the request can leave meanwhile): Textual's Markdown and the
         # reply bubble's parser (markdown-it, linkify).
-        import textual.widgets._markdown  # noqa: F401
+        import textual.widgets.markdown  # noqa: F401
 
         from tui_agent.ui.markdown_text import parser
 

@@ -5,7 +5,7 @@ reads its own metadata, loads ssl and asyncio) on every start of every SQLite us
 imports peewee with psycopg hidden, so that peewee takes it for absent; ``load_psycopg`` imports it
 when a ``postgresql://`` store is opened and hands peewee the four names it would have bound then
 (``psycopg``, ``TransactionStatus``, ``Json_pg3``, ``Jsonb_pg3``: module globals that peewee's
-PostgreSQL code reads when it runs; tests/test_store_driver.py proves they still exist and work),
+PostgreSQL code reads when it runs; tests/store/test_store_driver.py proves they still exist and work),
 and the three transaction states of its psycopg 3 adapter.
 """
 

@@ -53,12 +53,10 @@ class ReconnectingDatabase(pw.PostgresqlDatabase):
     def _drop_if_dead(self) -> None:
         if self.is_closed() or self.in_transaction() or self.is_connection_usable():
             return
-        state = self._state  # type: ignore[attr-defined]  # peewee's per-thread connection
         try:
-            state.conn.close()
+            self.close()  # peewee forgets this thread's connection even when closing it fails
         except Exception:  # already gone: nothing to close
             pass
-        state.reset()
 
     def cursor(self, named_cursor: Any = None) -> Any:
         self._drop_if_dead()

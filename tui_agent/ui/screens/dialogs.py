@@ -19,7 +19,7 @@ from tui_agent.ui.screens.approval import ApprovalScreen as ApprovalScreen  # re
 if TYPE_CHECKING:
     from rich.style import Style
     from rich.text import Text
-    from textual.widgets._directory_tree import DirEntry
+    from textual.widgets.directory_tree import DirEntry
     from textual.widgets.tree import TreeNode
 
 

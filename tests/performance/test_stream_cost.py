@@ -1,0 +1,162 @@
+"""A streamed reply costs the same per token at its end as at its start: the blocks it finished are
+drawn once and kept; what a write restyles, lays out and draws again is the growing block (and
+the few blocks before it in its part), never the whole reply."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import pytest
+from fake_openai import markdown_tokens
+from pilot_helpers import make, send
+from textual.layouts.vertical import VerticalLayout
+from textual.widget import Widget
+
+from tui_agent.ui.widgets.bubbles import AssistantBubble
+from tui_agent.ui.widgets.reply_markdown import ReplyMarkdown
+
+pytestmark = pytest.mark.slow
+
+TOKENS = 2_400  # about 90 top-level blocks of headings, paragraphs, lists, code, tables and quotes
+
+
+@dataclass
+class Costs:
+    blocks: list[Widget] = field(default_factory=list)  # every block of the reply, in order
+    parts: list[ReplyMarkdown] = field(default_factory=list)
+    restyled: Counter[int] = field(default_factory=Counter)  # per widget: styles applied
+    rendered: Counter[int] = field(default_factory=Counter)  # per block: its own or its children's drawing made
+    arranged: list[int] = field(default_factory=list)  # per layout of a reply part: the blocks it arranged
+    arranged_per_part: Counter[int] = field(default_factory=Counter)
+
+
+async def _write(app, pilot, bubble: AssistantBubble, tokens: list[str]) -> None:
+    """The reply's tokens written to the bubble as the turn writes them (a frame's worth at a time),
+    each write drawn before the next (as a reply arriving at a steady pace is)."""
+    for i in range(0, len(tokens), 40):
+        await bubble.write("".join(tokens[i : i + 40]))
+        await pilot.pause()
+        await pilot.pause()
+    await bubble.finish("complete")
+    await pilot.pause()
+
+
+async def _streamed(env, monkeypatch) -> Costs:
+    costs = Costs()
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(app, pilot, "hi")  # the warm-up is over: Markdown from the first word
+        bubble = AssistantBubble(thinking=True)
+        await app.conversation_view.chat_log.mount(bubble)
+        stylesheet = app.stylesheet
+        real_apply = stylesheet.apply
+        real_render = Widget._render
+        real_arrange = VerticalLayout.arrange
+
+        def apply(node, *args, **kwargs):
+            costs.restyled[id(node)] += 1
+            return real_apply(node, *args, **kwargs)
+
+        def render(widget):
+            for ancestor in widget.ancestors_with_self:
+                costs.rendered[id(ancestor)] += 1
+            return real_render(widget)
+
+        def arrange(layout, parent, children, *args, **kwargs):
+            if isinstance(parent, ReplyMarkdown):
+                costs.arranged.append(len(children))
+                costs.arranged_per_part[id(parent)] += 1
+            return real_arrange(layout, parent, children, *args, **kwargs)
+
+        monkeypatch.setattr(stylesheet, "apply", apply)
+        monkeypatch.setattr(Widget, "_render", render)
+        monkeypatch.setattr(VerticalLayout, "arrange", arrange)
+        await _write(app, pilot, bubble, markdown_tokens(TOKENS))
+        assert bubble.text.endswith("ENDOFREPLY")
+        costs.parts = list(bubble.query(ReplyMarkdown))
+        costs.blocks = [block for part in costs.parts for block in part.children]
+    return costs
+
+
+async def test_a_write_lays_out_only_the_growing_part_of_a_long_reply(env, monkeypatch):
+    costs = await _streamed(env, monkeypatch)
+    assert len(costs.blocks) > 60
+    assert len(costs.parts) >= 3
+    # No layout of the reply arranges more than one part's blocks (and those a write adds), however
+    # many blocks came before. In one Markdown widget, the last layouts arranged them all.
+    assert max(costs.arranged) < len(costs.blocks) / 2
+    # A sealed part is laid out a bounded number of times, not once per later write.
+    first, later = costs.parts[0], costs.parts[-2]
+    assert costs.arranged_per_part[id(first)] <= 2 * costs.arranged_per_part[id(later)] + 10
+
+
+async def test_finished_blocks_are_not_restyled_or_drawn_again_as_the_reply_grows(env, monkeypatch):
+    costs = await _streamed(env, monkeypatch)
+    blocks = costs.blocks
+    # Per block: once or twice (mounted; marked last while it was), whatever number of blocks came
+    # after it. With a :last-child rule, every block was restyled at each mount after it.
+    assert max(costs.restyled[id(b)] for b in blocks) <= 3
+    # Drawn: once per write while it was growing, then not again for the rest of the reply: the
+    # first blocks as often as blocks of the same kinds near the end.
+    early, late = blocks[:14], blocks[-28:-14]
+    assert max(costs.rendered[id(b)] for b in early) <= 2 * max(costs.rendered[id(b)] for b in late) + 4
+
+
+async def test_a_streamed_reply_in_parts_looks_like_the_same_reply_in_one_widget(env):
+    """The parts are drawn as one Markdown widget draws the whole reply: same lines, same gaps."""
+    tokens = markdown_tokens(900)
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(app, pilot, "hi")
+        streamed = AssistantBubble(thinking=True)
+        await app.conversation_view.chat_log.mount(streamed)
+        await _write(app, pilot, streamed, tokens)
+        assert len(streamed.query(ReplyMarkdown)) >= 2
+        whole = AssistantBubble("".join(tokens))
+        await app.conversation_view.chat_log.mount(whole)
+        await pilot.pause()
+        await pilot.pause(0.2)
+        assert len(whole.query(ReplyMarkdown)) == 1
+        assert streamed.outer_size == whole.outer_size
+
+
+async def test_textual_markdown_contract_reply_markdown_relies_on():
+    """What ReplyMarkdown and ReplyStream take from Textual's Markdown (public names, but behaviour
+    that could change): mounting calls ``update()`` with the widget's text (``ready`` is set by
+    it), ``append()`` adds blocks after the last one (one widget per top-level block, in the order
+    block_starts finds them), and a block's top margin is in ``styles.margin``."""
+    from textual.app import App
+
+    from tui_agent.ui.widgets.reply_markdown import block_starts
+
+    class Host(App[None]):
+        pass
+
+    app = Host()
+    async with app.run_test(size=(80, 30)) as pilot:
+        made = ReplyMarkdown("first\n\n- a\n- b\n")
+        await app.screen.mount(made)
+        await pilot.pause()
+        assert made.ready.is_set()
+        assert [type(b).__name__ for b in made.children] == ["MarkdownParagraph", "MarkdownBulletList"]
+        empty = ReplyMarkdown()
+        await app.screen.mount(empty)
+        await empty.ready.wait()
+        text = "# Title\n\npara\n\n- one\n- two\n\n```\ncode\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n> quote\n"
+        await empty.append(text[:30])
+        await empty.append(text[30:])
+        await pilot.pause()
+        kinds = [type(b).__name__ for b in empty.children]
+        assert kinds == [
+            "MarkdownH1",
+            "MarkdownParagraph",
+            "MarkdownBulletList",
+            "MarkdownFence",
+            "MarkdownTable",
+            "MarkdownBlockQuote",
+        ]
+        assert len(block_starts(text)) == len(kinds)
+        assert empty.children[-1].has_class("-last") and not empty.children[0].has_class("-last")
+        margins = [b.styles.margin.top for b in empty.children]
+        assert margins[1] == 0 and margins[3] > 0 and margins[5] > 0  # what a split point is chosen by

@@ -1,0 +1,266 @@
+"""memory_sql stops in time, always: the statement runs in a worker process we can kill.
+
+No stopwatches: a runaway query must end with a time-limit error and its worker process must be
+gone; cancelling the awaiting task must kill the worker; temp files stay in the vault, bounded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+
+import pytest
+from fake_openai import Reply
+from pilot_helpers import running, until
+
+from tui_agent.core import profiles
+from tui_agent.core.store import history
+from tui_agent.core.store.models import Message
+from tui_agent.core.tools import memory_sql, sql_run, sql_worker
+from tui_agent.core.tools.base import ToolContext
+from tui_agent.core.tools.registry import default_registry
+from tui_agent.core.tools.sql_run import Limits, Request
+
+# Quadratic work inside ONE function call: SQLite's progress handler never runs in between.
+INSTR_BOMB = "SELECT instr(printf('%.*c', 900000, 'a'), printf('%.*c', 300000, 'a') || 'b')"
+LIKE_BOMB = "SELECT printf('%.*c', 900000, 'a') LIKE '%' || printf('%.*c', 1990, 'a') || 'b%'"
+SPILLING_SORT = (
+    "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 150000) "
+    "SELECT i FROM (SELECT i, randomblob(300) AS b FROM r ORDER BY b LIMIT 1000000) "
+    "WHERE instr(printf('%.*c', 900000, 'a'), printf('%.*c', 300000 + i % 2, 'a') || 'b') LIMIT 1"
+)
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.fixture
+def pids(monkeypatch) -> list[int]:
+    """Every worker PID memory_sql starts."""
+    started: list[int] = []
+    real = memory_sql.run_in_worker
+
+    async def spy(request, temp_dir, on_start=None):
+        return await real(request, temp_dir, on_start=started.append)
+
+    monkeypatch.setattr(memory_sql, "run_in_worker", spy)
+    monkeypatch.setattr(memory_sql, "TIME_LIMIT_S", 1.0)
+    return started
+
+
+async def run(env, query):
+    ctx = ToolContext(env.vault, env.reload_profile(), None)
+    return await default_registry().execute("memory_sql", {"query": query}, ctx)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("query", [INSTR_BOMB, LIKE_BOMB])
+async def test_a_runaway_function_call_stops_at_the_deadline_and_its_worker_is_gone(env, pids, query):
+    result = await run(env, query)
+    assert result.error.startswith("stopped: the query ran longer than the 1s time limit"), result.error
+    assert len(pids) == 1 and gone(pids[0])
+    assert not sql_worker.RUNNING
+
+
+async def test_a_long_like_pattern_is_refused(env, pids):
+    result = await run(env, "SELECT 'a' LIKE printf('%.*c', 5000, '%')")
+    assert result.error == "refused: a LIKE or GLOB pattern is longer than 2,000 bytes"
+    result = await run(env, "SELECT 'abc' LIKE '%b%', 'abc' GLOB '*c'")
+    assert result.data["rows"] == [[1, 1]]
+
+
+async def test_cancelling_the_tool_kills_its_worker(env, pids):
+    task = asyncio.create_task(run(env, INSTR_BOMB))
+    while not pids:
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert gone(pids[0]) and not sql_worker.RUNNING
+
+
+@pytest.mark.parametrize("key", ["escape", "ctrl+q"])
+async def test_escape_and_quit_in_the_app_kill_the_worker(env, pids, monkeypatch, key):
+
+    monkeypatch.setattr(memory_sql, "TIME_LIMIT_S", 600.0)
+    async with running(env, Reply(tool_calls=[("memory_sql", json.dumps({"query": INSTR_BOMB}))]), "Done.") as (
+        app,
+        pilot,
+    ):
+        app.conversation_view.composer.load_text("recall")
+        await pilot.press("enter")
+        await until(pilot, lambda: pids)
+        assert pids
+        await pilot.press(key)
+        await until(pilot, lambda: gone(pids[0]) or not app.is_running)
+    for _ in range(400):  # quit: the app's shutdown cancels the turn, which kills the worker
+        if gone(pids[0]):
+            break
+        await asyncio.sleep(0.05)
+    assert gone(pids[0]) and not sql_worker.RUNNING
+
+
+async def test_a_big_sort_spills_into_the_vault_not_the_system_temp_dir(env, pids, monkeypatch, tmp_path):
+    elsewhere = tmp_path / "system-tmp"
+    elsewhere.mkdir()
+    monkeypatch.setenv("TMPDIR", str(elsewhere))
+    monkeypatch.setenv("SQLITE_TMPDIR", str(elsewhere))
+    vault_tmp = memory_sql.temp_dir(env.vault).resolve()
+    task = asyncio.create_task(run(env, SPILLING_SORT))
+    while not pids:
+        await asyncio.sleep(0.01)
+    seen: set[str] = set()
+    while not task.done():
+        fd_dir = Path(f"/proc/{pids[0]}/fd")
+        try:
+            for fd in fd_dir.iterdir():
+                seen.add(os.readlink(fd))
+        except OSError:
+            pass
+        if any(str(vault_tmp) in target for target in seen):
+            break
+        await asyncio.sleep(0.02)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    spilled = [target for target in seen if "etilqs_" in target]
+    assert spilled and all(target.startswith(str(vault_tmp)) for target in spilled), seen
+    assert list(elsewhere.iterdir()) == [] and list(vault_tmp.iterdir()) == []
+    assert gone(pids[0])
+
+
+async def test_temp_space_of_a_sort_is_bounded(env):
+    limits = Limits(time_limit_s=60, temp_bytes=4 * 1024 * 1024, cache_kib=512)
+    query = (
+        "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 200000) "
+        "SELECT count(*) FROM (SELECT randomblob(200) AS b FROM r ORDER BY b)"
+    )
+    answer = await sql_worker.run_in_worker(
+        Request(str(env.vault.db_path), query, limits), memory_sql.temp_dir(env.vault)
+    )
+    assert answer == {"ok": False, "error": "stopped: the query needed more than 4 MB of temporary space; narrow it"}
+
+
+@pytest.mark.slow
+async def test_a_huge_update_is_counted_without_keeping_its_values(env):
+    """3,000 new values of 60 KB would need 180 MB; the worker gets 150 MB of address space."""
+    conversation = history.new_conversation("many")
+    with Message._meta.database.atomic():
+        for i in range(3000):
+            history.add_message(conversation.id, "user", f"message {i}")
+    limits = Limits(memory_bytes=150 * 1024 * 1024, heap_bytes=64 * 1024 * 1024, time_limit_s=60)
+    query = "UPDATE messages SET content = printf('%.*c', 60000, 'x')"
+    answer = await sql_worker.run_in_worker(
+        Request(str(env.vault.db_path), query, limits), memory_sql.temp_dir(env.vault)
+    )
+    assert answer["ok"] and answer["count"] == 3000 and answer["updates"] == []
+    assert len(answer["preview"]) == 5 and answer["preview"][0][4] == "x" * 200
+    profiles.set_field(env.profile, "sql_update_approval", "auto")
+    result = await run(env, query)
+    assert result.error == (
+        "refused: this UPDATE would change 3,000 messages; the limit is 50 per UPDATE "
+        "(profile field sql_update_max_rows); narrow the WHERE clause. Nothing was changed"
+    )
+    assert Message.get_by_id(1).content == "message 0"
+
+
+SECRET = "SECRET-MEMORY-ROW"
+SLIPPING_PAST_THE_PRECHECK = [
+    "WITH messages AS (SELECT * FROM main.messages) SELECT content FROM messages",
+    "SELECT 1 WHERE EXISTS (WITH Messages AS (SELECT * FROM main.messages) SELECT 1 FROM messages WHERE role = 'x')",
+    "UPDATE messages SET content = m.content FROM main.messages m WHERE m.role = 'memory_tool'",
+    "UPDATE messages SET content = 'x' WHERE EXISTS (SELECT 1 FROM main.messages WHERE role = 'memory_tool')",
+    "UPDATE messages SET content = (SELECT group_concat(content) FROM main.messages)",
+]
+
+
+@pytest.mark.parametrize("query", SLIPPING_PAST_THE_PRECHECK)
+def test_the_authorizer_alone_still_hides_memory_rows(env, monkeypatch, query):
+    """Defence in depth: with the token check switched off, SQLite's authorizer refuses them too."""
+    conversation = history.new_conversation("c")
+    history.add_message(conversation.id, "user", "hello")
+    history.add_message(conversation.id, "memory_tool", SECRET, tool_name="memory_sql", tool_call_id="c1")
+    monkeypatch.setattr(sql_run, "precheck", lambda sql, protected: None)
+    answer = sql_run.run_guarded(Request(str(env.vault.db_path), query))
+    assert answer["ok"] is False and answer["error"].startswith("refused: reading main.messages"), answer
+    assert SECRET not in json.dumps(answer)
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def has_open(pid: int, path: Path) -> bool:
+    """The worker opened ``path`` itself (after exec: a forked child also holds its parent's files)."""
+    try:
+        if b"sql_worker" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+            return False
+        return any(os.readlink(fd) == str(path) for fd in Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:
+        return False
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/status").read_text()[:400] + Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "gone"
+
+
+def dead_or_dying(pid: int) -> bool:
+    """Gone, a zombie, or with SIGKILL already pending: it will not run another instruction of SQL."""
+    try:
+        status = dict(line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
+    except (OSError, ValueError):
+        return gone(pid)
+    pending = int(status.get("SigPnd", "0"), 16) | int(status.get("ShdPnd", "0"), 16)
+    try:
+        flags = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[6])
+    except (OSError, IndexError, ValueError):
+        return gone(pid)
+    exiting = bool(flags & 0x4)  # PF_EXITING: SIGKILL taken, the process is tearing down
+    return status.get("State", "").startswith(("Z", "X")) or bool(pending & (1 << 8)) or exiting
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signal_name", ["SIGINT", "SIGKILL"])
+def test_ctrl_c_or_a_killed_parent_leaves_no_worker_behind(env, signal_name):
+    """`tui-agent tool memory_sql` on a runaway query: Ctrl+C ends the worker; so does killing the parent.
+
+    Checked the moment the parent is gone, long before the worker's own deadline could end it.
+    """
+    import signal
+    import subprocess
+    import sys
+
+    if not Path("/proc/self/task").exists():
+        pytest.skip("needs Linux /proc to find the worker process")
+    vault = ["--vault", str(env.vault.root)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tui_agent", "tool", "memory_sql", json.dumps({"query": INSTR_BOMB}), *vault],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        workers: list[int] = []
+        while not (workers and all(has_open(pid, env.vault.db_path) for pid in workers)) and proc.poll() is None:
+            workers = _children(proc.pid)  # wait until the worker runs SQL (its set-up is done)
+        assert workers, "the tool ended before its worker started"
+        assert not any(dead_or_dying(pid) for pid in workers)
+        proc.send_signal(getattr(signal, signal_name))
+        proc.wait(timeout=60)
+        assert all(dead_or_dying(pid) for pid in workers), [_state(pid) for pid in workers]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
