@@ -97,8 +97,10 @@ async def test_an_unset_api_key_is_reported_and_the_welcome_line_comes_back(env,
     from tui_agent.ui.widgets.bubbles import UserBubble
 
     monkeypatch.delenv("TUI_TEST_UNSET_KEY", raising=False)
-    env.profile.api_key_env = "TUI_TEST_UNSET_KEY"  # named but not set: the turn fails before it is stored
-    env.profile.save()
+    from tui_agent.core import profiles
+
+    # Named but not set: the turn fails before it is stored (set here, so approved here).
+    profiles.set_field(env.profile, "api_key_env", "TUI_TEST_UNSET_KEY")
     async with running(env) as (app, pilot):
         (welcome,) = app.conversation_view.chat_log.query(".welcome")
         await pilot.pause(0.3)

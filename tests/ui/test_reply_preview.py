@@ -115,7 +115,7 @@ async def test_a_reply_that_needs_markdown_is_markdown_from_the_first_paint(env,
     monkeypatch.setattr(AgentApp, "_after_first_paint", after_first_paint)
     async with running(env, size=(100, 30)) as (app, pilot):
         await settle(app, pilot)
-        assert at_paint == [["Markdown"]]  # the plain reply is drawn by its bubble, no child
+        assert at_paint == [["ReplyMarkdown"]]  # the plain reply is drawn by its bubble, no child
         rich, plain = app.query(AssistantBubble)
         assert not rich.query(ReplyPreview) and rich.query_one(".reply", Markdown)
         assert len(rich.query("MarkdownH1")) == 1 and len(rich.query("MarkdownBulletList")) == 1
@@ -131,7 +131,7 @@ async def test_upgrading_keeps_the_status_under_the_reply(env):
         await settle(app, pilot)
         (bubble,) = app.query(AssistantBubble)
         names = [type(child).__name__ for child in bubble.children]
-        assert names == ["Markdown", "Static"]
+        assert names == ["ReplyMarkdown", "Static"]
         assert "(cancelled)" in str(bubble.query_one(".reply-status").render())
 
 
@@ -229,6 +229,6 @@ async def test_a_reply_drawn_alone_moves_its_text_into_a_child_when_something_jo
         expected = {
             "alternatives": ["AlternativesBar", "ReplyPreview"],
             "status": ["ReplyPreview", "Static"],
-            "markdown": ["Markdown"],
+            "markdown": ["ReplyMarkdown"],
         }
         assert [type(child).__name__ for child in bubble.children] == expected[joins]

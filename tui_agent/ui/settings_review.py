@@ -32,22 +32,23 @@ class SettingsReview:
         if self.asking:
             return
         self.asking = True
-        self.app.run_worker(lambda: self._look(tell_if_none), thread=True, exit_on_error=False, group="approvals")
+        self.app.run_worker(self._look(tell_if_none), exit_on_error=False, group="approvals")
 
-    def _look(self, tell_if_none: bool) -> None:
+    async def _look(self, tell_if_none: bool) -> None:
         from tui_agent.core import approvals
         from tui_agent.core.approvals_needed import pending_for
+        from tui_agent.core.store import worker
 
-        try:
-            items = pending_for(self.profile())
+        try:  # on the store's thread (its one connection)
+            items = await worker.run(pending_for, self.profile())
         except approvals.ApprovalsError as exc:
-            self.app.call_from_thread(self._say, str(exc), "error")
+            self._say(str(exc), "error")
             return
         except Exception:
             log.exception("looking up the settings to approve failed")
             self.asking = False
             return
-        self.app.call_from_thread(self._ask, items, tell_if_none)
+        self._ask(items, tell_if_none)
 
     def _say(self, text: str, severity: str = "information") -> None:
         from tui_agent.core.textsafe import visible

@@ -73,10 +73,19 @@ class Startup:
         if root is None:
             self.when_painted(self.settings.start)  # it reads the store: after the first frame
             return
+        self.app.run_worker(self._ask_trust(str(root)), group="trust", exit_on_error=False)
+
+    async def _ask_trust(self, root: str) -> None:
+        from tui_agent.core import trust
+        from tui_agent.core.store import worker
         from tui_agent.ui.screens.trust import TrustScreen
 
-        would = trust.what_it_would_do(self.profile())
-        self.app.push_screen(TrustScreen(str(root), would), callback=self.trust_answered)
+        try:  # what it would run reads the store: on the store's thread
+            would = await worker.run(trust.what_it_would_do, self.profile())
+        except Exception as exc:  # the store is away: the question still comes, without the list
+            log.warning("cannot list what the vault would run: %s", exc)
+            would = []
+        self.app.push_screen(TrustScreen(root, would), callback=self.trust_answered)
 
     def trust_vault(self) -> None:
         """The command palette's "Trust this vault": the start-up question again (after "Not now")."""
@@ -267,10 +276,9 @@ class Startup:
         first paint): the first turn finds the window and capabilities known."""
         from tui_agent.core.models import catalog
 
-        vault = getattr(self.app, "vault", None)
+        vault = self.view.vault
         try:
-            if vault is not None:
-                catalog.load(vault)
+            catalog.load(vault)
             catalog.refresh(profile, vault, want=[profile.chat_model, profile.vision_model])
         except Exception:  # the turn asks for itself
             log.warning("asking %s about its models failed", profile.base_url, exc_info=True)
