@@ -184,6 +184,9 @@ async def test_round_trip_through_postgresql_is_identical_and_idempotent(env, pg
 
     # New rows in PostgreSQL take ids after the copied ones (its sequences were moved past them).
     env.fake.script(Reply(text="on the server"))
+    # The copied endpoint is the shared store's setting: approved once on this machine first (issue 34).
+    approved = cli("--db", pg, "approve", "--yes", vault=tmp_path / "machine-b")
+    assert approved.returncode == 0, approved.stderr
     result = cli("--db", pg, "ask", "--new", "a new conversation", vault=tmp_path / "machine-b")
     assert result.returncode == 0, result.stderr
     newest = pg_dump(pg)

@@ -169,10 +169,8 @@ async def test_the_app_generates_edits_pages_and_points_at_a_picture(env):
         await pilot.press("left", "e")
         await until(pilot, lambda: composer.has_focus)
         assert composer.text == "/edit media/animals/fox-blue.png "
-        carousel.query_one("#next").focus()  # its arrow button: the carousel's keys still work there
-        await pilot.press("e")
-        await until(pilot, lambda: composer.has_focus)
-        assert composer.text == "/edit media/animals/fox-blue.png "
+        # Its arrow buttons are for the mouse (they take no focus: issue 37); the keys are the carousel's.
+        assert not carousel.query_one("#next").focusable
         env.fake.script(Reply(text="Bluer still."))
         await send(app, pilot, composer.text + "even bluer")
         *_, again = children(app, ToolResultView)

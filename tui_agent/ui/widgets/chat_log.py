@@ -348,6 +348,14 @@ class ChatLog(PageReleaseMixin, MessageCursorMixin, VerticalScroll):
             return len(rows)
         finally:
             self._loading = False
+            if not self.following:
+                # A scroll to the top while this page was read (on the store's thread) found a load
+                # under way and asked for nothing: still at the top once it is in, the next comes.
+                self.call_after_refresh(self._still_at_top)
+
+    def _still_at_top(self) -> None:
+        if self.scroll_y <= 0:  # at the very top only: a scroll there cannot move to ask again
+            self._want_older()
 
     def scroll_page_up(self, *args: Any, **kwargs: Any) -> None:
         """A page up (PageUp from the composer or here). Near the top of what is mounted the page
