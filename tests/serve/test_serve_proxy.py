@@ -247,7 +247,7 @@ def test_two_hosts_behind_nginx_share_the_conversation_and_the_token(env, farm):
             third = browser_page(browser, proxy)
             response = third.goto(f"{proxy.public}/?token={TOKEN}")
             assert response.status == 503
-            assert "all 1 sessions of this tui-agent are in use" in third.inner_text("body")
+            assert "the one session of this tui-agent is in use" in third.inner_text("body")
         finally:
             browser.close()
     # A link signed by one host opens on any host: same token, same signing key.
