@@ -69,7 +69,12 @@ class ReconnectingDatabase(pw.PostgresqlDatabase):
     def execute_sql(self, sql: str, params: Any = None) -> Any:
         """A read outside a transaction whose connection the server had ended (a restart,
         ``pg_terminate_backend``, a failover: found only when used) goes again, once, on a new
-        connection; a write is never sent twice (it may have been done)."""
+        connection; a write is never sent twice (it may have been done). Once another machine
+        upgraded the schema past this code's, writes are refused (``schema_guard``)."""
+        from tui_agent.core.store import schema_guard
+
+        if (reason := schema_guard.refusal()) is not None and not is_read(sql) and not is_neutral(sql):
+            raise StoreError(reason)
         try:
             return super().execute_sql(sql, params)
         except (pw.OperationalError, pw.InterfaceError) as exc:
@@ -87,6 +92,12 @@ def is_read(sql: str) -> bool:
     """A statement that only reads: a SELECT (or WITH ... SELECT) naming no writing command."""
     head = sql.lstrip().split(None, 1)[0].lower() if sql.strip() else ""
     return head in ("select", "with") and not WRITES.search(sql) and "for update" not in sql.lower()
+
+
+def is_neutral(sql: str) -> bool:
+    """A statement that neither reads nor writes rows: the bounds of a transaction."""
+    head = sql.lstrip().split(None, 1)[0].lower() if sql.strip() else ""
+    return head in ("begin", "commit", "rollback", "savepoint", "release", "show")
 
 
 def connect_database(url: StoreURL) -> pw.PostgresqlDatabase:

@@ -14,6 +14,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from tui_agent.core.store.location import StoreURL
 
@@ -67,6 +68,14 @@ class Change:
         return cls(None, None, "reconnected")
 
 
+def _announces_schema(payload: str) -> bool:
+    try:
+        data = json.loads(payload)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and data.get("kind") == "schema"
+
+
 def _id_or_none(value: object) -> bool:
     """Nothing, or a row id as the database has them (a positive BIGINT; not a bool, not a float)."""
     return value is None or (type(value) is int and 0 < value < 2**63)
@@ -112,6 +121,21 @@ class Listener:
         except Exception:
             log.exception("live updates: delivering a change failed")
 
+    @staticmethod
+    def _check_schema(conn: Any) -> None:
+        """Another machine says it upgraded the schema: the database itself says to which version
+        (a NOTIFY alone proves nothing: any role can send one)."""
+        from tui_agent.core.store import pg_migrations, schema_guard
+
+        try:
+            version = pg_migrations.current_version(conn)
+        except Exception:  # the table gone or unreadable: nothing proved, nothing changed
+            log.exception("live updates: reading the schema version failed")
+            return
+        if version > pg_migrations.LATEST:
+            log.warning("the store's schema is now version %d (this tui-agent knows %d)", version, pg_migrations.LATEST)
+            schema_guard.mark_newer(version)
+
     @property
     def stopping(self) -> bool:
         return self._stop.is_set() or not self.alive()
@@ -144,10 +168,16 @@ class Listener:
                     self.deliver(Change.reconnected())
                 listened_before = True
                 while not self.stopping:
+                    announced = False  # a schema upgrade: checked once the notifications are read
                     for note in conn.notifies(timeout=POLL_S):
-                        self._deliver(note.payload)
+                        if _announces_schema(note.payload):
+                            announced = True
+                        else:
+                            self._deliver(note.payload)
                         if self.stopping:
                             break
+                    if announced:  # (the connection takes a query only outside notifies())
+                        self._check_schema(conn)
             except psycopg.Error as exc:
                 log.info("live updates: connection lost (%s)", str(exc).splitlines()[0] if str(exc) else exc)
             except Exception:  # never expected here (_deliver keeps its own failures): listen again

@@ -10,6 +10,7 @@ starting at once migrate once.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 P1 = """
@@ -228,5 +229,8 @@ def migrate(conn: Any, target: int = LATEST) -> int:
             cursor.execute(STEPS[version])
             cursor.execute("DELETE FROM tui_agent_schema")
             cursor.execute("INSERT INTO tui_agent_schema (version) VALUES (%s)", (version + 1,))
+            # Apps running elsewhere hear it at the commit, and stop writing if they are older.
+            announce = json.dumps({"kind": "schema", "version": version + 1})
+            cursor.execute("SELECT pg_notify('tui_agent', %s)", (announce,))
         version += 1
     return version
