@@ -285,3 +285,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 TREE_BEFORE = pytest.StashKey[dict[str, str] | None]()
+
+
+@pytest.fixture
+def pids(tmp_path, monkeypatch):
+    """The file the fixture MCP server writes its process id to (one line per start): the MCP
+    tests' (here, not in a tests/mcp/conftest.py: a second module named conftest shadows this one
+    for `from conftest import ...`)."""
+    path = tmp_path / "mcp-pids.txt"
+    monkeypatch.setenv("FIXTURE_MCP_PIDS", str(path))
+    return path
