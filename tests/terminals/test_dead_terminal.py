@@ -68,6 +68,7 @@ class Outcome:
     children_left: list[int] = field(default_factory=list)
     rows: list[tuple[Any, ...]] = field(default_factory=list)
     error: str = ""
+    screen: str = ""  # the pane just before the ending (shown when the test fails)
 
 
 def _tmux(socket_name: str, *args: str, check: bool = True) -> str:
@@ -144,6 +145,7 @@ def _run(moment: Moment, index: int, folder: Path, vault: Vault, fake: FakeOpenA
             _wait(lambda: shows(moment.wait_text), 60, repr(moment.wait_text))
             for key in moment.keys:
                 _tmux(socket_name, "send-keys", "-t", "app", key)
+        outcome.screen = _tmux(socket_name, "capture-pane", "-p", "-t", "app", check=False)
         started = time.monotonic()
         if moment.ending == "sigterm":
             os.kill(pid, signal.SIGTERM)
@@ -279,9 +281,12 @@ def test_the_app_ends_within_seconds_when_its_terminal_goes_away(tmp_path, monke
     assert all(o.error == "" for o in outcomes), report
     assert all(o.gone_after_s is not None for o in outcomes), report
     assert all(o.children_left == [] for o in outcomes), report
-    assert sum(m.mcp for m in moments) == sum(
-        bool(started_pids(tmp_path / f"m{i}" / "mcp.pids")) for i in range(len(moments))
-    )
+    for index, (moment, outcome) in enumerate(zip(moments, outcomes, strict=True)):
+        logs = sorted((tmp_path / f"m{index}" / "vault").rglob("*.log"))
+        said = "\n".join(f"--- {log.name}\n{log.read_text(errors='replace')[-3000:]}" for log in logs)
+        assert moment.mcp == bool(started_pids(tmp_path / f"m{index}" / "mcp.pids")), (
+            f"{outcome.name}: MCP server started? rows {outcome.rows}\n{outcome.screen}\n{said}"
+        )
     for moment, outcome in zip(moments, outcomes, strict=True):
         assert all(row[2] != "streaming" for row in outcome.rows), report
         if moment.terminal_after:

@@ -46,7 +46,6 @@ class MessageCursorMixin:
 
     cursor: Widget | None = None
     clicked = False  # the cursor came from a click (in a browser, the way to focus): letters are text
-    handing_over = False  # typing started here: keys go on to the composer until it has the focus
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The cursor's keys exist only while there is a cursor (a focused image keeps its own); its
@@ -144,32 +143,47 @@ class MessageCursorMixin:
             self.focus()  # type: ignore[attr-defined]
             self.move_cursor_to(widget, clicked=True)
 
+    def typing_target(self, event: events.Key) -> Widget | None:
+        """The composer, when ``event`` is typing that belongs there: a printable key the cursor does
+        not take (not a listed command, not a key of the focused widget inside the log)."""
+        if not (event.is_printable and event.character):
+            return None
+        if self.cursor is not None and event.key in LETTER_KEYS and not self.clicked:
+            return None  # a listed command (its binding runs)
+        if _own_key(self.screen.focused, self, event.key):  # type: ignore[attr-defined]
+            return None  # a key of the focused widget inside the log (a picture's o and e): its binding runs
+        return next(iter(self.screen.query("#composer")), None)  # type: ignore[attr-defined]
+
+    def hand_over(self, composer: Widget) -> None:
+        """Typing started in the log: the composer takes the focus now, before the key is delivered,
+        so this key and every later one reach it in the order typed (route_typing)."""
+        if self.cursor is not None:
+            self.move_cursor_to(None)
+        self.screen.set_focus(composer)  # type: ignore[attr-defined]  # at once: focus() waits a turn
+
     def on_key(self, event: events.Key) -> None:
-        """Nothing typed is lost: a printable key the cursor does not take goes to the composer, and so
-        does every key after it that reaches the log before the composer has the focus (a browser
-        sends a typed word in one burst: Enter included)."""
-        composer = next(iter(self.screen.query("#composer")), None)  # type: ignore[attr-defined]
+        """A key that reached the log without passing route_typing (posted to it directly): typing
+        still goes on to the composer, nothing typed is lost."""
+        composer = self.typing_target(event)
         if composer is None:
             return
-        if not self.handing_over:
-            if not (event.is_printable and event.character):
-                return
-            if self.cursor is not None and event.key in LETTER_KEYS and not self.clicked:
-                return  # a listed command (its binding runs)
-            if _own_key(self.screen.focused, self, event.key):  # type: ignore[attr-defined]
-                return  # a key of the focused widget inside the log (a picture's o and e): its binding runs
-            self.handing_over = True
-            if self.cursor is not None:
-                self.move_cursor_to(None)
-            # After the keys already on their way to the log, so they keep their order.
-            self.call_later(self._hand_over, composer)  # type: ignore[attr-defined]
         event.stop()
         event.prevent_default()
+        self.hand_over(composer)
         composer.post_message(events.Key(event.key, event.character))
 
-    def _hand_over(self, composer: Widget) -> None:
-        composer.focus()
-        self.handing_over = False
+
+def route_typing(focused: Widget | None, event: events.Key) -> None:
+    """Called by the app for every key before it is delivered to the focused widget: when the focus
+    is in the chat log and the key is typing, the composer takes the focus first. The decision is made
+    in the order keys arrive (a browser sends a typed word in one burst, Enter included), so no key
+    can overtake another on its way (deciding in the log, after the key was queued there, let the
+    keys that came after it reach the composer first)."""
+    node: Any = focused
+    while node is not None and not isinstance(node, MessageCursorMixin):
+        node = node.parent
+    if node is not None and (composer := node.typing_target(event)) is not None:
+        node.hand_over(composer)
 
 
 def _own_key(focused: Widget | None, log: object, key: str) -> bool:
