@@ -15,6 +15,7 @@ from helpers import done, rows, run_turn
 
 from tui_agent.core import events as ev
 from tui_agent.core import profiles, slash
+from tui_agent.core.tools import edit_image
 
 GENERATE = {"prompt": "a red fox", "path": "animals/fox.png", "count": 1, "reason": "asked"}
 EDIT = {"image": "media/animals/fox.png", "prompt": "make it bluer", "path": "animals/fox-blue.png", "reason": "asked"}
@@ -109,11 +110,33 @@ async def test_edit_slash_runs_the_command_backend_then_the_vision_follow_up(env
 
 
 async def test_a_failed_edit_stays_on_the_chat_model(env):
+    # The user names a picture that is not there: the edit fails, the next request stays on the chat model.
     env.fake.script(Reply(tool_calls=[("edit_image", json.dumps(EDIT))]), Reply(text="It failed."))
-    events = await run_turn(env, "make it bluer")
+    events = await run_turn(env, "make media/animals/fox.png bluer")
     finished = next(e for e in events if isinstance(e, ev.ToolFinished))
     assert finished.result.error == "not found: media/animals/fox.png"
     assert [r["model"] for r in env.fake.chat_requests] == ["chat-model", "chat-model"]
+
+
+async def test_the_model_edits_only_pictures_its_conversation_holds(env):
+    """A picture of another conversation is out of this one's reach (a page or a file the model read
+    cannot send it to the images server), whether it exists or not; the user brings it in by naming it."""
+    use_images_api(env)  # an edit that got through would reach the loopback images server
+    (env.vault.media / "animals").mkdir(parents=True, exist_ok=True)
+    (env.vault.media / "animals" / "fox.png").write_bytes(png_bytes((200, 80, 10), (8, 8)))
+    unknown = {**EDIT, "image": "media/animals/wolf.png"}
+    env.fake.script(
+        Reply(tool_calls=[("edit_image", json.dumps(EDIT)), ("edit_image", json.dumps(unknown))]),
+        Reply(text="I cannot reach them."),
+    )
+    events = await run_turn(env, "make the fox bluer")
+    errors = [e.result.error for e in events if isinstance(e, ev.ToolFinished)]
+    assert errors == [
+        f"{name} is not a picture of this conversation: {edit_image.NOT_HELD}"
+        for name in ("media/animals/fox.png", "media/animals/wolf.png")
+    ]
+    assert env.fake.edit_requests == []  # nothing was sent to the images server
+    assert (env.vault.media / "animals" / "fox.png").read_bytes() == png_bytes((200, 80, 10), (8, 8))
 
 
 def test_ask_generates_a_fox_then_edits_it(env):

@@ -225,7 +225,7 @@ class AgentLoop:
                 outcome: dict[str, bool] = {}
                 round_ = run_tools(
                     self.registry,
-                    ToolContext(self.vault, self.profile, self.approve),
+                    ToolContext(self.vault, self.profile, self.approve, conversation_id=conversation_id),
                     conversation_id,
                     pending,
                     outcome,

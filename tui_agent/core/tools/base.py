@@ -70,7 +70,8 @@ class ToolResult:
 
 
 class ToolContext:
-    """What a tool may use: the vault, the profile, and a way to ask the user."""
+    """What a tool may use: the vault, the profile, a way to ask the user, and the conversation the
+    call belongs to (None from the shell: ``tui-agent tool``)."""
 
     def __init__(
         self,
@@ -78,11 +79,13 @@ class ToolContext:
         profile: Profile,
         approve: ApprovalCallback | None = None,
         logger: logging.Logger | None = None,
+        conversation_id: int | None = None,
     ) -> None:
         self.vault = vault
         self.profile = profile
         self.approve = approve
         self.logger = logger or logging.getLogger("tui_agent.tools")
+        self.conversation_id = conversation_id
 
 
 class Tool(ABC):

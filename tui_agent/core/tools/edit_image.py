@@ -12,6 +12,8 @@ from typing import Any
 
 from tui_agent.core import media_files
 from tui_agent.core.images import ImageCheckError, verify_image
+from tui_agent.core.store import worker
+from tui_agent.core.store.held_pictures import held_pictures
 from tui_agent.core.tools.base import ToolContext, ToolResult
 from tui_agent.core.tools.image_backends import GenerationError, ImageBackend, Picture, backend_for
 from tui_agent.core.tools.image_run import (
@@ -68,11 +70,14 @@ class EditImageTool(PictureTool):
         )
 
     async def execute(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        held = None
+        if ctx.conversation_id is not None:  # from the shell (`tui-agent tool`) the user names any picture
+            held = await worker.run(held_pictures, ctx.conversation_id)
         try:
-            source = _picture(ctx, arguments["image"], INVALID_SOURCE)
+            source = _picture(ctx, arguments["image"], INVALID_SOURCE, held)
             mask = None
             if arguments.get("mask"):
-                mask = _picture(ctx, arguments["mask"], INVALID_MASK)
+                mask = _picture(ctx, arguments["mask"], INVALID_MASK, held)
                 if mask.format != "PNG":
                     raise GenerationError(f"{INVALID_MASK} ({vault_name(ctx, mask.path)} is {mask.format})")
             plan = self.plan(arguments, ctx, 1)
@@ -95,14 +100,22 @@ class EditImageTool(PictureTool):
         return result_data(plan, paths, ctx.profile.image_model, source=source_name)
 
 
-def _picture(ctx: ToolContext, raw: Any, invalid: str) -> Picture:
-    """A vault picture by its ``media/...`` name (seed 000's rules), fetched from the database when
-    another machine made it; GenerationError when it is not one."""
+NOT_HELD = "edit one it generated, showed or attached, or ask the user to name it (/edit media/... words)"
+
+
+def _picture(ctx: ToolContext, raw: Any, invalid: str, held: set[str] | None) -> Picture:
+    """A vault picture by its ``media/...`` name (seed 000's rules), one the conversation holds
+    (``held``; None: any), fetched from the database when another machine made it; GenerationError
+    when it is not one."""
     try:
         path = media_path(ctx.vault, raw, SHOW_RE, invalid)
     except PathRejected as exc:
         raise GenerationError(str(exc)) from None
     relative = vault_name(ctx, path)
+    if held is not None and relative not in held:
+        # Another conversation's picture is out of reach of this one's model (words read from a page
+        # or a file cannot send it anywhere); the user brings it in by naming it (/edit media/...).
+        raise GenerationError(f"{relative} is not a picture of this conversation: {NOT_HELD}")
     try:
         local = media_files.local_file(ctx.vault.root, relative)
     except media_files.MediaUnavailable as exc:
