@@ -16,7 +16,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.notifications import SeverityLevel
-from textual.widgets import Collapsible, Header, Static
+from textual.widgets import Header, Static
 from textual.worker import Worker
 
 from tui_agent.core import profiles
@@ -25,7 +25,8 @@ from tui_agent.core.store.errors import STORE_FAILURES
 from tui_agent.core.store.models import Profile
 from tui_agent.core.textsafe import visible
 from tui_agent.core.vault import Vault
-from tui_agent.ui import image_actions, text_guard, textual_fixes
+from tui_agent.ui import text_guard, textual_fixes
+from tui_agent.ui.app_actions import AppActions
 from tui_agent.ui.chat_screen import ChatScreen
 from tui_agent.ui.commands import HELP_EXTRA, AgentCommands, HistorySearch
 from tui_agent.ui.conversation_view import ConversationView
@@ -35,7 +36,6 @@ from tui_agent.ui.host import ViewDeps
 from tui_agent.ui.mcp_control import McpControl
 from tui_agent.ui.paths import styles_dir
 from tui_agent.ui.startup import Startup
-from tui_agent.ui.widgets.carousel import ImageCarousel
 from tui_agent.ui.widgets.message_cursor import route_typing
 from tui_agent.ui.widgets.sidebar_messages import ConversationsAction, ConversationSelected, ProfileChanged
 
@@ -52,7 +52,7 @@ def _nothing() -> None:
     """Run on the store's thread after everything given to it before (see on_unmount)."""
 
 
-class AgentApp(App[None]):
+class AgentApp(AppActions, App[None]):
     TITLE = "tui-agent"
     CSS_PATH = [styles_dir() / "app.tcss"]
     COMMANDS = App.COMMANDS | {AgentCommands, HistorySearch}
@@ -272,83 +272,6 @@ class AgentApp(App[None]):
     def help_keys(self) -> str:
         keys = (f"{b.key:<10} {b.description}" for b in self.BINDINGS if isinstance(b, Binding))
         return "\n".join(keys) + f"\n{HELP_EXTRA}"
-
-    # The keys and the palette name the conversation's actions here (app-wide): the view does them.
-    async def action_help(self) -> None:
-        await self.conversation_view.action_help()
-
-    async def action_new_conversation(self) -> None:
-        await self.conversation_view.action_new_conversation()
-
-    async def jump_to_message(self, conversation_id: int, message_id: int) -> None:
-        await self.conversation_view.jump_to_message(conversation_id, message_id)  # a history-search hit
-
-    def action_cancel_turn(self) -> None:
-        self.conversation_view.action_cancel_turn()
-
-    def action_retry_turn(self) -> None:
-        self.conversation_view.action_retry_turn()
-
-    def action_rename_conversation(self) -> None:
-        self.conversation_view.action_rename_conversation()
-
-    def action_delete_conversation(self) -> None:
-        self.conversation_view.action_delete_conversation()
-
-    def action_attach(self) -> None:
-        self.conversation_view.action_attach()
-
-    def action_toggle_tools(self) -> None:
-        """Every tool block of the conversation on screen expanded, or all collapsed (Ctrl+O)."""
-        from tui_agent.ui.widgets.thinking import ThinkingBlock
-
-        blocks = [b for b in self.conversation_view.chat_log.query(Collapsible) if not isinstance(b, ThinkingBlock)]
-        expand = any(block.collapsed for block in blocks)
-        for block in blocks:
-            block.collapsed = not expand
-
-    def action_open_image(self) -> None:
-        image_actions.open_image(self.conversation_view)
-
-    async def action_download_image(self) -> None:
-        await image_actions.download_image(self.conversation_view)
-
-    def action_open_gallery(self) -> None:
-        image_actions.open_gallery(self.conversation_view)
-
-    def action_edit_picture(self) -> None:
-        image_actions.edit_picture(self.conversation_view)  # "e" on a carousel, the message menu, the palette
-
-    @on(ImageCarousel.OpenRequested)
-    async def _open_image(self, event: ImageCarousel.OpenRequested) -> None:
-        await image_actions.open_full_size(self.conversation_view, event)  # the viewer is a screen of the app
-
-    def action_select_messages(self) -> None:
-        self.conversation_view.action_select_messages()
-
-    def action_message_menu(self) -> None:
-        self.conversation_view.action_message_menu()
-
-    def action_copy_message(self) -> None:
-        self.conversation_view.action_copy_message()
-
-    def action_copy_to_prompt(self) -> None:
-        self.conversation_view.action_copy_to_prompt()
-
-    def action_regenerate(self) -> None:
-        self.conversation_view.action_regenerate()
-
-    def action_edit_message(self) -> None:
-        self.conversation_view.action_edit_message()
-
-    def action_alternative(self, delta: int) -> None:
-        self.conversation_view.action_alternative(delta)
-
-    def action_export_markdown(self) -> None:
-        self.conversation_view.action_export_markdown()
-
-    def action_export_json(self) -> None:
-        self.conversation_view.action_export_json()
 
     # ----------------------------------------------------- start-up (ui/startup)
     def when_painted(self, callback: Callable[[], object]) -> None:

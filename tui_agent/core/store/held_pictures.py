@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from tui_agent.core.store.models import Attachment, Message
 
@@ -13,18 +14,11 @@ NAMED = re.compile(r"(?<![\w/.-])media/[A-Za-z0-9][A-Za-z0-9/_.-]*\.(?:png|jpe?g
 def held_pictures(conversation_id: int) -> set[str]:
     """``media/...`` names: attached to one of the conversation's messages (generated, shown or
     attached there, on any branch) or named by the user in one of its messages. Two queries."""
-    held = {
-        path
-        for (path,) in Attachment.select(Attachment.path)
-        .join(Message)
-        .where(Message.conversation == conversation_id)
-        .tuples()
-    }
-    named = (
-        Message.select(Message.content)
-        .where(Message.conversation == conversation_id, Message.role == "user", Message.content.contains("media/"))
-        .tuples()
+    attached: Any = Attachment.select(Attachment.path).join(Message).where(Message.conversation == conversation_id)
+    held = {str(row[0]) for row in attached.tuples()}
+    named: Any = Message.select(Message.content).where(
+        Message.conversation == conversation_id, Message.role == "user", Message.content.contains("media/")
     )
-    for (content,) in named:
-        held.update(NAMED.findall(content or ""))
+    for row in named.tuples():
+        held.update(NAMED.findall(row[0] or ""))
     return held
