@@ -47,7 +47,10 @@ async def test_imagine_shows_a_carousel_and_the_vision_follow_up(env):
         assert str(carousel.query_one(".counter").render()) == "1 / 2"
         carousel.focus()
         await pilot.press("right")
-        assert carousel.index == 1 and str(carousel.query_one(".counter").render()) == "2 / 2"
+        assert carousel.index == 1
+        # The counter changes with the picture shown (after the slot's change, which waits for the
+        # first picture's decoding off the event loop on a loaded machine).
+        await until(pilot, lambda: str(carousel.query_one(".counter").render()) == "2 / 2", 30, "the counter")
         await pilot.press("right")
         assert carousel.index == 0
         assert view.block.collapsed and view.block.title == "Tool result · generate_image · ✓ ok"
