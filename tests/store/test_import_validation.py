@@ -49,6 +49,12 @@ CORPUS: list[tuple[str, bytes, str]] = [
     ("version newer", json.dumps(export(version=7)).encode(), "error: version: 7 is newer"),
     ("version bool", json.dumps(export(version=True)).encode(), "error: version: must be a whole number"),
     ("a list", b"[1]", "error: not a tui-agent conversation export"),
+    ("not JSON", b"{oops", "error: {file} is not JSON (Expecting property name"),
+    (
+        "a Markdown export",  # what `history export --format md` writes: for reading, not for import
+        b"# A fox\n\n**You**\n\nhello\n",
+        "error: {file} looks like a Markdown export: only a JSON export can be imported",
+    ),
     ("a number", b"5", "error: not a tui-agent conversation export"),
     ("messages object", json.dumps(export(messages={"a": 1})).encode(), "error: messages: must be a list"),
     ("message a number", json.dumps(export(messages=[1])).encode(), "error: messages[0]: must be an object"),

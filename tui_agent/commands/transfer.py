@@ -59,6 +59,12 @@ def _import(vault: Vault, file: str) -> int:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
+        if text.lstrip().startswith("# ") or file.lower().endswith((".md", ".markdown")):
+            # A Markdown export is for reading; it keeps no roles, branches or tool calls to rebuild.
+            raise export.ExportError(
+                f"{file} looks like a Markdown export: only a JSON export can be imported "
+                "(tui-agent history export ID --format json); nothing was imported"
+            ) from None
         raise export.ExportError(f"{file} is not JSON ({exc.msg} at line {exc.lineno})") from None
     except RecursionError:
         raise export.ExportError(f"{file} is nested too deeply to be an export; nothing was imported") from None
