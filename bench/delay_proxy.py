@@ -5,6 +5,11 @@ cost ``delay_ms`` more a round trip, as a server 20-80 ms away does; chunks keep
 a connection that is only streaming pays the delay once, not per chunk (they travel together).
 Nothing leaves the machine: it listens on 127.0.0.1 and connects to a loopback server.
 
+It also counts the round trips the client pays (``round_trips``): each time a client sends after
+the server last spoke (or first, on a new connection), it waits a round trip for the answer. Bytes a
+client sends again before any answer (a pipeline, a COPY) ride in the same round trip. With
+``delay_ms=0`` it is a plain counting proxy (tests/store/test_round_trips.py).
+
     python bench/delay_proxy.py --to 127.0.0.1:5432 --delay-ms 50 [--port 0]
 
 prints ``listening on 127.0.0.1:PORT`` and runs until killed; ``DelayProxy`` does the same in a
@@ -25,12 +30,17 @@ class DelayProxy:
         self.one_way_s = delay_ms / 2000.0
         self.port = port
         self.connections = 0  # accepted so far
+        self.round_trips = 0  # client turns on every connection so far (see the module's doc)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ready = threading.Event()
         self._thread: threading.Thread | None = None
 
-    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """Forward what ``reader`` gives, each chunk ``one_way_s`` after it came (order kept)."""
+    async def _pipe(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, turn: list[bool], client: bool
+    ) -> None:
+        """Forward what ``reader`` gives, each chunk ``one_way_s`` after it came (order kept);
+        ``turn[0]``: the server spoke last on this connection (the client's next chunk is a new
+        round trip)."""
         queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
 
         async def send() -> None:
@@ -48,6 +58,9 @@ class DelayProxy:
         sender = asyncio.ensure_future(send())
         try:
             while data := await reader.read(65536):
+                if client and turn[0]:
+                    self.round_trips += 1
+                turn[0] = not client
                 queue.put_nowait((time.monotonic() + self.one_way_s, data))
         except (ConnectionError, OSError):
             pass
@@ -64,7 +77,8 @@ class DelayProxy:
         except OSError:
             writer.close()
             return
-        await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
+        turn = [True]
+        await asyncio.gather(self._pipe(reader, up_writer, turn, True), self._pipe(up_reader, writer, turn, False))
 
     async def serve(self) -> None:
         server = await asyncio.start_server(self._client, "127.0.0.1", self.port)

@@ -215,10 +215,12 @@ def foreign_tables(conn: Any) -> int:
         return int(cursor.fetchone()[0])
 
 
-def migrate(conn: Any, target: int = LATEST) -> int:
+def migrate(conn: Any, target: int = LATEST, *, version: int | None = None) -> int:
     """Apply every step above the database's version up to ``target`` (``conn``: a psycopg
-    connection in autocommit mode); return the new version."""
-    version = current_version(conn)
+    connection in autocommit mode); return the new version. ``version``: the database's, read
+    already (each step reads it again under the migration lock)."""
+    if version is None:
+        version = current_version(conn)
     while version < target:
         with conn.transaction(), conn.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
