@@ -267,9 +267,14 @@ def create_profile(name: str, values: dict[str, Any] | None = None, *, approve: 
 
 
 def ensure_default_profile() -> Profile:
-    """Make sure at least one profile exists and one is active; return the active one."""
-    if Profile.select().count() == 0:
-        create_profile(DEFAULT_PROFILE_NAME)
+    """Make sure at least one profile exists and one is active; return the active one (one
+    statement when one is: a round trip to a store far away)."""
+    try:
+        return active_profile()
+    except ProfileError:
+        if Profile.select().count() != 0:
+            raise
+    create_profile(DEFAULT_PROFILE_NAME)
     return active_profile()
 
 
@@ -340,8 +345,8 @@ def use_profile(name: str) -> Profile:
 
 def resolve_profile(name: str | None) -> Profile:
     """The named profile, or the active one (creating the default on first run)."""
-    ensure_default_profile()
-    profile = get_profile(name) if name else active_profile()
+    active = ensure_default_profile()
+    profile = get_profile(name) if name else active
     validate_profile(profile)
     return profile
 

@@ -9,6 +9,7 @@ end. Statements are written in SQLite's placeholder style (``portable.query``).
 
 from __future__ import annotations
 
+import collections
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,6 +28,11 @@ class Result:
     columns: list[str]
     rows: list[tuple[Any, ...]]
 
+    def named(self) -> list[Any]:
+        """The rows as named tuples, with the columns' names (as peewee's ``namedtuples()``)."""
+        row_type = collections.namedtuple("Row", self.columns)  # type: ignore[misc]
+        return [row_type(*row) for row in self.rows]
+
     def models(self, model: type[pw.Model]) -> list[Any]:
         """Rows of ``SELECT *`` as instances of ``model``, as peewee makes them from a query."""
         columns = model._meta.columns
@@ -37,9 +43,7 @@ class Result:
                 name: field.python_value(value) if field is not None and value is not None else value
                 for name, field, value in zip(self.columns, fields, row, strict=True)
             }
-            instance = model(__no_default__=1, **values)
-            instance._dirty.clear()
-            made.append(instance)
+            made.append(model(__no_default__=1, **values))
         return made
 
 
@@ -75,7 +79,8 @@ def together(db: pw.Database, statements: Sequence[Statement], *, atomic: bool =
 
 def _pipeline(db: pw.Database, sent: list[tuple[str, list[Any]]]) -> list[Result]:
     conn = db.connection()  # a connection found dead is let go of first (pg.ReconnectingDatabase)
-    with pw.ExceptionWrapper(pw.EXCEPTIONS):
+    # peewee's own mapping of driver errors to its classes (what its cursor raises; not in its stubs).
+    with pw.ExceptionWrapper(pw.EXCEPTIONS):  # type: ignore[attr-defined]
         try:
             with conn.pipeline():
                 cursors = [conn.execute(sql, params) for sql, params in sent]

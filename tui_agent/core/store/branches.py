@@ -168,7 +168,22 @@ def page_statements(conversation_id: int, limit: int, before_id: int | None = No
     ]
 
 
-def alternatives_in(rows: Iterable[Any], children: Iterable[tuple[int, int, str]]) -> dict[int, list[int]]:
+def children_statement(conversation_id: int, parent_id: int | None = None) -> tuple[str, list[Any]]:
+    """A statement reading the children (id, parent id, role) of ``parent_id``, or (None) of the
+    parent of the conversation's leaf: with :func:`alternatives_in`, the alternatives of a message
+    just written, read in the same round trip as the write."""
+    if parent_id is None:
+        parent = "(SELECT parent_id FROM messages WHERE id = (SELECT leaf_id FROM conversations WHERE id = ?1))"
+        return f"SELECT id, parent_id, role FROM messages WHERE parent_id = {parent} AND +conversation_id = ?1", [
+            conversation_id
+        ]
+    return "SELECT id, parent_id, role FROM messages WHERE parent_id = ?2 AND +conversation_id = ?1", [
+        conversation_id,
+        parent_id,
+    ]
+
+
+def alternatives_in(rows: Iterable[Any], children: Iterable[tuple[Any, ...]]) -> dict[int, list[int]]:
     """What :func:`fork_parents` and :func:`alternatives` say of ``rows``, from the children of
     their parents (read with them: :func:`page_statements`): per message at a fork, its id and its
     alternatives' (oldest first). A fork is explicit (``rewind_to_parent_of`` makes it so)."""

@@ -81,7 +81,7 @@ def with_page(
     attachments: dict[int, list[str]] = {}
     for message_id, path in pictures.rows:
         attachments.setdefault(message_id, []).append(path)
-    alternatives = branches.alternatives_in(messages, children.rows)  # type: ignore[arg-type]
+    alternatives = branches.alternatives_in(messages, children.rows)
     page = Page(messages, attachments, alternatives, more=len(messages) == limit)
     page.title = conversation.title if conversation is not None else ""
     return conversation, page, before
