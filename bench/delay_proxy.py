@@ -38,7 +38,12 @@ class Frontend:
         self.opaque = False  # encrypted (SSL accepted): nothing more can be read
 
     def feed(self, data: bytes) -> int:
-        """The messages in ``data`` that wait for an answer."""
+        """The messages in ``data`` that wait for an answer (``waits``: their sum so far)."""
+        counted = self._count(data)
+        self.waits += counted
+        return counted
+
+    def _count(self, data: bytes) -> int:
         if self.opaque:
             return 0
         self.buffer += data
@@ -70,7 +75,8 @@ class DelayProxy:
         self.one_way_s = delay_ms / 2000.0
         self.port = port
         self.connections = 0  # accepted so far
-        self.round_trips = 0  # client turns on every connection so far (see the module's doc)
+        self.round_trips = 0  # on every connection so far (see the module's doc)
+        self.clients: list[Frontend] = []  # each connection's client, in the order they came
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ready = threading.Event()
         self._thread: threading.Thread | None = None
@@ -118,6 +124,7 @@ class DelayProxy:
             writer.close()
             return
         client = Frontend()
+        self.clients.append(client)
         await asyncio.gather(self._pipe(reader, up_writer, client, True), self._pipe(up_reader, writer, client, False))
 
     async def serve(self) -> None:

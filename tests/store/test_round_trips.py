@@ -173,3 +173,22 @@ def test_ask(meter, env, store_backend):
     assert done.stdout.strip(), done.stderr  # the fake model's reply
     assert history.recent_messages(history.last_conversation().id, 2)[0].content == "one more"
     assert spent <= ASK_ROUND_TRIPS, spent
+
+
+def test_the_request_built_from_the_rows_read_with_the_message_is_the_one_a_fresh_read_builds(env):
+    """The send reads the context with the message (loop._add_user_message): the request is the
+    same as one built from the store, in a conversation longer than that first read too."""
+    from tui_agent.core.context import ContextBuilder
+    from tui_agent.core.loop import _add_user_message
+
+    conversation_id = sixty_messages()
+    for i in range(50):
+        history.add_message(conversation_id, "user", f"short {i}")
+    builder = ContextBuilder(env.vault)
+    user, title, alternatives, recent = _add_user_message(conversation_id, "one more", [], builder.first_read_size())
+    assert (title, alternatives) == ("sixty", [])
+    assert recent[0][-1].id == user.id and len(recent[0]) == builder.first_read_size()
+    builder.prefetched(conversation_id, *recent)
+    built = builder.build(conversation_id, env.profile)
+    assert built == ContextBuilder(env.vault).build(conversation_id, env.profile)
+    assert built[-1]["content"] == "one more" and len(built) == 1 + 60 + 50 + 1

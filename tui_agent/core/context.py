@@ -183,8 +183,28 @@ class ContextBuilder:
                 return rows  # (a tool result first: its assistant message is older, read on)
             # The next step reads only what it adds, above what was read (not all of it again).
             more = min(self.max_messages, want * 4)
-            read = recent_rows(conversation_id, more - want, read[0].id) + read
+            read = self._older(conversation_id, more - want, read[0].id) + read
             want = more
+
+    def _older(self, conversation_id: int, limit: int, before_id: int) -> list[Any]:
+        """The ``limit`` messages of the active branch before ``before_id`` (oldest first); when the
+        first read came with its pictures (``prefetched``), these come with theirs: one round trip
+        to the store (store/batch.py), not three."""
+        if self._pictures is None:
+            return recent_rows(conversation_id, limit, before_id)
+        from tui_agent.core.store import batch, branches
+        from tui_agent.core.store.models import Message
+
+        rows, pictures, _ = batch.together(
+            Message._meta.database, branches.page_statements(conversation_id, limit, before_id)
+        )
+        older = rows.named()
+        known, attachments = self._pictures
+        attachments = dict(attachments)
+        for message_id, path in pictures.rows:
+            attachments.setdefault(message_id, []).append(path)
+        self._pictures = (known | {m.id for m in older}, attachments)
+        return older
 
     def _history(self, rows: Sequence[Message], attachments: dict[int, list[str]]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
