@@ -111,6 +111,11 @@ def connect_database(url: StoreURL) -> pw.PostgresqlDatabase:
         prefer_psycopg3=True,
         connect_timeout=CONNECT_TIMEOUT_S,
         application_name=application_name(),
+        # No statement prepared on the server: through PgBouncer in transaction mode, clients share
+        # server connections, and psycopg's names (_pg3_0...) of two clients met there ("already
+        # exists": tests/store/test_pgbouncer.py); outside a pipeline, preparing also cost a round
+        # trip of its own on a statement's fifth run.
+        prepare_threshold=None,
         **url.connect_args(),
     )
     db.store_url = url  # type: ignore[attr-defined]  # for messages (errors.bound_path)
