@@ -56,6 +56,14 @@ def bouncer(pg_cluster: Cluster) -> Iterator[int]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def wait_for(condition, what: str) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + 30
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(what)
+        time.sleep(0.05)
+
+
 def _log(folder: Path) -> str:
     try:
         return (folder / "pgbouncer.log").read_text()
@@ -84,3 +92,26 @@ def test_two_clients_sharing_one_server_connection_through_pgbouncer(pg_url, pg_
         for executor in (first, second):
             executor.submit(db.close).result()
             executor.shutdown()
+
+
+def test_the_listener_goes_straight_to_the_server_past_pgbouncer(pg_url, pg_cluster, bouncer):
+    """One URL for both: the store's statements through PgBouncer, the listener (LISTEN, which
+    transaction pooling does not carry) to the server named by ``listen_host``/``listen_port``."""
+    from tui_agent.core.store.pg_listen import Change, Listener
+
+    url = location.parse(
+        pg_url.replace(f":{pg_cluster.port}/", f":{bouncer}/") + f"?listen_host=127.0.0.1&listen_port={pg_cluster.port}"
+    )
+    assert "listen_port" not in url.connect_args() and url.connect_args()["port"] == bouncer
+    assert url.listener_args()["port"] == str(pg_cluster.port)
+    db = open_store(url)  # libpq would refuse an option it does not know: the store's are libpq's
+    got: list[Change] = []
+    listener = Listener(url, got.append, application_name="another machine's listener").start()
+    try:
+        wait_for(listener.connected.is_set, "the listener never connected")
+        conversation = history.new_conversation("seen live")
+        message = history.add_message(conversation.id, "user", "hello")
+        wait_for(lambda: any(c.message_id == message.id for c in got), f"the message never arrived: {got}")
+    finally:
+        listener.stop()
+        db.close()
