@@ -5,18 +5,68 @@ cost ``delay_ms`` more a round trip, as a server 20-80 ms away does; chunks keep
 a connection that is only streaming pays the delay once, not per chunk (they travel together).
 Nothing leaves the machine: it listens on 127.0.0.1 and connects to a loopback server.
 
-    python bench/delay_proxy.py --to 127.0.0.1:5432 --delay-ms 50 [--port 0]
-
-prints ``listening on 127.0.0.1:PORT`` and runs until killed; ``DelayProxy`` does the same in a
-thread of the caller (bench/far_store.py, tests).
+It also counts the round trips a PostgreSQL client pays (``round_trips``), reading the messages
+it sends (PostgreSQL's frontend/backend protocol, version 3): each message after which the client
+waits for the server's answer is one: a Sync (the end of a statement, or of a pipeline of many), a
+simple Query, a function call, the start-up, the SSL (or GSS) request and each password or SASL
+message. Statements sent together in a pipeline end in one Sync: one round trip, as over a real
+network. Not counted: a Terminate (the client leaving waits for nothing), and a Flush, which psycopg
+sends right behind a pipeline's Sync, in the same flight (a client waiting on a Flush alone, to read
+a result inside a pipeline, would pay a round trip this does not count: tui-agent never does). With
+``delay_ms=0`` it is a plain counting proxy (tests/store/test_round_trips.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import struct
 import threading
 import time
+
+WAITS = frozenset(b"SQpF")  # Sync, Query, password/SASL response, function call
+STARTUP_CODES = (80877103, 80877104, 80877102)  # SSL request, GSS encryption request, cancel request
+
+
+class Frontend:
+    """Reads what a PostgreSQL client sends, message by message, and counts those it waits on."""
+
+    def __init__(self) -> None:
+        self.buffer = b""
+        self.started = False  # the start-up message went (from then on each message has a type byte)
+        self.waits = 0
+        self.opaque = False  # encrypted (SSL accepted): nothing more can be read
+
+    def feed(self, data: bytes) -> int:
+        """The messages in ``data`` that wait for an answer (``waits``: their sum so far)."""
+        counted = self._count(data)
+        self.waits += counted
+        return counted
+
+    def _count(self, data: bytes) -> int:
+        if self.opaque:
+            return 0
+        self.buffer += data
+        counted = 0
+        while True:
+            head = 4 if not self.started else 5
+            if len(self.buffer) < head:
+                return counted
+            if not self.started:
+                (length,) = struct.unpack("!I", self.buffer[:4])
+                if len(self.buffer) < max(length, 8):
+                    return counted
+                (code,) = struct.unpack("!I", self.buffer[4:8])
+                self.started = code not in STARTUP_CODES
+                counted += 1
+            else:
+                kind = self.buffer[0]
+                (length,) = struct.unpack("!I", self.buffer[1:5])
+                length += 1
+                if len(self.buffer) < length:
+                    return counted
+                counted += kind in WAITS
+            self.buffer = self.buffer[length:]
 
 
 class DelayProxy:
@@ -25,12 +75,17 @@ class DelayProxy:
         self.one_way_s = delay_ms / 2000.0
         self.port = port
         self.connections = 0  # accepted so far
+        self.round_trips = 0  # on every connection so far (see the module's doc)
+        self.clients: list[Frontend] = []  # each connection's client, in the order they came
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ready = threading.Event()
         self._thread: threading.Thread | None = None
 
-    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """Forward what ``reader`` gives, each chunk ``one_way_s`` after it came (order kept)."""
+    async def _pipe(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client: Frontend, from_client: bool
+    ) -> None:
+        """Forward what ``reader`` gives, each chunk ``one_way_s`` after it came (order kept);
+        ``client``: what the client sent so far (counted when ``from_client``)."""
         queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
 
         async def send() -> None:
@@ -48,6 +103,10 @@ class DelayProxy:
         sender = asyncio.ensure_future(send())
         try:
             while data := await reader.read(65536):
+                if from_client:
+                    self.round_trips += client.feed(data)
+                elif data == b"S" and not client.started:
+                    client.opaque = True  # the server accepted SSL: encrypted from here
                 queue.put_nowait((time.monotonic() + self.one_way_s, data))
         except (ConnectionError, OSError):
             pass
@@ -64,7 +123,9 @@ class DelayProxy:
         except OSError:
             writer.close()
             return
-        await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
+        client = Frontend()
+        self.clients.append(client)
+        await asyncio.gather(self._pipe(reader, up_writer, client, True), self._pipe(up_reader, writer, client, False))
 
     async def serve(self) -> None:
         server = await asyncio.start_server(self._client, "127.0.0.1", self.port)

@@ -13,7 +13,7 @@ from tui_agent.commands.reasoning_output import ReasoningPrinter
 from tui_agent.core import events as ev
 from tui_agent.core.profiles import ProfileError
 from tui_agent.core.session import Session, open_session
-from tui_agent.core.store import history
+from tui_agent.core.store import history, worker
 from tui_agent.core.store.models import Profile
 from tui_agent.core.textsafe import revealed, visible
 
@@ -39,30 +39,19 @@ def _err(text: str) -> None:
 
 
 def run_ask(vault_arg: str | None, args: argparse.Namespace) -> int:
-    try:
-        session = open_session(vault_arg)
-        profile = session.profile(args.profile)
-    except ProfileError as exc:
-        _err(f"error: profile {exc}")
-        return 2
-    try:
-        if args.new:
-            conversation_id: int | None = None
-        elif args.conversation is not None:
-            conversation_id = history.get_conversation(args.conversation).id
-        else:
-            last = history.last_conversation()
-            conversation_id = last.id if last else None
-    except LookupError as exc:
-        _err(f"error: {exc}")
-        return 2
-    _Out.safe = staticmethod(_raw if getattr(args, "raw", False) else visible)
+    # On the store's thread, as the turn's store calls are: one connection, not two (to a server
+    # far away, connecting costs round trips of its own).
+    prepared = worker.executor().submit(_prepare, vault_arg, args).result()
+    if isinstance(prepared, int):
+        return prepared
+    session, profile, conversation_id = prepared
     interactive = args.text != ["-"] and sys.stdin.isatty() and sys.stderr.isatty()
-    from tui_agent.commands.approve import review
+    if interactive:
+        from tui_agent.commands.approve import review
 
-    refused = review(profile, interactive)  # settings changed in the shared store: approved here first
-    if refused is not None:
-        return refused
+        refused = review(profile, interactive)  # asks at the terminal: here (Ctrl+C reaches it)
+        if refused is not None:
+            return refused
     # Piped text ends with a newline (echo, a file): the message is the text, not an empty last line.
     text = sys.stdin.read().rstrip("\r\n") if args.text == ["-"] else " ".join(args.text)
     show_reasoning = not getattr(args, "no_reasoning", False)
@@ -81,6 +70,53 @@ def run_ask(vault_arg: str | None, args: argparse.Namespace) -> int:
         _err("terminated")
         return 143
     return code
+
+
+def _prepare(vault_arg: str | None, args: argparse.Namespace) -> tuple[Session, Profile, int | None] | int:
+    """The session, the profile and the conversation of the turn (or the exit code of a refusal)."""
+    try:
+        session = open_session(vault_arg)
+        profile = session.profile(args.profile)
+    except ProfileError as exc:
+        _err(f"error: profile {exc}")
+        return 2
+    try:
+        if args.new:
+            conversation_id: int | None = None
+        elif args.conversation is not None:
+            conversation_id = history.get_conversation(args.conversation).id
+        else:
+            conversation_id = None
+        conversation_id = _read_together(profile, conversation_id, last=not args.new and args.conversation is None)
+    except LookupError as exc:
+        _err(f"error: {exc}")
+        return 2
+    _Out.safe = staticmethod(_raw if getattr(args, "raw", False) else visible)
+    if not (args.text != ["-"] and sys.stdin.isatty() and sys.stderr.isatty()):
+        from tui_agent.commands.approve import review
+
+        refused = review(profile, False)  # settings changed in the shared store: approved here first
+        if refused is not None:
+            return refused
+    return session, profile, conversation_id
+
+
+def _read_together(profile: Profile, conversation_id: int | None, *, last: bool) -> int | None:
+    """What the endpoint refused before (the client reads it when it is built) and (``last``) the
+    conversation to go on: one round trip to the store (store/batch.py)."""
+    from tui_agent.core.llm import QUIRKS_KEY, endpoint_quirks
+    from tui_agent.core.store import batch
+
+    quirk_key = QUIRKS_KEY + profile.base_url.rstrip("/")
+    statements: list[batch.Statement] = [("SELECT key, value FROM settings WHERE key = ?", [quirk_key])]
+    if last:
+        statements.append(history.LAST_CONVERSATION_SQL)
+    results = batch.together(Profile._meta.database, statements)
+    endpoint_quirks(profile.base_url, {str(key): str(value) for key, value in results[0].rows})
+    if last:
+        found = history.last_conversation_in(results[1])
+        return found.id if found is not None else None
+    return conversation_id
 
 
 async def _turn(

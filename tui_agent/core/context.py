@@ -83,6 +83,19 @@ class ContextBuilder:
         self.fit: Fit | None = None
         self.system_tokens = 0
         self._pixels_from: float = 0
+        # Rows read already (with the user's message: loop._add_user_message), for the next build.
+        self._prefetched: tuple[int, list[Any], dict[int, list[str]]] | None = None
+        self._pictures: tuple[set[int], dict[int, list[str]]] | None = None
+
+    def first_read_size(self) -> int:
+        """How many of the newest messages a build reads first (``prefetched`` takes them)."""
+        return min(self.max_messages, FIRST_READ)
+
+    def prefetched(self, conversation_id: int, rows: list[Any], attachments: dict[int, list[str]]) -> None:
+        """The newest ``first_read_size()`` messages of the conversation's active branch (oldest first,
+        as ``recent_rows`` gives them) and their pictures, read already: the next build of this
+        conversation starts from them instead of reading them again."""
+        self._prefetched = (conversation_id, rows, attachments)
 
     def system_message(self, profile: Profile) -> dict[str, Any]:
         parts = [_tool_rules()]
@@ -127,7 +140,12 @@ class ContextBuilder:
         """The messages the next request holds (oldest first), their attachments, and whether older
         ones were left out: what ``build`` sends, without reading an image or building a request."""
         rows = self._recent(conversation_id, budget_tokens)
-        attachments = history.attachments_for([m.id for m in rows])
+        known = self._pictures
+        self._pictures = None
+        if known is not None and known[0].issuperset(m.id for m in rows):
+            attachments = known[1]
+        else:
+            attachments = history.attachments_for([m.id for m in rows])
         kept = _within_budget(rows, attachments, budget_tokens)
         truncated = bool(kept) and (len(kept) < len(rows) or len(rows) >= self.max_messages)
         return kept, attachments, truncated
@@ -143,8 +161,13 @@ class ContextBuilder:
         growing steps until their text alone exceeds the budget (at most ``max_messages``). A long
         conversation's request read its whole window of 400 rows on every turn to keep the ~20 that
         fit; :func:`_within_budget` never keeps the oldest of rows that exceed the budget."""
-        want = min(self.max_messages, FIRST_READ)
-        read = recent_rows(conversation_id, want)
+        want = self.first_read_size()
+        prefetched, self._prefetched = self._prefetched, None
+        if prefetched is not None and prefetched[0] == conversation_id:
+            read = prefetched[1]
+            self._pictures = ({m.id for m in read}, prefetched[2])
+        else:
+            read = recent_rows(conversation_id, want)
         while True:
             rows = [
                 m
@@ -160,8 +183,28 @@ class ContextBuilder:
                 return rows  # (a tool result first: its assistant message is older, read on)
             # The next step reads only what it adds, above what was read (not all of it again).
             more = min(self.max_messages, want * 4)
-            read = recent_rows(conversation_id, more - want, read[0].id) + read
+            read = self._older(conversation_id, more - want, read[0].id) + read
             want = more
+
+    def _older(self, conversation_id: int, limit: int, before_id: int) -> list[Any]:
+        """The ``limit`` messages of the active branch before ``before_id`` (oldest first); when the
+        first read came with its pictures (``prefetched``), these come with theirs: one round trip
+        to the store (store/batch.py), not three."""
+        if self._pictures is None:
+            return recent_rows(conversation_id, limit, before_id)
+        from tui_agent.core.store import batch, branches
+        from tui_agent.core.store.models import Message
+
+        rows, pictures, _ = batch.together(
+            Message._meta.database, branches.page_statements(conversation_id, limit, before_id)
+        )
+        older = rows.named()
+        known, attachments = self._pictures
+        attachments = dict(attachments)
+        for message_id, path in pictures.rows:
+            attachments.setdefault(message_id, []).append(path)
+        self._pictures = (known | {m.id for m in older}, attachments)
+        return older
 
     def _history(self, rows: Sequence[Message], attachments: dict[int, list[str]]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []

@@ -167,9 +167,12 @@ class AgentLoop:
                 return
             await worker.run(branches.rewind_to_parent_of, edit_of)
             yield ev.BranchChanged(conversation_id)
-        user, title, alternatives = await worker.run(_add_user_message, conversation_id, text, files)
+        read = self.builder.first_read_size()
+        user, title, alternatives, recent = await worker.run(_add_user_message, conversation_id, text, files, read)
         stored = ev.StoredMessage(user.id, text, files, alternatives)
         yield ev.TurnStarted(conversation_id, user.id, stored, title)
+        if command is None or command.tool is None:
+            self.builder.prefetched(conversation_id, *recent)  # read with the message: no round trip more
 
         pending: list[llm.ToolCall] = []
         if command is not None and command.tool is not None:
@@ -322,7 +325,7 @@ class AgentLoop:
             yield ev.AssistantStarted(model)
             async for item in stream:
                 if isinstance(item, llm.Completion):
-                    row, alternatives = await worker.run(_with_alternatives, await reply.finish(item))
+                    row, alternatives = await reply.finish_with_alternatives(item)
                     finished = True  # a cancel or close from here on must not unfinish the stored reply
                     yield ev.AssistantFinished(
                         row.id,
@@ -423,14 +426,20 @@ def _regenerating(message_id: int) -> tuple[Message | None, Message | None]:
     return message, parent
 
 
-def _add_user_message(conversation_id: int, text: str, files: list[str]) -> tuple[Message, str, list[int]]:
-    """The user's message stored, the conversation's title (a new one's comes from it), its alternatives."""
-    user = history.add_message(conversation_id, "user", text, attachments=files)
-    return user, user.conversation_title, _alternatives(user)  # type: ignore[attr-defined]  # (add_message)
-
-
-def _with_alternatives(row: Message) -> tuple[Message, list[int]]:
-    return row, _alternatives(row)
+def _add_user_message(
+    conversation_id: int, text: str, files: list[str], read: int
+) -> tuple[Message, str, list[int], tuple[list[Any], dict[int, list[str]]]]:
+    """The user's message stored, the conversation's title (a new one's comes from it), its
+    alternatives, and the newest ``read`` messages of its branch with their pictures (what the
+    request is built from): one round trip to the store (history.append, store/batch.py)."""
+    user, (rows, pictures, children) = history.append(
+        conversation_id, "user", text, attachments=files, then=branches.page_statements(conversation_id, read)
+    )
+    attachments: dict[int, list[str]] = {}
+    for message_id, path in pictures.rows:
+        attachments.setdefault(message_id, []).append(path)
+    alternatives = branches.alternatives_in([user], children.rows).get(user.id, [])
+    return user, user.conversation_title, alternatives, (rows.named(), attachments)  # type: ignore[attr-defined]
 
 
 def _alternatives(message: Message) -> list[int]:

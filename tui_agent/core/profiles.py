@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 from urllib.parse import urlparse
 
@@ -267,9 +267,14 @@ def create_profile(name: str, values: dict[str, Any] | None = None, *, approve: 
 
 
 def ensure_default_profile() -> Profile:
-    """Make sure at least one profile exists and one is active; return the active one."""
-    if Profile.select().count() == 0:
-        create_profile(DEFAULT_PROFILE_NAME)
+    """Make sure at least one profile exists and one is active; return the active one (one
+    statement when one is: a round trip to a store far away)."""
+    try:
+        return active_profile()
+    except ProfileError:
+        if Profile.select().count() != 0:
+            raise
+    create_profile(DEFAULT_PROFILE_NAME)
     return active_profile()
 
 
@@ -294,17 +299,32 @@ def set_run_profile(name: str | None) -> None:
     _RunProfile.name = name
 
 
+def chosen_profile(stored: Mapping[str, str], every: Sequence[Profile]) -> Profile | None:
+    """The profile in use among ``every`` profile (read already, with the settings ``stored``);
+    None when there is none to choose yet (``active_profile`` then makes the choice)."""
+    by_name = {profile.name: profile for profile in every}
+    if _RunProfile.name is not None and _RunProfile.name in by_name:
+        return by_name[_RunProfile.name]
+    return by_name.get(stored.get(ACTIVE_PROFILE_KEY, ""))
+
+
 def active_profile(stored: Mapping[str, str] | None = None) -> Profile:
-    """The profile in use; ``stored``: the settings, read already (one statement fewer)."""
+    """The profile in use; ``stored``: the settings, read already. One statement when it was chosen
+    (the app reads it before each turn)."""
     if _RunProfile.name is not None:
         chosen = Profile.get_or_none(Profile.name == _RunProfile.name)
         if chosen is not None:
             return chosen
-    if stored is not None:
-        name = stored.get(ACTIVE_PROFILE_KEY)
-    else:
+    if stored is None:
+        # The setting and the profile it names, in one statement.
+        named = Setting.select(Setting.value).where(Setting.key == ACTIVE_PROFILE_KEY)
+        active = Profile.get_or_none(Profile.name == named)
+        if active is not None:
+            return active
         setting = Setting.get_or_none(Setting.key == ACTIVE_PROFILE_KEY)
         name = setting.value if setting is not None else None
+    else:
+        name = stored.get(ACTIVE_PROFILE_KEY)
     if name is not None:
         profile = Profile.get_or_none(Profile.name == name)
         if profile is not None:
@@ -325,8 +345,8 @@ def use_profile(name: str) -> Profile:
 
 def resolve_profile(name: str | None) -> Profile:
     """The named profile, or the active one (creating the default on first run)."""
-    ensure_default_profile()
-    profile = get_profile(name) if name else active_profile()
+    active = ensure_default_profile()
+    profile = get_profile(name) if name else active
     validate_profile(profile)
     return profile
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from tui_agent.core import events as ev
 from tui_agent.core import llm
-from tui_agent.core.store import history, worker
+from tui_agent.core.store import branches, history, worker
 from tui_agent.core.store.models import Message, Profile
 from tui_agent.core.tool_caps import stored_arguments
 
@@ -85,7 +85,27 @@ class Reply:
         return self.row
 
     async def finish(self, item: llm.Completion) -> Message:
-        fields: dict[str, Any] = {
+        row, _ = await self.finish_with_alternatives(item)
+        return row
+
+    async def finish_with_alternatives(self, item: llm.Completion) -> tuple[Message, list[int]]:
+        """The finished row, and its alternatives (ids, oldest first; [] when it is at no fork)
+        read with it: one round trip to the store."""
+        return await worker.run(self._finish, self._final(item))
+
+    def _finish(self, fields: dict[str, Any]) -> tuple[Message, list[int]]:
+        if self.row is None:
+            self.row, (children,) = history.append(
+                self.conversation_id, "assistant", then=[branches.children_statement(self.conversation_id)], **fields
+            )
+        else:
+            (children,) = history.update_message(
+                self.row, then=[branches.children_statement(self.conversation_id, self.row.parent_id)], **fields
+            )
+        return self.row, branches.alternatives_in([self.row], children.rows).get(self.row.id, [])
+
+    def _final(self, item: llm.Completion) -> dict[str, Any]:
+        return {
             "content": item.text,
             "reasoning": item.reasoning or None,
             "status": "complete",
@@ -94,8 +114,3 @@ class Reply:
             "completion_tokens": item.completion_tokens,
             "tool_calls": [call_dict(c) for c in item.tool_calls] or None,
         }
-        if self.row is None:
-            self.row = await worker.run(history.add_message, self.conversation_id, "assistant", **fields)
-        else:
-            await worker.run(history.update_message, self.row, **fields)
-        return self.row

@@ -23,9 +23,13 @@ class Session:
         self.vault = vault
         self.db = db
         self.url = url or location.default_url(vault.root)
+        self.active: Profile | None = None  # the active profile, as read when the session opened
 
     def profile(self, name: str | None = None) -> Profile:
         """The named or active profile, validated (raises ProfileError naming the field)."""
+        if name is None and self.active is not None:
+            profiles.validate_profile(self.active)  # read already: not read again
+            return self.active
         return profiles.resolve_profile(name)
 
     def close(self) -> None:
@@ -43,14 +47,18 @@ def open_session(vault_arg: str | None = None) -> Session:
     url = location.resolve(vault.root, trusted=trusted)  # an untrusted vault's local settings: not used
     db = open_store(url)
     try:
-        if not Profile.select().exists():
-            # The first run: of many processes starting at once, exactly one creates the profile
-            # (the transaction takes the write lock before it counts).
+        try:
+            active: Profile | None = profiles.active_profile()  # one is active (the first, if none was chosen)
+        except profiles.ProfileError:
+            active = None
+            # The first run (there is no profile): of many processes starting at once, exactly one
+            # creates the profile (the transaction takes the write lock before it counts).
             with db.atomic():
                 portable.serialize(db, portable.FIRST_RUN_LOCK)  # PostgreSQL: machines starting at once
                 profiles.ensure_default_profile()
-        profiles.active_profile()  # one is active (the first, if none was chosen)
     except DATABASE_ERRORS as exc:
         db.close()
         raise describe(exc, url.where()) from None
-    return Session(vault, db, url)
+    session = Session(vault, db, url)
+    session.active = active
+    return session

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tui_agent.core import profiles
-from tui_agent.core.store import history, pages
+from tui_agent.core.store import batch, history, pages
 from tui_agent.core.store.models import Profile, Setting
 from tui_agent.core.store.pages import Page
 from tui_agent.ui.themes import THEME_KEY
@@ -33,12 +33,26 @@ def active_profile(stored: Mapping[str, str] | None = None) -> Profile:
 
 
 def first_read() -> FirstRead:
-    """Six statements: the settings, the profile, the conversation, its newest page, the page's
-    pictures and its forks (tests/test_round_trips.py)."""
-    stored = {setting.key: setting.value for setting in Setting.select(Setting.key, Setting.value)}
-    profile = active_profile(stored)
-    last = history.last_conversation(stored)
-    page = pages.newest(last.id, PAGE, conversation=last) if last is not None else None
-    if page is not None and last is not None:
-        page.title = last.title
-    return FirstRead(stored.get(THEME_KEY), profile, last.id if last is not None else None, page)
+    """Two round trips to the store (tests/store/test_round_trips.py): the settings and the profiles
+    together (store/batch.py); then the conversation to open and its newest page, with its pictures
+    and alternatives (pages.with_page)."""
+    settings, every = batch.together(
+        Setting._meta.database,
+        [("SELECT key, value FROM settings", []), ("SELECT * FROM profiles ORDER BY id", [])],
+    )
+    stored = {str(key): str(value) for key, value in settings.rows}
+    profile = profiles.chosen_profile(stored, every.models(Profile)) or profiles.active_profile(stored)
+    from tui_agent.core.llm import endpoint_quirks
+
+    endpoint_quirks(profile.base_url, stored)
+    remembered = stored.get(history.LAST_CONVERSATION_KEY, "")
+    if remembered.isdigit():
+        conversation, page, _ = pages.with_page(int(remembered), PAGE)
+        if conversation is not None:
+            return FirstRead(stored.get(THEME_KEY), profile, conversation.id, page)
+    last = history.last_conversation({})  # none remembered (or it was deleted): the newest
+    if last is not None:
+        conversation, page, _ = pages.with_page(last.id, PAGE)
+        if conversation is not None:
+            return FirstRead(stored.get(THEME_KEY), profile, conversation.id, page)
+    return FirstRead(stored.get(THEME_KEY), profile, None, None)

@@ -17,9 +17,12 @@ if TYPE_CHECKING:
 
 def make_app(vault_arg: str | None = None, profile_name: str | None = None, **kwargs: Any) -> AgentApp:
     """Build the app from explicit settings (tests and serve use this too)."""
+    from tui_agent.core.store import worker
     from tui_agent.ui.app import AgentApp
 
-    session = open_session(vault_arg)
+    # On the store's thread, which keeps its connection for the app's store calls: one connection,
+    # not one here and another there (to a server far away, connecting costs round trips).
+    session = worker.executor().submit(open_session, vault_arg).result()
     return AgentApp(session.vault, profile_name=profile_name, **kwargs)
 
 

@@ -34,9 +34,9 @@ eff(id, parent) AS (
 # paging a conversation costs the same at 50 or 50,000 messages. ``wanted`` counts the messages on
 # the path that the page can use (``id < before``); ``stop`` ends the walk at a message id (paging
 # newer: nothing at or below ``after`` can be used). Parameters: leaf, before, before, wanted, stop.
-PATH_SQL = """
+PATH_FROM = """
 WITH RECURSIVE path(id, wanted) AS (
-    SELECT CAST(?1 AS BIGINT), CASE WHEN ?1 < ?2 THEN 1 ELSE 0 END
+    SELECT start.leaf, CASE WHEN start.leaf < ?2 THEN 1 ELSE 0 END FROM {start} AS start
     UNION ALL
     SELECT step.parent, path.wanted + CASE WHEN step.parent < ?2 THEN 1 ELSE 0 END
     FROM path JOIN (
@@ -48,6 +48,17 @@ WITH RECURSIVE path(id, wanted) AS (
     WHERE step.parent != 0 AND path.wanted < ?3 AND step.parent > ?4
 )
 """
+PATH_SQL = PATH_FROM.format(start="(SELECT CAST(?1 AS BIGINT) AS leaf)")
+# The same walk from a conversation's leaf, read from its row in the same statement (?1: the
+# conversation's id; see leaf_of): a page costs one statement, not a read of the row first.
+PATH_OF_CONVERSATION_SQL = PATH_FROM.format(
+    start="(SELECT CAST(COALESCE(c.leaf_id, (SELECT max(m.id) FROM messages m WHERE m.conversation_id = c.id), 0)"
+    " AS BIGINT) AS leaf FROM conversations c WHERE c.id = ?1)"
+)
+# The newest ?6 messages of that walk (older than ?5): a page, for the statements below.
+PAGE_SQL = (
+    ", page(id) AS (SELECT id FROM messages WHERE id IN (SELECT id FROM path){older} ORDER BY id DESC LIMIT ?6)\n"
+)
 NO_LIMIT = 1 << 62
 
 NEWEST_DESCENDANT_SQL = (
@@ -131,6 +142,65 @@ def _walk(
     query = portable.raw(Message, sql, *params)
     rows = list(query.namedtuples() if light else query)
     return rows if after_id is not None else list(reversed(rows))
+
+
+def page_statements(conversation_id: int, limit: int, before_id: int | None = None) -> list[tuple[str, list[Any]]]:
+    """Three statements reading the newest ``limit`` messages of a conversation's active branch
+    (older than ``before_id``), which go to the server together (store/batch.py): the messages
+    (``SELECT *``, oldest first), their pictures (message id, path) in order, and the children of
+    their parents (id, parent id, role), where their alternatives are (see :func:`alternatives_in`)."""
+    params = [conversation_id, NO_LIMIT if before_id is None else before_id, limit, 0, before_id, limit]
+    page = PATH_OF_CONVERSATION_SQL + PAGE_SQL.format(older=" AND id < ?5" if before_id is not None else "")
+    return [
+        (page + "SELECT * FROM messages WHERE id IN (SELECT id FROM page) ORDER BY id", params),
+        (
+            page + "SELECT message_id, path FROM attachments WHERE message_id IN (SELECT id FROM page)"
+            " ORDER BY message_id, position",
+            params,
+        ),
+        (
+            # "+conversation_id": each parent is looked up in messages_parent (see fork_parents).
+            page + "SELECT id, parent_id, role FROM messages WHERE parent_id IN"
+            " (SELECT parent_id FROM messages WHERE id IN (SELECT id FROM page)) AND +conversation_id = ?1"
+            " ORDER BY id",
+            params,
+        ),
+    ]
+
+
+def children_statement(conversation_id: int, parent_id: int | None = None) -> tuple[str, list[Any]]:
+    """A statement reading the children (id, parent id, role) of ``parent_id``, or (None) of the
+    parent of the conversation's leaf: with :func:`alternatives_in`, the alternatives of a message
+    just written, read in the same round trip as the write."""
+    if parent_id is None:
+        parent = "(SELECT parent_id FROM messages WHERE id = (SELECT leaf_id FROM conversations WHERE id = ?1))"
+        return f"SELECT id, parent_id, role FROM messages WHERE parent_id = {parent} AND +conversation_id = ?1", [
+            conversation_id
+        ]
+    return "SELECT id, parent_id, role FROM messages WHERE parent_id = ?2 AND +conversation_id = ?1", [
+        conversation_id,
+        parent_id,
+    ]
+
+
+def alternatives_in(rows: Iterable[Any], children: Iterable[tuple[Any, ...]]) -> dict[int, list[int]]:
+    """What :func:`fork_parents` and :func:`alternatives` say of ``rows``, from the children of
+    their parents (read with them: :func:`page_statements`): per message at a fork, its id and its
+    alternatives' (oldest first). A fork is explicit (``rewind_to_parent_of`` makes it so)."""
+    under: dict[int, list[tuple[int, str]]] = {}
+    for child, parent, role in children:
+        under.setdefault(int(parent), []).append((int(child), role))
+    found: dict[int, list[int]] = {}
+    for message in rows:
+        if message.parent_id is None or message.role not in ("user", "assistant"):
+            continue
+        children_of = under.get(int(message.parent_id), [])
+        if len(children_of) < 2:
+            continue
+        same = [child for child, role in children_of if role == message.role]
+        if len(same) > 1:
+            found[message.id] = same
+    return found
 
 
 def effective_parent(message: Message) -> int:

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tui_agent.core.store import branches, portable
+from tui_agent.core.store import batch, branches, portable
 from tui_agent.core.store import search as search_store
 from tui_agent.core.store.models import Attachment, Conversation, Message, MessageRevision, Setting, utcnow
 from tui_agent.core.store.portable import upsert
@@ -25,13 +25,28 @@ def remember_conversation(conversation_id: int) -> None:
     upsert(Setting, key=LAST_CONVERSATION_KEY, value=str(conversation_id))
 
 
+# One statement: the remembered conversation (when the setting holds a number), then the newest.
+LAST_CONVERSATION_SQL: batch.Statement = (
+    "SELECT *, 0 AS newest FROM conversations WHERE id = (SELECT CASE WHEN value <> ''"
+    " AND trim(value, '0123456789') = '' THEN CAST(value AS BIGINT) END FROM settings WHERE key = ?)"
+    " UNION ALL SELECT * FROM (SELECT *, 1 AS newest FROM conversations"
+    " ORDER BY updated_at DESC, id DESC LIMIT 1) AS newest ORDER BY newest",
+    [LAST_CONVERSATION_KEY],
+)
+
+
+def last_conversation_in(result: batch.Result) -> Conversation | None:
+    """The conversation LAST_CONVERSATION_SQL found (sent with others: store/batch.py)."""
+    found = batch.Result(result.columns[:-1], [row[:-1] for row in result.rows[:1]]).models(Conversation)
+    return found[0] if found else None
+
+
 def last_conversation(stored: Mapping[str, str] | None = None) -> Conversation | None:
     """The conversation to open; ``stored``: the settings, read already (one statement fewer)."""
-    if stored is not None:
-        remembered = stored.get(LAST_CONVERSATION_KEY)
-    else:
-        setting = Setting.get_or_none(Setting.key == LAST_CONVERSATION_KEY)
-        remembered = setting.value if setting is not None else None
+    if stored is None:
+        (result,) = batch.together(Conversation._meta.database, [LAST_CONVERSATION_SQL])
+        return last_conversation_in(result)
+    remembered = stored.get(LAST_CONVERSATION_KEY)
     if remembered is not None and remembered.isdigit():
         conversation = Conversation.get_or_none(Conversation.id == int(remembered))
         if conversation is not None:
@@ -75,39 +90,92 @@ def add_message(
     **fields: Any,
 ) -> Message:
     """Insert one message (and its ordered attachments) in one transaction."""
-    if "tool_calls" in fields and not isinstance(fields["tool_calls"], (str, type(None))):
-        fields["tool_calls"] = json.dumps(fields["tool_calls"])
-    if "tool_arguments" in fields and not isinstance(fields["tool_arguments"], (str, type(None))):
-        fields["tool_arguments"] = json.dumps(fields["tool_arguments"])
-    db = Message._meta.database
-    with db.atomic():
-        # The conversation's row, read once: its leaf (the new message's parent) and its title.
-        # One writer per conversation at a time: on PostgreSQL the row is locked for this transaction
-        # (SQLite's BEGIN IMMEDIATE serializes every writer), or two machines appending at once
-        # would each read the leaf the other one left.
-        query = Conversation.select().where(Conversation.id == conversation_id)
-        conversation = (query.for_update() if portable.is_postgresql(db) else query).get()
-        fields.setdefault("parent_id", branches.leaf_of(conversation_id, conversation) or 0)
-        message = Message.create(conversation=conversation_id, role=role, content=content, **fields)
-        for position, path in enumerate(attachments):
-            Attachment.create(message=message.id, position=position, path=path, mime=_mime(path))
-        if not conversation.title and role == "user" and content.strip():
-            conversation.title = _title_from(content)
-        conversation.updated_at = utcnow()
-        conversation.leaf_id = message.id  # the active branch ends at it (branches.set_leaf)
-        Conversation.update(title=conversation.title, updated_at=conversation.updated_at, leaf_id=message.id).where(
-            Conversation.id == conversation_id
-        ).execute()
-    message.conversation_title = conversation.title  # type: ignore[attr-defined]  # what the caller shows
+    message, _ = append(conversation_id, role, content, attachments=attachments, **fields)
     return message
 
 
-def update_message(message: Message, **fields: Any) -> None:
+def append(
+    conversation_id: int,
+    role: str,
+    content: str = "",
+    *,
+    attachments: Sequence[str] = (),
+    then: Sequence[batch.Statement] = (),
+    **fields: Any,
+) -> tuple[Message, list[batch.Result]]:
+    """Insert one message (and its ordered attachments) in one transaction, with the statements
+    ``then`` after it in the same transaction (they see it); all of them one round trip to the store
+    (store/batch.py). Returns the message (its ``conversation_title``: the conversation's title
+    after it) and what ``then`` returned. The new message's parent is the conversation's leaf, and
+    it becomes the leaf (see store.branches); a user's first words title a conversation without one."""
+    for key in ("tool_calls", "tool_arguments"):
+        if key in fields and not isinstance(fields[key], (str, type(None))):
+            fields[key] = json.dumps(fields[key])
+    values: dict[str, Any] = {"content": content, "status": "complete", "created_at": utcnow(), **fields}
+    columns = ["conversation_id", "role"] + [Message._meta.fields[name].column_name for name in values]
+    params = [conversation_id, role, *values.values()]
+    placeholders = ["?"] * len(params)
+    if "parent_id" not in fields:
+        # The conversation's leaf, read in the statement (branches.leaf_of: NULL is the newest message).
+        columns.append("parent_id")
+        placeholders.append(
+            "(SELECT COALESCE(c.leaf_id, (SELECT max(m.id) FROM messages m WHERE m.conversation_id = c.id), 0)"
+            " FROM conversations c WHERE c.id = ?)"
+        )
+        params.append(conversation_id)
+    db = Message._meta.database
+    statements: list[batch.Statement] = []
+    if portable.is_postgresql(db):
+        # One writer per conversation at a time: the row is locked for this transaction (SQLite's
+        # BEGIN IMMEDIATE serializes every writer), or two machines appending at once would each
+        # read the leaf the other one left.
+        statements.append(("SELECT id FROM conversations WHERE id = ? FOR UPDATE", [conversation_id]))
+        new_id = "currval(pg_get_serial_sequence('messages', 'id'))"
+    else:
+        new_id = "last_insert_rowid()"
+    statements.append(
+        (f"INSERT INTO messages ({', '.join(columns)}) VALUES ({', '.join(placeholders)}) RETURNING *", params)
+    )
+    title = _title_from(content) if role == "user" and content.strip() else ""
+    statements.append(
+        (
+            f"UPDATE conversations SET title = CASE WHEN title = '' AND ? <> '' THEN ? ELSE title END,"
+            f" updated_at = ?, leaf_id = {new_id} WHERE id = ? RETURNING title",
+            [title, title, utcnow(), conversation_id],
+        )
+    )
+    for position, path in enumerate(attachments):
+        statements.append(
+            (
+                "INSERT INTO attachments (message_id, position, path, mime)"
+                " VALUES ((SELECT leaf_id FROM conversations WHERE id = ?), ?, ?, ?)",
+                [conversation_id, position, path, _mime(path)],
+            )
+        )
+    results = batch.together(db, [*statements, *then], atomic=True)
+    written = results[len(statements) - len(attachments) - 2 :]
+    inserted, updated = written[0].models(Message), written[1].rows
+    if not inserted or not updated:
+        raise LookupError(f"no conversation with id {conversation_id}")
+    message = inserted[0]
+    message.conversation_title = str(updated[0][0])  # what the caller shows
+    return message, results[len(statements) :]
+
+
+def update_message(message: Message, *, then: Sequence[batch.Statement] = (), **fields: Any) -> list[batch.Result]:
+    """Write ``fields`` of ``message``, and run the statements ``then`` after it in the same round
+    trip (store/batch.py); what they returned."""
     if "tool_calls" in fields and not isinstance(fields["tool_calls"], (str, type(None))):
         fields["tool_calls"] = json.dumps(fields["tool_calls"])
     for key, value in fields.items():
         setattr(message, key, value)
-    message.save(only=[getattr(Message, key) for key in fields])
+    if not then:
+        message.save(only=[getattr(Message, key) for key in fields])
+        return []
+    columns = ", ".join(f"{Message._meta.fields[key].column_name} = ?" for key in fields)
+    values = [Message._meta.fields[key].db_value(value) for key, value in fields.items()]
+    update = (f"UPDATE messages SET {columns} WHERE id = ?", [*values, message.id])
+    return batch.together(Message._meta.database, [update, *then])[1:]
 
 
 def recent_messages(

@@ -61,10 +61,23 @@ class StoreURL:
         port = f":{self.port}" if self.port else ""
         return f"{user}{host}{port}/{self.dbname}"
 
+    def listener_args(self) -> dict[str, Any]:
+        """``connect_args`` for the listener's connection: ``listen_host`` and ``listen_port`` in
+        the URL's query send it straight to the server when the store's host and port are a pooler
+        (PgBouncer in transaction mode does not carry LISTEN): ``postgresql://me@pgbouncer:6432/
+        tui_agent?listen_host=db.lan&listen_port=5432``."""
+        args = self.connect_args()
+        chosen = dict(self.options)
+        if chosen.get("listen_host"):
+            args["host"] = chosen["listen_host"]
+        if chosen.get("listen_port"):
+            args["port"] = chosen["listen_port"]
+        return args
+
     def connect_args(self) -> dict[str, Any]:
         """Keyword arguments for psycopg / peewee's PostgresqlDatabase (libpq fills in the rest:
         PGPASSWORD, ~/.pgpass, PGSSLMODE...)."""
-        args: dict[str, Any] = dict(self.options)
+        args: dict[str, Any] = {name: value for name, value in self.options if name not in LISTENER_OPTIONS}
         args.update(self.credentials)
         if self.user:
             args["user"] = self.user
@@ -155,6 +168,9 @@ def parse(text: str, *, base: Path | None = None) -> StoreURL:
         options=tuple(options),
         credentials=tuple(credentials),
     )
+
+
+LISTENER_OPTIONS = ("listen_host", "listen_port")  # tui-agent's own (StoreURL.listener_args), not libpq's
 
 
 def _without_password(raw: str, keep_variable: bool = False) -> str:

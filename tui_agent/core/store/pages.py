@@ -3,9 +3,10 @@ their pictures and alternatives (the screen builds its widgets from it and reads
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tui_agent.core.store import branches, history
+from tui_agent.core.store import batch, branches, history
 from tui_agent.core.store.models import Conversation, Message
 
 
@@ -43,13 +44,47 @@ def newest(
 
 def opened(conversation_id: int, limit: int, *, until_id: int | None = None, remember: bool = True) -> Page:
     """A conversation being opened: its newest page (or the one ending at ``until_id``) and its
-    title; ``remember``: it is the one the next start opens."""
-    if remember:
-        history.remember_conversation(conversation_id)
-    conversation = history.get_conversation(conversation_id)
-    page = newest(conversation_id, limit, until_id=until_id, conversation=conversation)
-    page.title = conversation.title
+    title; ``remember``: it is the one the next start opens. The newest page: one round trip to
+    the store (``with_page``)."""
+    if until_id is not None:
+        if remember:
+            history.remember_conversation(conversation_id)
+        conversation = history.get_conversation(conversation_id)
+        page = newest(conversation_id, limit, until_id=until_id, conversation=conversation)
+        page.title = conversation.title
+        return page
+    first = [remember_statement(conversation_id)] if remember else []
+    found, page, _ = with_page(conversation_id, limit, first)
+    if found is None:
+        raise LookupError(f"no conversation with id {conversation_id}")
     return page
+
+
+def remember_statement(conversation_id: int) -> batch.Statement:
+    """What history.remember_conversation writes, as a statement to send with others."""
+    sql = "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+    return sql, [history.LAST_CONVERSATION_KEY, str(conversation_id)]
+
+
+def with_page(
+    conversation_id: int, limit: int, first: Sequence[batch.Statement] = ()
+) -> tuple[Conversation | None, Page, list[batch.Result]]:
+    """The conversation's row and its newest page, read together with the statements ``first``
+    (sent before them, in the same round trip: store/batch.py); and what those returned."""
+    statements = [*first, ("SELECT * FROM conversations WHERE id = ?", [conversation_id])]
+    statements += branches.page_statements(conversation_id, limit)
+    results = batch.together(Message._meta.database, statements)
+    *before, found, rows, pictures, children = results
+    conversations = found.models(Conversation)
+    conversation = conversations[0] if conversations else None
+    messages = rows.models(Message)
+    attachments: dict[int, list[str]] = {}
+    for message_id, path in pictures.rows:
+        attachments.setdefault(message_id, []).append(path)
+    alternatives = branches.alternatives_in(messages, children.rows)
+    page = Page(messages, attachments, alternatives, more=len(messages) == limit)
+    page.title = conversation.title if conversation is not None else ""
+    return conversation, page, before
 
 
 def user_texts(conversation_id: int, limit: int = 50) -> list[str]:

@@ -111,6 +111,11 @@ def connect_database(url: StoreURL) -> pw.PostgresqlDatabase:
         prefer_psycopg3=True,
         connect_timeout=CONNECT_TIMEOUT_S,
         application_name=application_name(),
+        # No statement prepared on the server: through PgBouncer in transaction mode, clients share
+        # server connections, and psycopg's names (_pg3_0...) of two clients met there ("already
+        # exists": tests/store/test_pgbouncer.py); outside a pipeline, preparing also cost a round
+        # trip of its own on a statement's fifth run.
+        prepare_threshold=None,
         **url.connect_args(),
     )
     db.store_url = url  # type: ignore[attr-defined]  # for messages (errors.bound_path)
@@ -123,8 +128,8 @@ def open_postgres(url: StoreURL, *, target_version: int = pg_migrations.LATEST) 
     try:
         db.connect(reuse_if_open=True)
         conn = db.connection()
-        check_schema(conn, url)
-        pg_migrations.migrate(conn, target_version)
+        version = check_schema(conn, url)
+        pg_migrations.migrate(conn, target_version, version=version)  # (not read twice: a round trip each)
     except StoreError:
         db.close()
         raise
@@ -135,7 +140,8 @@ def open_postgres(url: StoreURL, *, target_version: int = pg_migrations.LATEST) 
     return db
 
 
-def check_schema(conn: object, url: StoreURL) -> None:
+def check_schema(conn: object, url: StoreURL) -> int:
+    """The schema version, once it is one this tui-agent can use (else StoreError)."""
     version = pg_migrations.current_version(conn)
     if version > pg_migrations.LATEST:
         raise StoreError(
@@ -156,3 +162,4 @@ def check_schema(conn: object, url: StoreURL) -> None:
                 f"the PostgreSQL database {url.where()} holds another program's tables and no tui-agent schema: "
                 f"create a database for tui-agent (createdb tui_agent) and use that; {NOT_CHANGED}"
             )
+    return version

@@ -152,7 +152,7 @@ class Listener:
                     connect_timeout=CONNECT_TIMEOUT_S,
                     application_name=self.application_name,
                     dbname=self.url.dbname,
-                    **self.url.connect_args(),
+                    **self.url.listener_args(),  # straight to the server (past a pooler)
                 )
             except Exception as exc:  # the server is away (or the URL wrong: the app says so itself)
                 log.info("live updates: cannot connect (%s); again in %.1f s", str(exc).splitlines()[0], delay)

@@ -195,13 +195,14 @@ def current_version(conn: Any) -> int:
         # A scan of the catalog with this statement's snapshot, not to_regclass(): that looks the name
         # up in the backend's cache, which can still hold "no such table" after another machine
         # created it (seen: a first run waiting for another's migration then called it foreign).
+        # One statement (a round trip to a server far away): the table is read only when the scan
+        # found it (query_to_xml parses its query when it runs, so a missing table is no error).
         cursor.execute(
-            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n"
+            "SELECT CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n"
             " ON n.oid = c.relnamespace WHERE c.relname = 'tui_agent_schema' AND n.nspname = current_schema())"
+            " THEN (xpath('/row/v/text()', query_to_xml('SELECT max(version) AS v FROM tui_agent_schema',"
+            " false, true, '')))[1]::text::int ELSE 0 END"
         )
-        if not cursor.fetchone()[0]:
-            return 0
-        cursor.execute("SELECT max(version) FROM tui_agent_schema")
         row = cursor.fetchone()
         return int(row[0] or 0)
 
@@ -215,10 +216,12 @@ def foreign_tables(conn: Any) -> int:
         return int(cursor.fetchone()[0])
 
 
-def migrate(conn: Any, target: int = LATEST) -> int:
+def migrate(conn: Any, target: int = LATEST, *, version: int | None = None) -> int:
     """Apply every step above the database's version up to ``target`` (``conn``: a psycopg
-    connection in autocommit mode); return the new version."""
-    version = current_version(conn)
+    connection in autocommit mode); return the new version. ``version``: the database's, read
+    already (each step reads it again under the migration lock)."""
+    if version is None:
+        version = current_version(conn)
     while version < target:
         with conn.transaction(), conn.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))

@@ -1,0 +1,117 @@
+"""Through PgBouncer in transaction mode (issue 35 item 5): many apps share a few server
+connections; a server connection goes to whichever client has a transaction to run, so nothing a
+client leaves in a server session may be counted on by the next statement. psycopg 3 prepares a
+statement on the server after its fifth run (named ``_pg3_0``, ``_pg3_1``... per client
+connection): through a pool, two clients' statements of the same name meet on one server
+connection. Debian 12's PgBouncer is 1.18, which does not track prepared statements (1.21 does,
+with ``max_prepared_statements``): the store prepares none (``pg.connect_database``)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from pg_cluster import Cluster, free_port
+
+from tui_agent.core.store import history, location, pages
+from tui_agent.core.store.db import open_store
+
+INSTALL = "PgBouncer is not installed: apt-get install pgbouncer"
+
+
+@pytest.fixture
+def bouncer(pg_cluster: Cluster) -> Iterator[int]:
+    """PgBouncer in transaction mode in front of the test cluster, with ONE server connection per
+    database (so two clients always share it); its port."""
+    program = shutil.which("pgbouncer") or ("/usr/sbin/pgbouncer" if Path("/usr/sbin/pgbouncer").exists() else None)
+    if program is None:
+        pytest.skip(INSTALL)
+    folder = Path(tempfile.mkdtemp(prefix="tui-agent-pgbouncer-", dir="/tmp"))
+    shutil.chown(folder, "postgres", "postgres")
+    port = free_port()
+    config = folder / "pgbouncer.ini"
+    config.write_text(
+        "[databases]\n"
+        f"* = host=127.0.0.1 port={pg_cluster.port} user=postgres\n"
+        "[pgbouncer]\n"
+        f"listen_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n"
+        "auth_type = any\npool_mode = transaction\ndefault_pool_size = 1\n"
+        f"logfile = {folder / 'pgbouncer.log'}\npidfile = {folder / 'pgbouncer.pid'}\n"
+    )
+    process = subprocess.Popen(["runuser", "-u", "postgres", "--", program, str(config)])
+    try:
+        deadline = time.monotonic() + 30
+        while "listening on" not in _log(folder) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        yield port
+    finally:
+        process.terminate()
+        process.wait(10)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def wait_for(condition, what: str) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + 30
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(what)
+        time.sleep(0.05)
+
+
+def _log(folder: Path) -> str:
+    try:
+        return (folder / "pgbouncer.log").read_text()
+    except OSError:
+        return ""
+
+
+def test_two_clients_sharing_one_server_connection_through_pgbouncer(pg_url, pg_cluster, bouncer):
+    """The store set up (migrated) through PgBouncer, then two clients' statements alternating on
+    its one server connection."""
+    db = open_store(location.parse(pg_url.replace(f":{pg_cluster.port}/", f":{bouncer}/")))
+    first, second = ThreadPoolExecutor(1), ThreadPoolExecutor(1)  # a connection each (peewee: per thread)
+    try:
+        mine = first.submit(history.new_conversation, "first").result().id
+        theirs = second.submit(history.new_conversation, "second").result().id
+        for i in range(8):  # past psycopg's threshold for preparing (5 runs of a statement)
+            first.submit(history.add_message, mine, "user", f"mine {i}").result()
+            second.submit(history.add_message, theirs, "user", f"theirs {i}").result()
+            page = first.submit(pages.opened, mine, 20).result()
+            assert page.title == "first" and [m.content for m in page.rows][-1] == f"mine {i}"
+            page = second.submit(pages.opened, theirs, 20).result()
+            assert page.title == "second" and len(page.rows) == i + 1
+        last = second.submit(history.last_conversation).result()
+        assert last is not None and last.id == theirs
+    finally:
+        for executor in (first, second):
+            executor.submit(db.close).result()
+            executor.shutdown()
+
+
+def test_the_listener_goes_straight_to_the_server_past_pgbouncer(pg_url, pg_cluster, bouncer):
+    """One URL for both: the store's statements through PgBouncer, the listener (LISTEN, which
+    transaction pooling does not carry) to the server named by ``listen_host``/``listen_port``."""
+    from tui_agent.core.store.pg_listen import Change, Listener
+
+    url = location.parse(
+        pg_url.replace(f":{pg_cluster.port}/", f":{bouncer}/") + f"?listen_host=127.0.0.1&listen_port={pg_cluster.port}"
+    )
+    assert "listen_port" not in url.connect_args() and url.connect_args()["port"] == bouncer
+    assert url.listener_args()["port"] == str(pg_cluster.port)
+    db = open_store(url)  # libpq would refuse an option it does not know: the store's are libpq's
+    got: list[Change] = []
+    listener = Listener(url, got.append, application_name="another machine's listener").start()
+    try:
+        wait_for(listener.connected.is_set, "the listener never connected")
+        conversation = history.new_conversation("seen live")
+        message = history.add_message(conversation.id, "user", "hello")
+        wait_for(lambda: any(c.message_id == message.id for c in got), f"the message never arrived: {got}")
+    finally:
+        listener.stop()
+        db.close()

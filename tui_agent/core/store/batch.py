@@ -1,0 +1,97 @@
+"""Statements sent together: one round trip to a PostgreSQL server far away (issue 35 item 3).
+
+``together`` runs a list of statements and returns what each returned. On PostgreSQL they go in one
+psycopg pipeline: sent at once, answered at once (a server 50 ms away costs 50 ms for all of them,
+not 50 ms each); on SQLite (a file on this machine) one after the other. A statement may use what an
+earlier one wrote (the server runs them in order), not what it returned: that comes back only at the
+end. Statements are written in SQLite's placeholder style (``portable.query``).
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import peewee as pw
+
+from tui_agent.core.store import portable
+
+log = logging.getLogger("tui_agent.store")
+Statement = tuple[str, Sequence[Any]]
+
+
+@dataclass
+class Result:
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+
+    def named(self) -> list[Any]:
+        """The rows as named tuples, with the columns' names (as peewee's ``namedtuples()``)."""
+        row_type = collections.namedtuple("Row", self.columns)  # type: ignore[misc]
+        return [row_type(*row) for row in self.rows]
+
+    def models(self, model: type[pw.Model]) -> list[Any]:
+        """Rows of ``SELECT *`` as instances of ``model``, as peewee makes them from a query."""
+        columns = model._meta.columns
+        fields = [columns.get(name) for name in self.columns]
+        made = []
+        for row in self.rows:
+            values = {
+                name: field.python_value(value) if field is not None and value is not None else value
+                for name, field, value in zip(self.columns, fields, row, strict=True)
+            }
+            made.append(model(__no_default__=1, **values))
+        return made
+
+
+def together(db: pw.Database, statements: Sequence[Statement], *, atomic: bool = False) -> list[Result]:
+    """What each statement returned (no rows for one that returns none), in order; ``atomic``:
+    all of them in one transaction. A failure raises the driver's error as peewee raises it
+    (``errors.DATABASE_ERRORS``), and rolls the transaction back."""
+    if not portable.is_postgresql(db):
+        if not atomic:
+            return [_result(db.execute_sql(*portable.query(db, sql, params))) for sql, params in statements]
+        with db.atomic():
+            return [_result(db.execute_sql(*portable.query(db, sql, params))) for sql, params in statements]
+    from tui_agent.core.store import pg, schema_guard
+    from tui_agent.core.store.errors import StoreError
+
+    reads = all(pg.is_read(sql) for sql, _ in statements)
+    if not reads and (reason := schema_guard.refusal()) is not None:
+        raise StoreError(reason)
+    sent = [portable.query(db, sql, params) for sql, params in statements]
+    if atomic:
+        sent = [("BEGIN", []), *sent, ("COMMIT", [])]
+    try:
+        results = _pipeline(db, sent)
+    except (pw.OperationalError, pw.InterfaceError) as exc:
+        # A read whose connection the server had ended goes again, once, on a new connection (as
+        # pg.ReconnectingDatabase does for one statement); a write is never sent twice.
+        if not reads or db.in_transaction() or db.is_connection_usable():
+            raise
+        log.info("the server ended the connection (%s): the reads go again on a new one", exc)
+        results = _pipeline(db, sent)
+    return results[1:-1] if atomic else results
+
+
+def _pipeline(db: pw.Database, sent: list[tuple[str, list[Any]]]) -> list[Result]:
+    conn = db.connection()  # a connection found dead is let go of first (pg.ReconnectingDatabase)
+    # peewee's own mapping of driver errors to its classes (what its cursor raises; not in its stubs).
+    with pw.ExceptionWrapper(pw.EXCEPTIONS):  # type: ignore[attr-defined]
+        try:
+            with conn.pipeline():
+                cursors = [conn.execute(sql, params) for sql, params in sent]
+        except Exception:
+            if not conn.closed:
+                conn.rollback()  # the transaction the statements opened, if any
+            raise
+        return [_result(cursor) for cursor in cursors]
+
+
+def _result(cursor: Any) -> Result:
+    if cursor.description is None:
+        return Result([], [])
+    return Result([column[0] for column in cursor.description], [tuple(row) for row in cursor.fetchall()])
