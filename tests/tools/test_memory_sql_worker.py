@@ -264,3 +264,22 @@ def test_ctrl_c_or_a_killed_parent_leaves_no_worker_behind(env, signal_name):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+@pytest.mark.slow
+async def test_the_time_limit_counts_the_query_not_the_start_up(env, tmp_path, monkeypatch):
+    """A loaded machine can take seconds to start an interpreter and import the runner: that is
+    not the query's time. A worker whose start-up takes longer than the whole old deadline (the
+    limit, the hard slack and five seconds for start-up) still answers a quick query; the limit
+    starts at its READY line. (Under load 30 the PostgreSQL runner's imports alone crossed it, and
+    every memory_sql call answered "stopped: the query ran longer than the 3s time limit".)"""
+    slow_start = tmp_path / "slow-start"
+    slow_start.mkdir()
+    limits = Limits(time_limit_s=0.5)
+    start_up_s = limits.time_limit_s + sql_worker.HARD_SLACK_S + 5.0 + 1.0
+    (slow_start / "sitecustomize.py").write_text(f"import time\ntime.sleep({start_up_s})\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(slow_start), os.environ.get("PYTHONPATH", "")]))
+    answer = await sql_worker.run_in_worker(
+        Request(str(env.vault.db_path), "SELECT 41 + 1 AS answer", limits), memory_sql.temp_dir(env.vault)
+    )
+    assert answer["ok"] and answer["rows"] == [[42]], answer

@@ -23,8 +23,12 @@ from tui_agent.core.tools.sql_run import Limits, Request, run_guarded
 
 #: PIDs of running workers (tests check that a cancelled or timed-out worker is gone).
 RUNNING: set[int] = set()
-#: Seconds the parent waits beyond the time limit (interpreter start-up on a loaded machine).
-START_SLACK_S = 5.0
+#: Seconds the worker may take to start (interpreter and imports): not the query's time, which is
+#: counted from the worker's READY line on, so a loaded machine does not cut a query short.
+START_TIMEOUT_S = 60.0
+#: Seconds the parent waits beyond the worker's own hard deadline (writing the answer).
+ANSWER_SLACK_S = 2.0
+READY = b"ready\n"
 #: Seconds the worker lives past its soft deadline before SIGALRM ends it.
 HARD_SLACK_S = 1.0
 _PASSED_ENV = frozenset({"PATH", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "LANG", "LC_ALL", "LC_CTYPE", "HOME"})
@@ -69,11 +73,7 @@ async def run_in_worker(
     try:
         if on_start is not None:
             on_start(proc.pid)
-        deadline = request.limits.time_limit_s + HARD_SLACK_S + START_SLACK_S
-        try:
-            out, err = await asyncio.wait_for(proc.communicate(payload.encode()), deadline)
-        except TimeoutError:
-            raise WorkerFailed("the query worker missed its deadline and was ended", timed_out=True) from None
+        out, err = await _exchange(proc, payload.encode(), request.limits.time_limit_s + HARD_SLACK_S + ANSWER_SLACK_S)
     finally:
         if proc.returncode is None:
             proc.kill()
@@ -91,6 +91,35 @@ async def run_in_worker(
     if not isinstance(answer, dict):
         raise WorkerFailed("the query worker gave an unreadable answer")
     return answer
+
+
+async def _exchange(proc: asyncio.subprocess.Process, payload: bytes, deadline_s: float) -> tuple[bytes, bytes]:
+    """Send the request; wait for READY (start-up), then at most ``deadline_s`` for the answer."""
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    errors = asyncio.ensure_future(proc.stderr.read())  # read all along: a full pipe would block the worker
+    try:
+        proc.stdin.write(payload)
+        try:
+            await proc.stdin.drain()
+        except ConnectionResetError:
+            pass  # the worker died at once: its exit code and stderr say why
+        proc.stdin.close()
+        try:
+            first = await asyncio.wait_for(proc.stdout.readline(), START_TIMEOUT_S)
+        except TimeoutError:
+            raise WorkerFailed(f"the query worker did not start within {START_TIMEOUT_S:g}s") from None
+        if first != READY:
+            await proc.wait()
+            return first, await errors
+        try:
+            out = await asyncio.wait_for(proc.stdout.read(), deadline_s)
+            await asyncio.wait_for(proc.wait(), deadline_s)
+        except TimeoutError:
+            raise WorkerFailed("the query worker missed its deadline and was ended", timed_out=True) from None
+        return out, await errors
+    finally:
+        if not errors.done():
+            errors.cancel()
 
 
 def _limit_process(limits: Limits, parent: int | None) -> None:
@@ -121,17 +150,19 @@ def _limit_process(limits: Limits, parent: int | None) -> None:
 def main() -> int:
     raw = json.loads(sys.stdin.buffer.read())
     limits = Limits(**raw.get("limits", {}))
-    if raw.get("postgres") is not None:  # loaded before the hard deadline starts: the server times the statement
+    request = Request(str(raw["db_path"]), str(raw["query"]), limits, raw.get("postgres"))
+    run = run_guarded
+    if request.postgres is not None:  # loaded before the deadlines start: they time the statement, not imports
         import pglast.parser  # noqa: F401
         import psycopg  # noqa: F401
-    _limit_process(limits, raw.get("parent"))
-    request = Request(str(raw["db_path"]), str(raw["query"]), limits, raw.get("postgres"))
-    if request.postgres is not None:
+
         from tui_agent.core.tools import pg_run
 
-        answer = pg_run.run_guarded(request)
-    else:
-        answer = run_guarded(request)
+        run = pg_run.run_guarded
+    _limit_process(limits, raw.get("parent"))
+    sys.stdout.buffer.write(READY)  # the parent's clock starts here
+    sys.stdout.buffer.flush()
+    answer = run(request)
     sys.stdout.buffer.write(json.dumps(answer, ensure_ascii=False).encode("utf-8", "surrogatepass"))
     sys.stdout.buffer.flush()
     return 0
