@@ -12,7 +12,7 @@ import pytest
 from memory_sql_helpers import pg_dump, sql
 
 from tui_agent.core import profiles
-from tui_agent.core.store import history
+from tui_agent.core.store import backends, history
 from tui_agent.core.store.models import Message
 from tui_agent.core.tools import memory_sql, pg_run
 from tui_agent.core.tools.pg_guard import Checked
@@ -32,7 +32,7 @@ def mem(env):
     history.add_message(
         conversation.id, "memory_tool", f'{{"rows": "{SECRET}"}}', tool_name="memory_sql", tool_call_id="c1"
     )
-    assert memory_sql.ensure_postgres_setup() == ""
+    assert backends.current().prepare_memory() == ""
     return env
 
 

@@ -9,7 +9,7 @@ import pytest
 from memory_sql_helpers import answering, contents, declined_question, sql
 
 from tui_agent.core import profiles
-from tui_agent.core.store import history
+from tui_agent.core.store import backends, history
 from tui_agent.core.store.models import Message, MessageRevision
 from tui_agent.core.tools import memory_sql, sql_worker
 from tui_agent.core.tools.sql_run import Limits, Request
@@ -85,7 +85,7 @@ async def test_a_big_update_is_counted_but_its_values_stay_on_the_server(env):
     with Message._meta.database.atomic():
         for i in range(300):
             history.add_message(conversation.id, "user", f"message {i}")
-    assert memory_sql.ensure_postgres_setup() == ""
+    assert backends.current().prepare_memory() == ""
     url = Message._meta.database.store_url
     postgres = {"connect": {"dbname": url.dbname, **url.connect_args()}, "where": url.where()}
     query = "UPDATE messages SET content = repeat('x', 60000)"

@@ -17,8 +17,9 @@ from typing import Any
 
 import peewee as pw
 
-from tui_agent.core.store import portable
+from tui_agent.core.store import backends
 from tui_agent.core.store.models import Conversation, Message, Setting
+from tui_agent.core.store.rows import upsert
 
 # Each message of one conversation with its effective parent (0: none).
 EFFECTIVE = """
@@ -26,26 +27,27 @@ eff(id, parent) AS (
     SELECT m.id, COALESCE(m.parent_id, (
         SELECT max(p.id) FROM messages p WHERE p.conversation_id = m.conversation_id AND p.id < m.id
     ), 0)
-    FROM messages m WHERE m.conversation_id = ?
+    FROM messages m WHERE m.conversation_id = {p}
 )"""
 
 # The active branch walked up from the leaf, one primary-key lookup a step (and, for a NULL parent,
 # one index lookup of the message before it), stopping as soon as the page is complete: opening or
 # paging a conversation costs the same at 50 or 50,000 messages. ``wanted`` counts the messages on
 # the path that the page can use (``id < before``); ``stop`` ends the walk at a message id (paging
-# newer: nothing at or below ``after`` can be used). Parameters: leaf, before, before, wanted, stop.
+# newer: nothing at or below ``after`` can be used). Parameters: leaf, leaf, before, before, wanted, stop
+# (``{p}``: the store's placeholder).
 PATH_SQL = """
 WITH RECURSIVE path(id, wanted) AS (
-    SELECT CAST(?1 AS BIGINT), CASE WHEN ?1 < ?2 THEN 1 ELSE 0 END
+    SELECT CAST({p} AS BIGINT), CASE WHEN {p} < {p} THEN 1 ELSE 0 END
     UNION ALL
-    SELECT step.parent, path.wanted + CASE WHEN step.parent < ?2 THEN 1 ELSE 0 END
+    SELECT step.parent, path.wanted + CASE WHEN step.parent < {p} THEN 1 ELSE 0 END
     FROM path JOIN (
         SELECT m.id AS id, COALESCE(m.parent_id, (
             SELECT max(p.id) FROM messages p WHERE p.conversation_id = m.conversation_id AND p.id < m.id
         ), 0) AS parent
         FROM messages m
     ) AS step ON step.id = path.id
-    WHERE step.parent != 0 AND path.wanted < ?3 AND step.parent > ?4
+    WHERE step.parent != 0 AND path.wanted < {p} AND step.parent > {p}
 )
 """
 NO_LIMIT = 1 << 62
@@ -55,7 +57,7 @@ NEWEST_DESCENDANT_SQL = (
     + EFFECTIVE
     + """,
 down(id, depth) AS (
-    SELECT CAST(? AS BIGINT), 0
+    SELECT CAST({p} AS BIGINT), 0
     UNION ALL
     SELECT (SELECT max(eff.id) FROM eff WHERE eff.parent = down.id), depth + 1
     FROM down WHERE EXISTS (SELECT 1 FROM eff WHERE eff.parent = down.id)
@@ -115,20 +117,22 @@ def _walk(
     leaf: int, limit: int | None, before_id: int | None, after_id: int | None, *, light: bool = False
 ) -> list[Any]:
     """The path up from ``leaf`` (see PATH_SQL), as path_messages describes."""
-    sql = PATH_SQL + "SELECT * FROM messages WHERE id IN (SELECT id FROM path)"
+    p = backends.of(Message._meta.database).param
+    sql = PATH_SQL.format(p=p) + "SELECT * FROM messages WHERE id IN (SELECT id FROM path)"
     walk_limit = limit if limit is not None and after_id is None else NO_LIMIT
-    params: list[object] = [leaf, NO_LIMIT if before_id is None else before_id, walk_limit, after_id or 0]
+    before = NO_LIMIT if before_id is None else before_id
+    params: list[object] = [leaf, leaf, before, before, walk_limit, after_id or 0]
     if before_id is not None:
-        sql += " AND id < ?"
+        sql += f" AND id < {p}"
         params.append(before_id)
     if after_id is not None:
-        sql += " AND id > ?"
+        sql += f" AND id > {p}"
         params.append(after_id)
     sql += " ORDER BY id " + ("ASC" if after_id is not None else "DESC")
     if limit is not None:
-        sql += " LIMIT ?"
+        sql += f" LIMIT {p}"
         params.append(limit)
-    query = portable.raw(Message, sql, *params)
+    query = Message.raw(sql, *params)
     rows = list(query.namedtuples() if light else query)
     return rows if after_id is not None else list(reversed(rows))
 
@@ -151,14 +155,15 @@ def siblings(message_id: int) -> list[Message]:
     message = Message.get_by_id(message_id)
     parent = effective_parent(message)
     roles = ("user",) if message.role == "user" else ("assistant",)
+    store = backends.of(Message._meta.database)
     sql = (
         "WITH RECURSIVE"
-        + EFFECTIVE
-        + " SELECT * FROM messages WHERE id IN (SELECT id FROM eff WHERE parent = ?) AND role IN ("
-        + ", ".join("?" for _ in roles)
+        + EFFECTIVE.format(p=store.param)
+        + f" SELECT * FROM messages WHERE id IN (SELECT id FROM eff WHERE parent = {store.param}) AND role IN ("
+        + store.placeholders(len(roles))
         + ") ORDER BY id"
     )
-    return list(portable.raw(Message, sql, message.conversation_id, parent, *roles))
+    return list(Message.raw(sql, message.conversation_id, parent, *roles))
 
 
 def choose(message_id: int) -> int:
@@ -171,7 +176,8 @@ def choose(message_id: int) -> int:
     if left_at is not None and _descends(left_at, message_id):
         leaf = left_at
     else:
-        cursor = portable.execute(Message._meta.database, NEWEST_DESCENDANT_SQL, (message.conversation_id, message_id))
+        store = backends.of(Message._meta.database)
+        cursor = store.execute(NEWEST_DESCENDANT_SQL.format(p=store.param), (message.conversation_id, message_id))
         leaf = int(cursor.fetchone()[0])
     set_leaf(message.conversation_id, leaf)
     return leaf
@@ -188,7 +194,7 @@ def _left_at(message_id: int) -> int | None:
 
 
 def _remember(branch_top: int, leaf: int) -> None:
-    portable.upsert(Setting, key=LEFT_AT_KEY.format(branch_top), value=str(leaf))
+    upsert(Setting, key=LEFT_AT_KEY.format(branch_top), value=str(leaf))
 
 
 def _descends(message_id: int, ancestor: int) -> bool:
@@ -247,12 +253,12 @@ def fork_parents(conversation_id: int, among: Iterable[int | None] | None = None
         return set()
     # "+conversation_id": the planner would otherwise scan the conversation's index (every message)
     # instead of looking each parent up in messages_parent.
+    store = backends.of(Message._meta.database)
     sql = (
-        "SELECT parent_id FROM messages WHERE parent_id IN ("
-        + ", ".join("?" for _ in wanted)
-        + ") AND +conversation_id = ? GROUP BY parent_id HAVING count(*) > 1"
+        f"SELECT parent_id FROM messages WHERE parent_id IN ({store.placeholders(len(wanted))})"
+        f" AND +conversation_id = {store.param} GROUP BY parent_id HAVING count(*) > 1"
     )
-    cursor = portable.execute(Message._meta.database, sql, (*wanted, conversation_id))
+    cursor = store.execute(sql, (*wanted, conversation_id))
     return {int(row[0] or 0) for row in cursor.fetchall()}
 
 

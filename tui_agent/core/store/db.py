@@ -24,13 +24,11 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 def open_store(url: StoreURL) -> pw.Database:
-    """Open the store a URL names (see store/location.py): a SQLite file or a PostgreSQL database."""
-    if url.is_postgresql:
-        from tui_agent.core.store.pg import open_postgres
+    """Open the store a URL names (see store/location.py): a SQLite file or a PostgreSQL database;
+    its peewee database (``backends.of(database)``, or ``backends.current()``: the store)."""
+    from tui_agent.core.store import backends
 
-        return open_postgres(url)
-    assert url.path is not None
-    return open_database(url.path)
+    return backends.open(url).database
 
 
 def open_database(path: Path, *, target_version: int = migrations.LATEST) -> pw.SqliteDatabase:

@@ -122,14 +122,12 @@ def is_unreachable(exc: BaseException) -> bool:
 
 def bound_path() -> str:
     """The file the models are bound to (for messages raised away from ``open_database``)."""
-    from tui_agent.core.store.models import Message
+    from tui_agent.core.store import backends
 
-    database = Message._meta.database
-    url = getattr(database, "store_url", None)
-    if url is not None:
-        return str(url.where())
-    name = getattr(database, "database", None) if database is not None else None
-    return str(name) if name else "the vault database (agent.db)"
+    try:
+        return backends.current().where()
+    except StoreError:  # none open
+        return "the vault database (agent.db)"
 
 
 def _no_space(where: str) -> bool:

@@ -6,10 +6,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tui_agent.core.store import branches, portable
+from tui_agent.core.store import backends, branches
 from tui_agent.core.store import search as search_store
 from tui_agent.core.store.models import Attachment, Conversation, Message, MessageRevision, Setting, utcnow
-from tui_agent.core.store.portable import upsert
+from tui_agent.core.store.rows import upsert
 
 LAST_CONVERSATION_KEY = "last_conversation"
 SQL_VARIABLES = 900  # per statement: older SQLite builds allow 999
@@ -86,7 +86,7 @@ def add_message(
         # (SQLite's BEGIN IMMEDIATE serializes every writer), or two machines appending at once
         # would each read the leaf the other one left.
         query = Conversation.select().where(Conversation.id == conversation_id)
-        conversation = (query.for_update() if portable.is_postgresql(db) else query).get()
+        conversation = backends.of(db).for_update(query).get()
         fields.setdefault("parent_id", branches.leaf_of(conversation_id, conversation) or 0)
         message = Message.create(conversation=conversation_id, role=role, content=content, **fields)
         for position, path in enumerate(attachments):
@@ -152,12 +152,11 @@ def attachments_for(message_ids: Sequence[int]) -> dict[int, list[str]]:
         return result
     # Plain placeholders and tuples: built by peewee, the IN list and the model instances cost more
     # than the query (a 400-message request window: ~3 ms of Python for a 0.2 ms query).
-    db = Attachment._meta.database
+    store = backends.of(Attachment._meta.database)
     for start in range(0, len(ids), SQL_VARIABLES):
         chunk = ids[start : start + SQL_VARIABLES]
-        rows = portable.execute(
-            db,
-            f"SELECT message_id, path FROM attachments WHERE message_id IN ({','.join('?' * len(chunk))})"
+        rows = store.execute(
+            f"SELECT message_id, path FROM attachments WHERE message_id IN ({store.placeholders(len(chunk))})"
             " ORDER BY message_id, position",
             chunk,
         )
@@ -169,12 +168,7 @@ def attachments_for(message_ids: Sequence[int]) -> dict[int, list[str]]:
 def search(query: str, *, before: int | None = None, limit: int = search_store.PAGE) -> search_store.Page:
     """A page of full-text hits, newest first (see store/search.py); ``before``: the cursor of the
     page before. Raises search_store.QueryError for a query with nothing to search for."""
-    db = Message._meta.database
-    if portable.is_postgresql(db):
-        from tui_agent.core.store import search_pg
-
-        return search_pg.search_page(db.connection(), query, before=before, limit=limit)
-    return search_store.search_page(db.connection(), query, before=before, limit=limit)
+    return backends.current().search(query, before=before, limit=limit)
 
 
 def search_messages(query: str, limit: int = 50) -> list[tuple[int, int, str, str]]:

@@ -11,6 +11,7 @@ parent); the parent kills it on its own deadline and whenever the awaiting task 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import os
 import sys
@@ -19,7 +20,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from tui_agent.core.tools.sql_run import Limits, Request, run_guarded
+from tui_agent.core.tools.sql_run import Limits, Request
 
 #: PIDs of running workers (tests check that a cancelled or timed-out worker is gone).
 RUNNING: set[int] = set()
@@ -53,6 +54,8 @@ async def run_in_worker(
             "limits": asdict(request.limits),
             "parent": os.getpid(),
             "postgres": request.postgres,  # on stdin: a password never shows in the process list
+            "runner": request.runner,
+            "preload": list(request.preload),
         }
     )
     proc = await asyncio.create_subprocess_exec(
@@ -121,17 +124,14 @@ def _limit_process(limits: Limits, parent: int | None) -> None:
 def main() -> int:
     raw = json.loads(sys.stdin.buffer.read())
     limits = Limits(**raw.get("limits", {}))
-    if raw.get("postgres") is not None:  # loaded before the hard deadline starts: the server times the statement
-        import pglast.parser  # noqa: F401
-        import psycopg  # noqa: F401
+    runner = str(raw.get("runner") or "tui_agent.core.tools.sql_run")
+    if not runner.startswith("tui_agent.core.tools."):
+        return 2  # only the tool's own runners
+    for module in (*raw.get("preload", ()), runner):  # loaded before the limits start
+        importlib.import_module(str(module))
     _limit_process(limits, raw.get("parent"))
-    request = Request(str(raw["db_path"]), str(raw["query"]), limits, raw.get("postgres"))
-    if request.postgres is not None:
-        from tui_agent.core.tools import pg_run
-
-        answer = pg_run.run_guarded(request)
-    else:
-        answer = run_guarded(request)
+    request = Request(str(raw["db_path"]), str(raw["query"]), limits, raw.get("postgres"), runner)
+    answer = importlib.import_module(runner).run_guarded(request)
     sys.stdout.buffer.write(json.dumps(answer, ensure_ascii=False).encode("utf-8", "surrogatepass"))
     sys.stdout.buffer.flush()
     return 0
