@@ -22,7 +22,7 @@ ALLOWED = {
     "core/store/backends/__init__.py": "picks the backend: from the URL when opening, from the database in `of`",
     "core/store/backends/sqlite.py": "the SQLite backend",
     "core/store/backends/postgres.py": "the PostgreSQL backend",
-    "core/store/db.py": "the SQLite backend's opener (file checks, WAL, its peewee database)",
+    "core/store/backends/sqlite_file.py": "the SQLite backend's opener (file checks, WAL, its peewee database)",
     "core/store/migrations.py": "the SQLite backend's schema",
     "core/store/search.py": "the SQLite backend's search (FTS5)",
     "core/store/pg.py": "the PostgreSQL backend's opener (its peewee database, reconnecting)",

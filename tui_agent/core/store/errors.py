@@ -122,12 +122,14 @@ def is_unreachable(exc: BaseException) -> bool:
 
 def bound_path() -> str:
     """The file the models are bound to (for messages raised away from ``open_database``)."""
-    from tui_agent.core.store import backends
+    from tui_agent.core.store.models import Message
 
-    try:
-        return backends.current().where()
-    except StoreError:  # none open
-        return "the vault database (agent.db)"
+    database = Message._meta.database
+    store = getattr(database, "store", None)  # the store's own value (store/backends), once asked for
+    if store is not None:
+        return str(store.where())
+    name = getattr(database, "database", None) if database is not None else None
+    return str(name) if name else "the vault database (agent.db)"
 
 
 def _no_space(where: str) -> bool:

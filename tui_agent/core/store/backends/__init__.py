@@ -32,7 +32,7 @@ def open(url: StoreURL, *, target_version: int | None = None) -> Store:  # backe
 
 def of(database: pw.Database) -> Store:
     """The store behind ``database``: the one ``open`` made, else one made for it now (a database
-    opened by store/db.py or store/pg.py directly: a copy's source, a test)."""
+    opened by sqlite_file.py or store/pg.py directly: a copy's source, a test)."""
     store = getattr(database, "store", None)
     if isinstance(store, Store):
         return store

@@ -1,4 +1,4 @@
-"""The SQLite store: one file in the vault (store/db.py opens it, store/migrations.py its schema,
+"""The SQLite store: one file in the vault (sqlite_file.py opens it, store/migrations.py its schema,
 store/search.py its FTS5 search, core/tools/sql_run.py + sql_guard.py memory_sql's runner). One
 machine writes it: there are no other writers to follow, nothing to count, and every transaction
 takes the write lock when it begins (BEGIN IMMEDIATE), which serializes writers by itself."""
@@ -43,12 +43,12 @@ class SqliteStore(Store):
 
     @classmethod
     def open(cls, url: StoreURL, *, target_version: int | None = None) -> SqliteStore:
-        from tui_agent.core.store import db, migrations
+        from tui_agent.core.store import migrations
+        from tui_agent.core.store.backends import sqlite_file
 
         assert url.path is not None
-        database = db.open_database(
-            url.path, target_version=migrations.LATEST if target_version is None else target_version
-        )
+        latest = migrations.LATEST if target_version is None else target_version
+        database = sqlite_file.open_database(url.path, target_version=latest)
         store = cls(database, url)
         database.store = store  # type: ignore[attr-defined]
         return store
@@ -56,7 +56,7 @@ class SqliteStore(Store):
     @classmethod
     def open_read_only(cls, url: StoreURL) -> SqliteStore:
         from tui_agent.core.store import migrations
-        from tui_agent.core.store.db import check_file
+        from tui_agent.core.store.backends.sqlite_file import check_file
 
         path = url.path
         assert path is not None
