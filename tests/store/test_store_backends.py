@@ -147,3 +147,14 @@ def test_the_store_of_a_database_opened_directly_is_made_once(env):
     assert backends.of(database) is backends.current()
     with pytest.raises(StoreError):
         backends.of(pw.Database(None))
+
+
+def test_migrate_again_changes_nothing_and_an_idle_connection_is_released_where_it_is_counted(env, store_backend):
+    store = backends.current()
+    before = Setting.select().count()
+    store.migrate()  # the schema is the newest already
+    assert Setting.select().count() == before
+    store.database.connect(reuse_if_open=True)
+    store.release_idle()
+    assert store.database.is_closed() == (store_backend == "postgresql")  # a server counts connections
+    assert store.health() is None  # and the next use connects again
