@@ -9,7 +9,7 @@ from typing import Any
 from tui_agent.core import events as ev
 from tui_agent.core.llm import LLMClient
 from tui_agent.core.loop import AgentLoop
-from tui_agent.core.store import portable
+from tui_agent.core.store import backends
 from tui_agent.core.store.models import Message
 from tui_agent.core.tools.base import Tool, ToolContext, ToolResult
 from tui_agent.core.tools.registry import ToolRegistry, default_registry
@@ -92,8 +92,8 @@ def rows(
     """Rows of the test's store: the SQLite file, or the PostgreSQL database the models are bound to
     (BOTH_BACKENDS tests: tests/backends.py)."""
     database = Message._meta.database
-    if database is not None and portable.is_postgresql(database):
-        return [tuple(row) for row in portable.execute(database, sql).fetchall()]
+    if database is not None and backends.of(database).shared:
+        return [tuple(row) for row in backends.of(database).execute(sql).fetchall()]
     conn = sqlite3.connect(db_path)
     try:
         return conn.execute(sql).fetchall()

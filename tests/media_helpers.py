@@ -5,22 +5,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tui_agent.core.store import media_store, portable
-from tui_agent.core.store.models import Message
+from tui_agent.core.store import backends, media_store
 
 
 def remove_picture(vault_root: Path, relative: str) -> None:
     """``media/...`` gone from the vault and, with PostgreSQL, from the database (its path row)."""
     (vault_root / relative).unlink()
     if media_store.in_database():
-        portable.execute(Message._meta.database, "DELETE FROM media_paths WHERE path = ?", (relative,))
+        store = backends.current()
+        store.execute(f"DELETE FROM media_paths WHERE path = {store.param}", (relative,))
 
 
 def damage_picture(relative: str) -> None:
     """The database's copy of ``media/...`` no longer matches its sha256 (PostgreSQL only)."""
-    portable.execute(
-        Message._meta.database,
-        "UPDATE media_blobs SET data = ? WHERE sha256 = (SELECT sha256 FROM media_paths WHERE path = ?)",
+    store = backends.current()
+    store.execute(
+        f"UPDATE media_blobs SET data = {store.param} WHERE sha256 = (SELECT sha256 FROM media_paths WHERE path = {store.param})",
         (b"\x89PNG damaged", relative),
     )
 

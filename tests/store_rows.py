@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui_agent.core.store import portable
-from tui_agent.core.store.models import Message
+from tui_agent.core.store import backends
 
 
 def rows(sql: str, *params: Any) -> list[dict[str, Any]]:
-    """``sql`` (SQLite's ``?`` placeholders) run on the bound store: each row as a dict."""
-    cursor = portable.execute(Message._meta.database, sql, params)
+    """``sql`` (``{p}`` for each placeholder: the store's own) run on the bound store: each row as a dict."""
+    store = backends.current()
+    cursor = store.execute(sql.format(p=store.param), params)
     names = [column[0] for column in cursor.description]
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 

@@ -73,7 +73,7 @@ def cli(*args: str, vault: Path, cwd: Path | None = None) -> subprocess.Complete
 async def test_b_sends_a_picture_made_in_a_to_the_model(env, tmp_path):
     conversation = await draw_in_a(env)
     made = (env.vault.root / FOX).read_bytes()
-    assert value("SELECT count(*) FROM media_paths WHERE path = ?", FOX) == 1  # written through at once
+    assert value("SELECT count(*) FROM media_paths WHERE path = {p}", FOX) == 1  # written through at once
     b = machine_b(env, tmp_path)
     assert not (b.vault.root / FOX).exists()
     profiles.set_field(env.profile, "chat_accepts_images", "yes")

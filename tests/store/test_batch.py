@@ -22,9 +22,12 @@ def test_each_statement_returns_its_rows_in_order(env):
     titles, contents, nothing = batch.together(
         db,
         [
-            ("SELECT title FROM conversations WHERE id = ?", [conversation.id]),
-            ("SELECT content FROM messages WHERE conversation_id = ? AND content LIKE '%100%'", [conversation.id]),
-            ("UPDATE conversations SET title = ? WHERE id = ?", ["renamed", conversation.id]),
+            ("SELECT title FROM conversations WHERE id = {id}", {"id": conversation.id}),
+            (
+                "SELECT content FROM messages WHERE conversation_id = {id} AND content LIKE {like}",
+                {"id": conversation.id, "like": "%100%"},
+            ),
+            ("UPDATE conversations SET title = {title} WHERE id = {id}", {"title": "renamed", "id": conversation.id}),
         ],
     )
     assert titles.rows == [("first",)] and titles.columns == ["title"]
@@ -40,10 +43,10 @@ def test_an_atomic_batch_that_fails_writes_nothing(env):
         batch.together(
             db,
             [
-                ("UPDATE conversations SET title = ? WHERE id = ?", ["lost", conversation.id]),
+                ("UPDATE conversations SET title = {title} WHERE id = {id}", {"title": "lost", "id": conversation.id}),
                 (
-                    "INSERT INTO conversations (id, title, created_at, updated_at) VALUES (?, '', '', '')",
-                    [conversation.id],
+                    "INSERT INTO conversations (id, title, created_at, updated_at) VALUES ({id}, '', '', '')",
+                    {"id": conversation.id},
                 ),
             ],
             atomic=True,
@@ -57,7 +60,7 @@ def test_an_atomic_batch_that_fails_writes_nothing(env):
 def test_rows_become_models_with_their_fields_values(env):
     conversation = history.new_conversation("models")
     message = history.add_message(conversation.id, "user", "hi", attachments=["media/a.png"])
-    (result,) = batch.together(Message._meta.database, [("SELECT * FROM messages WHERE id = ?", [message.id])])
+    (result,) = batch.together(Message._meta.database, [("SELECT * FROM messages WHERE id = {id}", {"id": message.id})])
     (row,) = result.models(Message)
     assert (row.id, row.conversation_id, row.content, row.parent_id) == (message.id, conversation.id, "hi", 0)
     assert history.attachments_for([message.id]) == {message.id: ["media/a.png"]}

@@ -72,7 +72,7 @@ def test_json_export_has_every_stored_field_and_imports_back(env, tmp_path):
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["format"] == "tui-agent-conversation" and data["conversation"]["id"] == conversation_id
-    stored = store_rows.rows("SELECT * FROM messages WHERE conversation_id=? ORDER BY id", conversation_id)
+    stored = store_rows.rows("SELECT * FROM messages WHERE conversation_id={p} ORDER BY id", conversation_id)
     assert len(data["messages"]) == len(stored) >= 4
     for exported, row in zip(data["messages"], stored, strict=True):
         for column, value in row.items():

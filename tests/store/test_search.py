@@ -13,7 +13,7 @@ import pytest
 from backends import BOTH_BACKENDS
 from history_filler import QUASAR_EVERY, fill_store
 
-from tui_agent.core.store import history, portable, search_pg
+from tui_agent.core.store import backends, history, search_pg
 from tui_agent.core.store import search as store_search
 from tui_agent.core.store.models import Message
 from tui_agent.core.tools.sql_update import apply_updates
@@ -28,7 +28,7 @@ def filled(env):
 
 
 def on_postgresql() -> bool:
-    return portable.is_postgresql(Message._meta.database)
+    return backends.current().name == "PostgreSQL"
 
 
 def conn() -> Any:

@@ -19,7 +19,7 @@ from backends import BOTH_BACKENDS
 from memory_sql_helpers import answering, is_postgresql, pg_dump, sql
 
 from tui_agent.core import profiles
-from tui_agent.core.store import history
+from tui_agent.core.store import backends, history
 from tui_agent.core.store.models import Message, MessageRevision
 from tui_agent.core.tools import memory_sql
 
@@ -43,7 +43,7 @@ def mem(env, store_backend):
     MessageRevision.create(message=hidden.id, content=f"old {SECRET}", reason="test")
     MessageRevision.create(message=1, content="an older question", reason="test")
     if is_postgresql():  # memory_sql's role and views, once: set up by its first call otherwise
-        assert memory_sql.ensure_postgres_setup() == ""
+        assert backends.current().prepare_memory() == ""
     checkpoint()
     return env
 

@@ -12,7 +12,7 @@ import pytest
 from memory_sql_helpers import pg_dump, sql
 
 from tui_agent.core import profiles
-from tui_agent.core.store import history
+from tui_agent.core.store import backends, history
 from tui_agent.core.store.models import Message
 from tui_agent.core.tools import memory_sql, pg_run
 from tui_agent.core.tools.pg_guard import Checked
@@ -32,7 +32,7 @@ def mem(env):
     history.add_message(
         conversation.id, "memory_tool", f'{{"rows": "{SECRET}"}}', tool_name="memory_sql", tool_call_id="c1"
     )
-    assert memory_sql.ensure_postgres_setup() == ""
+    assert backends.current().prepare_memory() == ""
     return env
 
 
@@ -218,3 +218,20 @@ async def test_an_update_waits_for_a_locked_message_only_as_long_as_the_lock_tim
 def test_the_model_is_told_it_writes_postgresql(mem):
     (schema,) = [s for s in default_registry().schemas() if s["function"]["name"] == "memory_sql"]
     assert schema["function"]["description"].startswith("Run ONE PostgreSQL statement (group_concat works too)")
+
+
+async def test_the_first_memory_sql_after_the_server_ended_the_connection_works(mem):
+    """Issue 35: after a restart (here ``pg_terminate_backend``, found only when the connection is
+    used) the first memory_sql failed with "terminating connection due to administrator command":
+    the store's read of memory_sql's set-up goes again, once, on a new connection."""
+    from tui_agent.core.tools.base import ToolContext
+
+    ctx = ToolContext(mem.vault, mem.reload_profile(), None)  # the turn has its profile: the tool reads first
+    db = Message._meta.database
+    pid = db.execute_sql("SELECT pg_backend_pid()").fetchone()[0]
+    with psycopg.connect(dbname=db.store_url.dbname, autocommit=True, **db.store_url.connect_args()) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    result = await default_registry().execute("memory_sql", {"query": "SELECT count(*) AS n FROM messages"}, ctx)
+    assert result.status == "ok", result.error
+    assert result.data["rows"] == [[2]]
+    assert db.execute_sql("SELECT pg_backend_pid()").fetchone()[0] != pid

@@ -24,10 +24,10 @@ from fake_openai import Reply
 from memory_sql_helpers import pg_dump
 
 from tui_agent.core import profiles
-from tui_agent.core.store import history, location, pg_memory
+from tui_agent.core.store import backends, history, location, pg_memory
 from tui_agent.core.store.db import open_store
 from tui_agent.core.store.models import Message, MessageRevision, Setting
-from tui_agent.core.tools import memory_sql, pg_run
+from tui_agent.core.tools import pg_run
 from tui_agent.core.tools.base import ToolContext
 from tui_agent.core.tools.pg_guard import Checked
 from tui_agent.core.tools.registry import default_registry
@@ -100,7 +100,7 @@ def app_user(request, pg_cluster, monkeypatch, tmp_path):
     history.add_message(
         conversation.id, "memory_tool", SECRET, tool_name="memory_sql", tool_call_id="c1", attachments=["m/p.png"]
     )
-    assert memory_sql.ensure_postgres_setup() == ""
+    assert backends.current().prepare_memory() == ""
     yield vault, request.param, pg_cluster.url(name)
     db.close()
     pg_cluster.drop_database(name)
@@ -256,7 +256,7 @@ ATTRIBUTE_CALLS = [
 async def test_attribute_notation_calls_meet_the_allow_list(env, query, words):
     conversation = history.new_conversation("c")
     history.add_message(conversation.id, "memory_tool", SECRET, tool_name="memory_sql", tool_call_id="c1")
-    assert memory_sql.ensure_postgres_setup() == ""
+    assert backends.current().prepare_memory() == ""
     profiles.set_field(env.profile, "sql_update_approval", "auto")
     before = pg_dump()
     ctx = ToolContext(env.vault, env.reload_profile(), None)

@@ -9,7 +9,7 @@ import pytest
 from memory_sql_helpers import answering, contents, declined_question, sql
 
 from tui_agent.core import profiles
-from tui_agent.core.store import history
+from tui_agent.core.store import backends, history
 from tui_agent.core.store.models import Message, MessageRevision
 from tui_agent.core.tools import memory_sql, sql_worker
 from tui_agent.core.tools.sql_run import Limits, Request
@@ -85,13 +85,13 @@ async def test_a_big_update_is_counted_but_its_values_stay_on_the_server(env):
     with Message._meta.database.atomic():
         for i in range(300):
             history.add_message(conversation.id, "user", f"message {i}")
-    assert memory_sql.ensure_postgres_setup() == ""
-    url = Message._meta.database.store_url
-    postgres = {"connect": {"dbname": url.dbname, **url.connect_args()}, "where": url.where()}
+    runner = backends.current().memory_runner()  # as memory_sql asks: the store readies the request
     query = "UPDATE messages SET content = repeat('x', 60000)"
-    answer = await sql_worker.run_in_worker(
-        Request("", query, Limits(time_limit_s=memory_sql.TIME_LIMIT_S), postgres), memory_sql.temp_dir(env.vault)
+    request = Request(
+        "", query, Limits(time_limit_s=memory_sql.TIME_LIMIT_S), runner=runner.module, preload=runner.preload
     )
+    assert runner.prepare(request) == ""
+    answer = await sql_worker.run_in_worker(request, memory_sql.temp_dir(env.vault))
     assert answer["ok"] and answer["count"] == 300 and answer["updates"] == [] and len(answer["ids"]) == 50
     assert len(answer["preview"]) == 5 and answer["preview"][0][4] == "x" * 200
     assert Message.get_by_id(1).content == "message 0"

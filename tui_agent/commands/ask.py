@@ -108,7 +108,7 @@ def _read_together(profile: Profile, conversation_id: int | None, *, last: bool)
     from tui_agent.core.store import batch
 
     quirk_key = QUIRKS_KEY + profile.base_url.rstrip("/")
-    statements: list[batch.Statement] = [("SELECT key, value FROM settings WHERE key = ?", [quirk_key])]
+    statements: list[batch.Statement] = [("SELECT key, value FROM settings WHERE key = {key}", {"key": quirk_key})]
     if last:
         statements.append(history.LAST_CONVERSATION_SQL)
     results = batch.together(Profile._meta.database, statements)

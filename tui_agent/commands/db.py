@@ -67,7 +67,9 @@ def run_db(vault_arg: str | None, args: argparse.Namespace) -> int:
         else:
             source = "the default: the vault's own file"
         print(f"store:  {visible(url.text)}")
-        print(f"kind:   {'PostgreSQL' if url.is_postgresql else 'SQLite'}")
+        from tui_agent.core.store import backends
+
+        print(f"kind:   {backends.backend_for(url).name}")
         print(f"chosen: {source}")
         return 0
     except StoreError as exc:

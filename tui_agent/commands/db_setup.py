@@ -34,7 +34,7 @@ def add_parser(dsub: argparse._SubParsersAction[argparse.ArgumentParser], common
 
 
 def run_setup(root: Path, args: argparse.Namespace, *, trusted: bool = True) -> int:
-    from tui_agent.core.store import location, pg_memory
+    from tui_agent.core.store import backends, location, pg_memory
     from tui_agent.core.store.errors import StoreError
     from tui_agent.core.textsafe import visible
 
@@ -51,14 +51,14 @@ def run_setup(root: Path, args: argparse.Namespace, *, trusted: bool = True) -> 
         except ValueError as exc:
             print(f"error: {visible(str(exc))}", file=sys.stderr)
             return 2
-        known = url.user if url.is_postgresql else None
-        default = known or os.environ.get("PGUSER") or getpass.getuser()
+        default = url.user or os.environ.get("PGUSER") or getpass.getuser()  # a SQLite URL has no user
         print(pg_memory.setup_sql(members or [default]), end="")
         return 0
-    if not url.is_postgresql:
+    backend = backends.backend_for(url)
+    if not backend.memory_needs_setup:
         print(
-            f"error: the store is SQLite ({visible(url.where())}): `db setup` is for a PostgreSQL store "
-            "(on SQLite memory_sql needs no set-up)",
+            f"error: the store is {backend.name} ({visible(url.where())}): `db setup` is for a PostgreSQL store "
+            f"(on {backend.name} memory_sql needs no set-up)",
             file=sys.stderr,
         )
         return 1
@@ -71,38 +71,21 @@ def run_setup(root: Path, args: argparse.Namespace, *, trusted: bool = True) -> 
 
 
 def _apply(url: object, members: list[str]) -> int:
-    import psycopg
-
-    from tui_agent.core.store import pg_memory
-    from tui_agent.core.store.db import open_store
+    from tui_agent.core.store import backends
     from tui_agent.core.store.errors import StoreError
     from tui_agent.core.textsafe import visible
 
-    where = url.where()  # type: ignore[attr-defined]
     try:
-        db = open_store(url)  # type: ignore[arg-type]  # the tables first: the views read them
+        store = backends.open(url)  # type: ignore[arg-type]  # the tables first: the views read them
     except StoreError as exc:
         print(f"error: {visible(str(exc))}", file=sys.stderr)
         return 1
-    user = url.user or "?"  # type: ignore[attr-defined]
     try:
-        conn = db.connection()
-        user = str(conn.info.user)
-        pg_memory.apply(conn, members or None)
-    except psycopg.Error as exc:
-        first = (str(exc).splitlines() or [type(exc).__name__])[0]
-        print(
-            f"error: PostgreSQL user {visible(user)} could not set up memory_sql in "
-            f"{visible(where)} ({visible(first)}): run it as the tables' owner with the right to create roles, "
-            "or give a DBA the SQL of `tui-agent db setup --print`",
-            file=sys.stderr,
-        )
+        done = store.set_up_memory(members)
+    except StoreError as exc:
+        print(f"error: {visible(str(exc))}", file=sys.stderr)
         return 1
     finally:
-        db.close()
-    shown = ", ".join(members or [user])
-    print(
-        f"memory_sql is set up in {visible(where)}: it runs as the role {pg_memory.ROLE} "
-        f"(member: {visible(shown)}), reading only the views of the schema {pg_memory.SCHEMA}"
-    )
+        store.close()
+    print(visible(done))
     return 0

@@ -115,16 +115,13 @@ def profile_items(profile: Profile) -> list[Item]:
 # ---------------------------------------------------------------- the store
 def store_identity() -> str:
     """The store the models are bound to, as this machine names it (never from the store's content)."""
-    from tui_agent.core.store.models import Profile
+    from tui_agent.core.store import backends
+    from tui_agent.core.store.errors import StoreError
 
-    database = Profile._meta.database
-    url = getattr(database, "store_url", None)
-    if url is not None and getattr(url, "is_postgresql", False):
-        return f"postgresql://{url.host or 'localhost'}:{url.port or 5432}/{url.dbname}"
-    name = getattr(database, "database", None)
-    if isinstance(name, str) and name:
-        return f"sqlite://{Path(name).expanduser().resolve()}"
-    return ""
+    try:
+        return backends.current().identity()
+    except StoreError:  # no store open
+        return ""
 
 
 # ------------------------------------------------------------ the approvals

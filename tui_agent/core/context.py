@@ -42,14 +42,15 @@ log = logging.getLogger("tui_agent.context")
 
 
 def _tool_rules() -> str:
-    """The rules, naming the SQL the memory tool takes: PostgreSQL's on a PostgreSQL store."""
-    from tui_agent.core.store import portable
-    from tui_agent.core.store.models import Message
+    """The rules, naming the SQL the memory tool takes on this store."""
+    from tui_agent.core.store import backends
+    from tui_agent.core.store.errors import StoreError
 
-    database = Message._meta.database
-    if database is not None and portable.is_postgresql(database):
-        return TOOL_RULES.replace("ONE SQLite SELECT", "ONE PostgreSQL SELECT")
-    return TOOL_RULES
+    try:
+        dialect = backends.current().memory_runner().dialect
+    except StoreError:  # no store open
+        return TOOL_RULES
+    return TOOL_RULES.replace("ONE SQLite SELECT", f"ONE {dialect} SELECT")
 
 
 IMAGE_TOKENS = 1000

@@ -38,7 +38,7 @@ from tui_agent.core.sse import payloads as _payloads
 from tui_agent.core.sse import sse_data as _sse_data
 from tui_agent.core.sse import whole_reply as _whole_reply
 from tui_agent.core.store.models import Profile
-from tui_agent.core.store.portable import upsert
+from tui_agent.core.store.rows import upsert
 from tui_agent.core.stream_assembly import (
     Completion,
     ReasoningDelta,

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 from urllib.parse import urlparse
 
 from tui_agent.core.store.models import Profile, Setting, utcnow
-from tui_agent.core.store.portable import upsert
+from tui_agent.core.store.rows import upsert
 
 OLLAMA_URL = "http://localhost:11434/v1"
 ACTIVE_PROFILE_KEY = "active_profile"

@@ -6,7 +6,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from tui_agent.core import profiles, trust
-from tui_agent.core.store import location, portable
+from tui_agent.core.store import backends, location
 from tui_agent.core.store.db import open_store
 from tui_agent.core.store.errors import DATABASE_ERRORS, describe
 from tui_agent.core.store.models import Profile
@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     import peewee as pw
 
 log = logging.getLogger("tui_agent")
+
+FIRST_RUN_LOCK = 0x7475_6962  # "tuib": the first run's default profile
 
 
 class Session:
@@ -54,7 +56,7 @@ def open_session(vault_arg: str | None = None) -> Session:
             # The first run (there is no profile): of many processes starting at once, exactly one
             # creates the profile (the transaction takes the write lock before it counts).
             with db.atomic():
-                portable.serialize(db, portable.FIRST_RUN_LOCK)  # PostgreSQL: machines starting at once
+                backends.of(db).serialize(FIRST_RUN_LOCK)  # machines starting at once on one server
                 profiles.ensure_default_profile()
     except DATABASE_ERRORS as exc:
         db.close()

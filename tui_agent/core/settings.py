@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tui_agent.core.store.models import Setting
-from tui_agent.core.store.portable import upsert
+from tui_agent.core.store.rows import upsert
 
 THEME_KEY = "theme"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tui_agent.core.store.models import Setting
-from tui_agent.core.store.portable import upsert
+from tui_agent.core.store.rows import upsert
 
 if TYPE_CHECKING:
     from textual.app import App

@@ -26,7 +26,7 @@ Sign = Callable[..., str]  # Guard.sign: (path, query="") -> a link that works f
 
 IMAGES_SQL = """
 SELECT a.path FROM attachments AS a JOIN messages AS m ON m.id = a.message_id
-WHERE m.conversation_id = ? ORDER BY m.id, a.position
+WHERE m.conversation_id = {p} ORDER BY m.id, a.position
 """
 
 PAGE = """<!doctype html>
@@ -53,7 +53,7 @@ def conversation_images(vault: Vault, conversation: int) -> list[str]:
     """The conversation's image paths relative to ``media/``, in order, each once, pictures there
     are: in this vault's media/, or (PostgreSQL) in the database, fetched by ``/media/`` when shown.
     Read from the store the server was started on, whichever backend it is."""
-    from tui_agent.core.store import media_store, portable
+    from tui_agent.core.store import backends, media_store
     from tui_agent.core.store.errors import DATABASE_ERRORS
     from tui_agent.core.store.models import Message
 
@@ -61,7 +61,8 @@ def conversation_images(vault: Vault, conversation: int) -> list[str]:
     if database is None:
         return []
     try:
-        rows = portable.execute(database, IMAGES_SQL, (conversation,)).fetchall()
+        store = backends.of(database)
+        rows = store.execute(IMAGES_SQL.format(p=store.param), (conversation,)).fetchall()
         in_database = media_store.in_database()
         found: list[str] = []
         for (path,) in rows:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from tui_agent.core.store.models import McpServer, McpServerProfile, Profile
-from tui_agent.core.store.portable import upsert
+from tui_agent.core.store.rows import upsert
 
 if TYPE_CHECKING:
     from tui_agent.core.approvals import Item

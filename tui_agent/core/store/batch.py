@@ -4,23 +4,22 @@
 psycopg pipeline: sent at once, answered at once (a server 50 ms away costs 50 ms for all of them,
 not 50 ms each); on SQLite (a file on this machine) one after the other. A statement may use what an
 earlier one wrote (the server runs them in order), not what it returned: that comes back only at the
-end. Statements are written in SQLite's placeholder style (``portable.query``).
+end. A statement with its parameters in a mapping names them ``{name}`` in its SQL (bound here by
+``Store.bind``: each backend writes its own placeholder); each backend runs them (``Store.together``).
 """
 
 from __future__ import annotations
 
 import collections
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import peewee as pw
 
-from tui_agent.core.store import portable
-
 log = logging.getLogger("tui_agent.store")
-Statement = tuple[str, Sequence[Any]]
+Statement = tuple[str, Any]  # SQL and its parameters: a sequence, or a mapping for named ones
 
 
 @dataclass
@@ -51,20 +50,24 @@ def together(db: pw.Database, statements: Sequence[Statement], *, atomic: bool =
     """What each statement returned (no rows for one that returns none), in order; ``atomic``:
     all of them in one transaction. A failure raises the driver's error as peewee raises it
     (``errors.DATABASE_ERRORS``), and rolls the transaction back."""
-    if not portable.is_postgresql(db):
-        if not atomic:
-            return [_result(db.execute_sql(*portable.query(db, sql, params))) for sql, params in statements]
-        with db.atomic():
-            return [_result(db.execute_sql(*portable.query(db, sql, params))) for sql, params in statements]
+    from tui_agent.core.store import backends
+
+    store = backends.of(db)
+    bound = [(store.bind(sql), params) if isinstance(params, Mapping) else (sql, params) for sql, params in statements]
+    return list(store.together(bound, atomic))
+
+
+def pipelined(db: pw.Database, statements: Sequence[Statement], atomic: bool) -> list[Result]:
+    """``together`` for a server: one psycopg pipeline (the PostgreSQL backend's)."""
     from tui_agent.core.store import pg, schema_guard
     from tui_agent.core.store.errors import StoreError
 
     reads = all(pg.is_read(sql) for sql, _ in statements)
     if not reads and (reason := schema_guard.refusal()) is not None:
         raise StoreError(reason)
-    sent = [portable.query(db, sql, params) for sql, params in statements]
+    sent = [(sql, params if params is not None else ()) for sql, params in statements]
     if atomic:
-        sent = [("BEGIN", []), *sent, ("COMMIT", [])]
+        sent = [("BEGIN", ()), *sent, ("COMMIT", ())]
     try:
         results = _pipeline(db, sent)
     except (pw.OperationalError, pw.InterfaceError) as exc:
@@ -77,7 +80,7 @@ def together(db: pw.Database, statements: Sequence[Statement], *, atomic: bool =
     return results[1:-1] if atomic else results
 
 
-def _pipeline(db: pw.Database, sent: list[tuple[str, list[Any]]]) -> list[Result]:
+def _pipeline(db: pw.Database, sent: list[tuple[str, Any]]) -> list[Result]:
     conn = db.connection()  # a connection found dead is let go of first (pg.ReconnectingDatabase)
     # peewee's own mapping of driver errors to its classes (what its cursor raises; not in its stubs).
     with pw.ExceptionWrapper(pw.EXCEPTIONS):  # type: ignore[attr-defined]
@@ -88,10 +91,11 @@ def _pipeline(db: pw.Database, sent: list[tuple[str, list[Any]]]) -> list[Result
             if not conn.closed:
                 conn.rollback()  # the transaction the statements opened, if any
             raise
-        return [_result(cursor) for cursor in cursors]
+        return [result_of(cursor) for cursor in cursors]
 
 
-def _result(cursor: Any) -> Result:
+def result_of(cursor: Any) -> Result:
+    """What a cursor returned (no rows for a statement that returns none)."""
     if cursor.description is None:
         return Result([], [])
     return Result([column[0] for column in cursor.description], [tuple(row) for row in cursor.fetchall()])

@@ -17,8 +17,9 @@ from typing import Any
 
 import peewee as pw
 
-from tui_agent.core.store import portable
+from tui_agent.core.store import backends
 from tui_agent.core.store.models import Conversation, Message, Setting
+from tui_agent.core.store.rows import upsert
 
 # Each message of one conversation with its effective parent (0: none).
 EFFECTIVE = """
@@ -26,38 +27,47 @@ eff(id, parent) AS (
     SELECT m.id, COALESCE(m.parent_id, (
         SELECT max(p.id) FROM messages p WHERE p.conversation_id = m.conversation_id AND p.id < m.id
     ), 0)
-    FROM messages m WHERE m.conversation_id = ?
+    FROM messages m WHERE m.conversation_id = {p}
 )"""
 
 # The active branch walked up from the leaf, one primary-key lookup a step (and, for a NULL parent,
 # one index lookup of the message before it), stopping as soon as the page is complete: opening or
 # paging a conversation costs the same at 50 or 50,000 messages. ``wanted`` counts the messages on
 # the path that the page can use (``id < before``); ``stop`` ends the walk at a message id (paging
-# newer: nothing at or below ``after`` can be used). Parameters: leaf, before, before, wanted, stop.
-PATH_FROM = """
+# newer: nothing at or below ``after`` can be used). Parameters: ``{start}`` is where the walk
+# starts (LEAF_START or CONVERSATION_START); before, wanted and stop are named; ``{p}`` (a leaf, then
+# before twice, wanted and stop) when formatted for positional parameters (see _walk).
+PATH_TEMPLATE = """
 WITH RECURSIVE path(id, wanted) AS (
-    SELECT start.leaf, CASE WHEN start.leaf < ?2 THEN 1 ELSE 0 END FROM {start} AS start
+    SELECT start.leaf, CASE WHEN start.leaf < {before} THEN 1 ELSE 0 END FROM {start} AS start
     UNION ALL
-    SELECT step.parent, path.wanted + CASE WHEN step.parent < ?2 THEN 1 ELSE 0 END
+    SELECT step.parent, path.wanted + CASE WHEN step.parent < {before} THEN 1 ELSE 0 END
     FROM path JOIN (
         SELECT m.id AS id, COALESCE(m.parent_id, (
             SELECT max(p.id) FROM messages p WHERE p.conversation_id = m.conversation_id AND p.id < m.id
         ), 0) AS parent
         FROM messages m
     ) AS step ON step.id = path.id
-    WHERE step.parent != 0 AND path.wanted < ?3 AND step.parent > ?4
+    WHERE step.parent != 0 AND path.wanted < {wanted} AND step.parent > {stop}
 )
 """
-PATH_SQL = PATH_FROM.format(start="(SELECT CAST(?1 AS BIGINT) AS leaf)")
-# The same walk from a conversation's leaf, read from its row in the same statement (?1: the
-# conversation's id; see leaf_of): a page costs one statement, not a read of the row first.
-PATH_OF_CONVERSATION_SQL = PATH_FROM.format(
-    start="(SELECT CAST(COALESCE(c.leaf_id, (SELECT max(m.id) FROM messages m WHERE m.conversation_id = c.id), 0)"
-    " AS BIGINT) AS leaf FROM conversations c WHERE c.id = ?1)"
+LEAF_START = "(SELECT CAST({leaf} AS BIGINT) AS leaf)"
+# The walk from a conversation's leaf, read from its row in the same statement (see leaf_of): a
+# page costs one statement, not a read of the row first.
+CONVERSATION_START = (
+    "(SELECT CAST(COALESCE(c.leaf_id, (SELECT max(m.id) FROM messages m WHERE m.conversation_id = c.id), 0)"
+    " AS BIGINT) AS leaf FROM conversations c WHERE c.id = {conversation})"
 )
-# The newest ?6 messages of that walk (older than ?5): a page, for the statements below.
+
+
+def path_sql(start: str) -> str:
+    """The walk (PATH_TEMPLATE) from ``start``, with named parameters."""
+    return PATH_TEMPLATE.replace("{start}", start)
+
+
+# The newest {limit} messages of that walk ({older}: older than {before_id}): a page, for the statements below.
 PAGE_SQL = (
-    ", page(id) AS (SELECT id FROM messages WHERE id IN (SELECT id FROM path){older} ORDER BY id DESC LIMIT ?6)\n"
+    ", page(id) AS (SELECT id FROM messages WHERE id IN (SELECT id FROM path){older} ORDER BY id DESC LIMIT {limit})\n"
 )
 NO_LIMIT = 1 << 62
 
@@ -66,7 +76,7 @@ NEWEST_DESCENDANT_SQL = (
     + EFFECTIVE
     + """,
 down(id, depth) AS (
-    SELECT CAST(? AS BIGINT), 0
+    SELECT CAST({p} AS BIGINT), 0
     UNION ALL
     SELECT (SELECT max(eff.id) FROM eff WHERE eff.parent = down.id), depth + 1
     FROM down WHERE EXISTS (SELECT 1 FROM eff WHERE eff.parent = down.id)
@@ -125,32 +135,45 @@ def messages_above(message_id: int, limit: int) -> list[Message]:
 def _walk(
     leaf: int, limit: int | None, before_id: int | None, after_id: int | None, *, light: bool = False
 ) -> list[Any]:
-    """The path up from ``leaf`` (see PATH_SQL), as path_messages describes."""
-    sql = PATH_SQL + "SELECT * FROM messages WHERE id IN (SELECT id FROM path)"
-    walk_limit = limit if limit is not None and after_id is None else NO_LIMIT
-    params: list[object] = [leaf, NO_LIMIT if before_id is None else before_id, walk_limit, after_id or 0]
+    """The path up from ``leaf`` (see PATH_TEMPLATE), as path_messages describes."""
+    sql = path_sql(LEAF_START) + "SELECT * FROM messages WHERE id IN (SELECT id FROM path)"
+    values: dict[str, object] = {
+        "leaf": leaf,
+        "before": NO_LIMIT if before_id is None else before_id,
+        "wanted": limit if limit is not None and after_id is None else NO_LIMIT,
+        "stop": after_id or 0,
+        "before_id": before_id,
+        "after_id": after_id,
+        "limit": limit,
+    }
     if before_id is not None:
-        sql += " AND id < ?"
-        params.append(before_id)
+        sql += " AND id < {before_id}"
     if after_id is not None:
-        sql += " AND id > ?"
-        params.append(after_id)
+        sql += " AND id > {after_id}"
     sql += " ORDER BY id " + ("ASC" if after_id is not None else "DESC")
     if limit is not None:
-        sql += " LIMIT ?"
-        params.append(limit)
-    query = portable.raw(Message, sql, *params)
+        sql += " LIMIT {limit}"
+    text, params = backends.of(Message._meta.database).positional(sql, values)
+    query = Message.raw(text, *params)  # peewee's raw query takes its parameters in order
     rows = list(query.namedtuples() if light else query)
     return rows if after_id is not None else list(reversed(rows))
 
 
-def page_statements(conversation_id: int, limit: int, before_id: int | None = None) -> list[tuple[str, list[Any]]]:
+def page_statements(conversation_id: int, limit: int, before_id: int | None = None) -> list[tuple[str, dict[str, Any]]]:
     """Three statements reading the newest ``limit`` messages of a conversation's active branch
     (older than ``before_id``), which go to the server together (store/batch.py): the messages
     (``SELECT *``, oldest first), their pictures (message id, path) in order, and the children of
     their parents (id, parent id, role), where their alternatives are (see :func:`alternatives_in`)."""
-    params = [conversation_id, NO_LIMIT if before_id is None else before_id, limit, 0, before_id, limit]
-    page = PATH_OF_CONVERSATION_SQL + PAGE_SQL.format(older=" AND id < ?5" if before_id is not None else "")
+    params = {
+        "conversation": conversation_id,
+        "before": NO_LIMIT if before_id is None else before_id,
+        "wanted": limit,
+        "stop": 0,
+        "before_id": before_id,
+        "limit": limit,
+    }
+    older = " AND id < {before_id}" if before_id is not None else ""
+    page = path_sql(CONVERSATION_START) + PAGE_SQL.replace("{older}", older)
     return [
         (page + "SELECT * FROM messages WHERE id IN (SELECT id FROM page) ORDER BY id", params),
         (
@@ -161,26 +184,25 @@ def page_statements(conversation_id: int, limit: int, before_id: int | None = No
         (
             # "+conversation_id": each parent is looked up in messages_parent (see fork_parents).
             page + "SELECT id, parent_id, role FROM messages WHERE parent_id IN"
-            " (SELECT parent_id FROM messages WHERE id IN (SELECT id FROM page)) AND +conversation_id = ?1"
+            " (SELECT parent_id FROM messages WHERE id IN (SELECT id FROM page)) AND +conversation_id = {conversation}"
             " ORDER BY id",
             params,
         ),
     ]
 
 
-def children_statement(conversation_id: int, parent_id: int | None = None) -> tuple[str, list[Any]]:
+def children_statement(conversation_id: int, parent_id: int | None = None) -> tuple[str, dict[str, Any]]:
     """A statement reading the children (id, parent id, role) of ``parent_id``, or (None) of the
     parent of the conversation's leaf: with :func:`alternatives_in`, the alternatives of a message
     just written, read in the same round trip as the write."""
     if parent_id is None:
-        parent = "(SELECT parent_id FROM messages WHERE id = (SELECT leaf_id FROM conversations WHERE id = ?1))"
-        return f"SELECT id, parent_id, role FROM messages WHERE parent_id = {parent} AND +conversation_id = ?1", [
-            conversation_id
-        ]
-    return "SELECT id, parent_id, role FROM messages WHERE parent_id = ?2 AND +conversation_id = ?1", [
-        conversation_id,
-        parent_id,
-    ]
+        parent = (
+            "(SELECT parent_id FROM messages WHERE id = (SELECT leaf_id FROM conversations WHERE id = {conversation}))"
+        )
+    else:
+        parent = "{parent}"
+    sql = f"SELECT id, parent_id, role FROM messages WHERE parent_id = {parent} AND +conversation_id = {{conversation}}"
+    return sql, {"conversation": conversation_id, "parent": parent_id}
 
 
 def alternatives_in(rows: Iterable[Any], children: Iterable[tuple[Any, ...]]) -> dict[int, list[int]]:
@@ -221,14 +243,15 @@ def siblings(message_id: int) -> list[Message]:
     message = Message.get_by_id(message_id)
     parent = effective_parent(message)
     roles = ("user",) if message.role == "user" else ("assistant",)
+    store = backends.of(Message._meta.database)
     sql = (
         "WITH RECURSIVE"
-        + EFFECTIVE
-        + " SELECT * FROM messages WHERE id IN (SELECT id FROM eff WHERE parent = ?) AND role IN ("
-        + ", ".join("?" for _ in roles)
+        + EFFECTIVE.format(p=store.param)
+        + f" SELECT * FROM messages WHERE id IN (SELECT id FROM eff WHERE parent = {store.param}) AND role IN ("
+        + store.placeholders(len(roles))
         + ") ORDER BY id"
     )
-    return list(portable.raw(Message, sql, message.conversation_id, parent, *roles))
+    return list(Message.raw(sql, message.conversation_id, parent, *roles))
 
 
 def choose(message_id: int) -> int:
@@ -241,7 +264,8 @@ def choose(message_id: int) -> int:
     if left_at is not None and _descends(left_at, message_id):
         leaf = left_at
     else:
-        cursor = portable.execute(Message._meta.database, NEWEST_DESCENDANT_SQL, (message.conversation_id, message_id))
+        store = backends.of(Message._meta.database)
+        cursor = store.execute(NEWEST_DESCENDANT_SQL.format(p=store.param), (message.conversation_id, message_id))
         leaf = int(cursor.fetchone()[0])
     set_leaf(message.conversation_id, leaf)
     return leaf
@@ -258,7 +282,7 @@ def _left_at(message_id: int) -> int | None:
 
 
 def _remember(branch_top: int, leaf: int) -> None:
-    portable.upsert(Setting, key=LEFT_AT_KEY.format(branch_top), value=str(leaf))
+    upsert(Setting, key=LEFT_AT_KEY.format(branch_top), value=str(leaf))
 
 
 def _descends(message_id: int, ancestor: int) -> bool:
@@ -317,12 +341,12 @@ def fork_parents(conversation_id: int, among: Iterable[int | None] | None = None
         return set()
     # "+conversation_id": the planner would otherwise scan the conversation's index (every message)
     # instead of looking each parent up in messages_parent.
+    store = backends.of(Message._meta.database)
     sql = (
-        "SELECT parent_id FROM messages WHERE parent_id IN ("
-        + ", ".join("?" for _ in wanted)
-        + ") AND +conversation_id = ? GROUP BY parent_id HAVING count(*) > 1"
+        f"SELECT parent_id FROM messages WHERE parent_id IN ({store.placeholders(len(wanted))})"
+        f" AND +conversation_id = {store.param} GROUP BY parent_id HAVING count(*) > 1"
     )
-    cursor = portable.execute(Message._meta.database, sql, (*wanted, conversation_id))
+    cursor = store.execute(sql, (*wanted, conversation_id))
     return {int(row[0] or 0) for row in cursor.fetchall()}
 
 

@@ -14,21 +14,13 @@ if TYPE_CHECKING:
 def origin() -> str | None:
     """What this process's own writes carry (its changes are skipped), or None when the store has
     nothing to follow (SQLite)."""
-    from tui_agent.core.store.models import Message
+    from tui_agent.core.store import backends
 
-    url = getattr(Message._meta.database, "store_url", None)
-    if url is None or not url.is_postgresql:
-        return None
-    from tui_agent.core.store.pg import application_name
-
-    return application_name()
+    return backends.current().origin()
 
 
-def listen(on_change: Callable[[Change], None], *, alive: Callable[[], bool]) -> Listener:
+def listen(on_change: Callable[[Change], None], *, alive: Callable[[], bool]) -> Listener | None:
     """Start following (only when :func:`origin` is not None): ``on_change`` runs on the listener's thread."""
-    from tui_agent.core.store.models import Message
-    from tui_agent.core.store.pg import application_name
-    from tui_agent.core.store.pg_listen import Listener
+    from tui_agent.core.store import backends
 
-    url = Message._meta.database.store_url
-    return Listener(url, on_change, alive=alive, application_name=application_name() + " listen").start()
+    return backends.current().listen(on_change, alive=alive)

@@ -26,12 +26,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import quote
 
 import peewee as pw
 
+from tui_agent.core.store import backends
 from tui_agent.core.store import copy_tables as tables
-from tui_agent.core.store import migrations, pg_migrations
 from tui_agent.core.store.copy_media import Pictures, picture_paths, safe_relative
 from tui_agent.core.store.errors import DATABASE_ERRORS, StoreError, describe
 from tui_agent.core.store.location import StoreURL
@@ -117,20 +116,7 @@ def open_source(url: StoreURL) -> pw.Database:
     """The source, read-only, checked to be a tui-agent store this tui-agent can read."""
     where = url.where()
     try:
-        if url.path is not None:
-            return _named_in_errors(_open_sqlite_source(url.path), where)
-        from tui_agent.core.store.pg import connect_database
-
-        db = connect_database(url)
-        try:
-            db.connect()
-            version = pg_migrations.current_version(db.connection())
-            _check_version(version, pg_migrations.LATEST, where, db)
-            db.execute_sql("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
-        except DATABASE_ERRORS:
-            db.close()
-            raise
-        return _named_in_errors(db, where)
+        return _named_in_errors(backends.backend_for(url).open_read_only(url).database, where)
     except StoreError:
         raise
     except DATABASE_ERRORS as exc:
@@ -150,38 +136,6 @@ def _named_in_errors(db: pw.Database, where: str) -> pw.Database:
 
     db.execute_sql = execute_sql  # type: ignore[method-assign]
     return db
-
-
-def _open_sqlite_source(path: Path) -> pw.Database:
-    from tui_agent.core.store.db import check_file
-
-    if not path.is_file():
-        what = "a folder" if path.is_dir() else "no such file"
-        raise StoreError(f"the source {path} is not a tui-agent store ({what})")
-    check_file(path)
-    db = pw.SqliteDatabase(f"file:{quote(str(path))}?mode=ro", uri=True, pragmas={"query_only": 1})
-    db.connect()
-    version, count = db.execute_sql(
-        "SELECT (SELECT user_version FROM pragma_user_version),"
-        " (SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%')"
-    ).fetchone()
-    if version == 0 and count:
-        db.close()
-        raise StoreError(f"the source {path} is a SQLite database of another program, not a tui-agent store")
-    _check_version(int(version), migrations.LATEST, str(path), db)
-    return db
-
-
-def _check_version(version: int, latest: int, where: str, db: pw.Database) -> None:
-    if version == 0:
-        db.close()
-        raise StoreError(f"the source {where} is not a tui-agent store (it has no tui-agent schema)")
-    if version > latest:
-        db.close()
-        raise StoreError(
-            f"the source {where} was written by a newer tui-agent (schema {version}, this one knows {latest}): "
-            "upgrade tui-agent (pip install -U tui-agent) and copy again"
-        )
 
 
 def open_destination(url: StoreURL) -> pw.Database:
@@ -213,7 +167,7 @@ def copy_store(
         dst = open_destination(destination_url)
         try:
             src_root = vault_of(source_url, current_vault)
-            dst_root = None if destination_url.is_postgresql else vault_of(destination_url, current_vault)
+            dst_root = None if backends.of(dst).keeps_pictures else vault_of(destination_url, current_vault)
             return _copy(src, dst, src_root, dst_root, progress or _Quiet())
         except StoreError:
             raise
@@ -230,13 +184,8 @@ def copy_store(
 @contextmanager
 def _snapshot(src: pw.Database) -> Iterator[None]:
     """One read transaction on the source: both passes see the same rows."""
-    from tui_agent.core.store import portable
-
-    portable.execute(src, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" if portable.is_postgresql(src) else "BEGIN")
-    try:
+    with backends.of(src).snapshot():
         yield
-    finally:
-        portable.execute(src, "ROLLBACK")
 
 
 def _plans(src: pw.Database, dst: pw.Database) -> list[_Plan]:

@@ -14,7 +14,7 @@ from pathlib import Path, PurePosixPath
 
 import peewee as pw
 
-from tui_agent.core.store import portable
+from tui_agent.core.store import backends
 from tui_agent.core.store.copy_tables import columns
 from tui_agent.core.store.media_store import MIME_BY_SUFFIX
 from tui_agent.core.store.models import utcnow
@@ -40,16 +40,16 @@ def _inside(root: Path, path: str) -> Path | None:
 
 
 def _has_media_tables(db: pw.Database) -> bool:
-    return portable.is_postgresql(db) and columns(db, "media_paths") is not None
+    return backends.of(db).keeps_pictures and columns(db, "media_paths") is not None
 
 
 def picture_paths(db: pw.Database) -> list[str]:
     """Every picture a store names: its attachments' paths and, in PostgreSQL, its ``media_paths``."""
     found: set[str] = set()
     if columns(db, "attachments") is not None:
-        found.update(str(row[0]) for row in portable.execute(db, "SELECT DISTINCT path FROM attachments").fetchall())
+        found.update(str(row[0]) for row in backends.of(db).execute("SELECT DISTINCT path FROM attachments").fetchall())
     if _has_media_tables(db):
-        found.update(str(row[0]) for row in portable.execute(db, "SELECT path FROM media_paths").fetchall())
+        found.update(str(row[0]) for row in backends.of(db).execute("SELECT path FROM media_paths").fetchall())
     return sorted(found)
 
 
@@ -58,7 +58,7 @@ def _digests(db: pw.Database) -> dict[str, tuple[str, str]]:
     if not _has_media_tables(db):
         return {}
     sql = "SELECT p.path, b.sha256, b.mime FROM media_paths p JOIN media_blobs b ON b.sha256 = p.sha256"
-    return {str(path): (str(sha), str(mime)) for path, sha, mime in portable.execute(db, sql).fetchall()}
+    return {str(path): (str(sha), str(mime)) for path, sha, mime in backends.of(db).execute(sql).fetchall()}
 
 
 def sha256_file(path: Path) -> str:
@@ -101,8 +101,12 @@ class Pictures:
         """The picture's bytes and type, None when this side does not have it."""
         mime = MIME_BY_SUFFIX.get(PurePosixPath(path).suffix.lower(), "application/octet-stream")
         if path in self.stored:
-            sql = "SELECT b.data FROM media_paths p JOIN media_blobs b ON b.sha256 = p.sha256 WHERE p.path = ?"
-            row = portable.execute(self.db, sql, (path,)).fetchone()
+            store = backends.of(self.db)
+            sql = (
+                "SELECT b.data FROM media_paths p JOIN media_blobs b ON b.sha256 = p.sha256"
+                f" WHERE p.path = {store.param}"
+            )
+            row = store.execute(sql, (path,)).fetchone()
             if row is not None:
                 data, digest = bytes(row[0]), self.stored[path][0]
                 if hashlib.sha256(data).hexdigest() != digest:  # stored by content hash: anything else is damage
@@ -124,16 +128,17 @@ class Pictures:
     def write(self, path: str, data: bytes, mime: str) -> bool:
         """Keep the picture (never over another one); False when the path was taken meanwhile by
         the same bytes (another copy got there first)."""
-        if portable.is_postgresql(self.db):
+        store = backends.of(self.db)
+        if store.keeps_pictures:
             digest = hashlib.sha256(data).hexdigest()
-            portable.execute(
-                self.db,
-                "INSERT INTO media_blobs (sha256, size, mime, data, created_at) VALUES (?, ?, ?, ?, ?)"
+            store.execute(
+                f"INSERT INTO media_blobs (sha256, size, mime, data, created_at) VALUES ({store.placeholders(5)})"
                 " ON CONFLICT (sha256) DO NOTHING",
                 (digest, len(data), mime, data, utcnow()),
             )
-            portable.execute(
-                self.db, "INSERT INTO media_paths (path, sha256, created_at) VALUES (?, ?, ?)", (path, digest, utcnow())
+            store.execute(
+                f"INSERT INTO media_paths (path, sha256, created_at) VALUES ({store.placeholders(3)})",
+                (path, digest, utcnow()),
             )
             return True
         assert self.root is not None

@@ -13,7 +13,7 @@ from typing import Any
 
 import peewee as pw
 
-from tui_agent.core.store import portable
+from tui_agent.core.store import backends
 
 PAGE_ROWS = 1000
 
@@ -59,15 +59,8 @@ def kind_of(declared: str) -> str:
 
 def columns(db: pw.Database, table: str) -> dict[str, str] | None:
     """Column name -> kind, in the table's order; None when the store has no such table (an older schema)."""
-    if portable.is_postgresql(db):
-        sql = (
-            "SELECT column_name, data_type FROM information_schema.columns"
-            " WHERE table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position"
-        )
-    else:
-        sql = "SELECT name, type FROM pragma_table_info(?)"
-    found = portable.execute(db, sql, (table,)).fetchall()
-    return {str(name): kind_of(str(declared or "")) for name, declared in found} or None
+    found = backends.of(db).columns(table)
+    return {name: kind_of(declared) for name, declared in found.items()} if found is not None else None
 
 
 def _float_text(value: float) -> str:
@@ -113,7 +106,7 @@ def row_canon(row: Sequence[Any], kinds: Sequence[str]) -> tuple[Any, ...]:
 
 
 def count(db: pw.Database, table: str) -> int:
-    return int(portable.execute(db, f"SELECT count(*) FROM {quoted(table)}").fetchone()[0])
+    return int(backends.of(db).execute(f"SELECT count(*) FROM {quoted(table)}").fetchone()[0])
 
 
 def pages(
@@ -124,7 +117,7 @@ def pages(
     listed = ", ".join(quoted(name) for name in names)
     key = ", ".join(quoted(name) for name in table.key)
     at = [names.index(name) for name in table.key]
-    marks = ", ".join("?" * len(table.key))
+    marks = backends.of(db).placeholders(len(table.key))
     after: tuple[Any, ...] | None = None
     while True:
         if after is None:
@@ -132,7 +125,7 @@ def pages(
         else:
             sql = f"SELECT {listed} FROM {quoted(table.name)} WHERE ({key}) > ({marks}) ORDER BY {key} LIMIT {size}"
             params = after
-        rows = [tuple(row) for row in portable.execute(db, sql, params).fetchall()]
+        rows = [tuple(row) for row in backends.of(db).execute(sql, params).fetchall()]
         if not rows:
             return
         yield rows
@@ -150,12 +143,11 @@ def existing(
     listed = ", ".join(quoted(name) for name in names)
     at = [names.index(name) for name in table.key]
     if len(table.key) == 1:
-        sql = (
-            f"SELECT {listed} FROM {quoted(table.name)} WHERE {quoted(table.key[0])} IN ({', '.join('?' * len(keys))})"
-        )
-        found = portable.execute(db, sql, [key[0] for key in keys]).fetchall()
+        marks = backends.of(db).placeholders(len(keys))
+        sql = f"SELECT {listed} FROM {quoted(table.name)} WHERE {quoted(table.key[0])} IN ({marks})"
+        found = backends.of(db).execute(sql, [key[0] for key in keys]).fetchall()
     else:  # a small table (MCP switches per profile): read it whole
-        found = portable.execute(db, f"SELECT {listed} FROM {quoted(table.name)}").fetchall()
+        found = backends.of(db).execute(f"SELECT {listed} FROM {quoted(table.name)}").fetchall()
     wanted = set(keys)
     result = {}
     for row in found:
@@ -171,7 +163,7 @@ def unique_values(db: pw.Database, table: Table) -> dict[Any, tuple[Any, ...]]:
         return {}
     key = ", ".join(quoted(name) for name in table.key)
     sql = f"SELECT {quoted(table.unique)}, {key} FROM {quoted(table.name)}"
-    return {row[0]: tuple(row[1:]) for row in portable.execute(db, sql).fetchall()}
+    return {row[0]: tuple(row[1:]) for row in backends.of(db).execute(sql).fetchall()}
 
 
 def insert(db: pw.Database, table: str, names: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
@@ -179,25 +171,16 @@ def insert(db: pw.Database, table: str, names: Sequence[str], rows: Sequence[Seq
     if not rows:
         return
     listed = ", ".join(quoted(name) for name in names)
-    sql = f"INSERT INTO {quoted(table)} ({listed}) VALUES ({', '.join('?' * len(names))})"
-    text, _ = portable.query(db, sql, [None] * len(names))
+    sql = f"INSERT INTO {quoted(table)} ({listed}) VALUES ({backends.of(db).placeholders(len(names))})"
     cursor = db.cursor()
     try:
-        cursor.executemany(text, rows)
+        cursor.executemany(sql, rows)
     finally:
         cursor.close()
 
 
 def move_identity(db: pw.Database, table: Table) -> None:
-    """PostgreSQL: move the table's id sequence past the highest id, so that rows made after the
-    copy do not take an id the copy used (SQLite numbers from the highest id by itself)."""
-    if not (table.identity and portable.is_postgresql(db)):
-        return
-    sequence = portable.execute(db, "SELECT pg_get_serial_sequence(?, ?)", (table.name, table.key[0])).fetchone()[0]
-    if not sequence:
-        return
-    highest = portable.execute(db, f"SELECT max({quoted(table.key[0])}) FROM {quoted(table.name)}").fetchone()[0]
-    last, called = portable.execute(db, f"SELECT last_value, is_called FROM {sequence}").fetchone()
-    next_free = last + 1 if called else last
-    if highest is not None and highest >= next_free:
-        portable.execute(db, "SELECT setval(?, ?)", (sequence, highest))
+    """Rows were copied with their ids: the store's next ids come after them (PostgreSQL's id
+    sequence is moved past the highest id; SQLite numbers from the highest id by itself)."""
+    if table.identity:
+        backends.of(db).after_copy(table.name, table.key[0])

@@ -125,9 +125,9 @@ def bound_path() -> str:
     from tui_agent.core.store.models import Message
 
     database = Message._meta.database
-    url = getattr(database, "store_url", None)
-    if url is not None:
-        return str(url.where())
+    store = getattr(database, "store", None)  # the store's own value (store/backends), once asked for
+    if store is not None:
+        return str(store.where())
     name = getattr(database, "database", None) if database is not None else None
     return str(name) if name else "the vault database (agent.db)"
 

@@ -6,10 +6,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tui_agent.core.store import batch, branches, portable
+from tui_agent.core.store import backends, batch, branches
 from tui_agent.core.store import search as search_store
 from tui_agent.core.store.models import Attachment, Conversation, Message, MessageRevision, Setting, utcnow
-from tui_agent.core.store.portable import upsert
+from tui_agent.core.store.rows import upsert
 
 LAST_CONVERSATION_KEY = "last_conversation"
 SQL_VARIABLES = 900  # per statement: older SQLite builds allow 999
@@ -28,10 +28,10 @@ def remember_conversation(conversation_id: int) -> None:
 # One statement: the remembered conversation (when the setting holds a number), then the newest.
 LAST_CONVERSATION_SQL: batch.Statement = (
     "SELECT *, 0 AS newest FROM conversations WHERE id = (SELECT CASE WHEN value <> ''"
-    " AND trim(value, '0123456789') = '' THEN CAST(value AS BIGINT) END FROM settings WHERE key = ?)"
+    " AND trim(value, '0123456789') = '' THEN CAST(value AS BIGINT) END FROM settings WHERE key = {key})"
     " UNION ALL SELECT * FROM (SELECT *, 1 AS newest FROM conversations"
     " ORDER BY updated_at DESC, id DESC LIMIT 1) AS newest ORDER BY newest",
-    [LAST_CONVERSATION_KEY],
+    {"key": LAST_CONVERSATION_KEY},
 )
 
 
@@ -112,44 +112,35 @@ def append(
         if key in fields and not isinstance(fields[key], (str, type(None))):
             fields[key] = json.dumps(fields[key])
     values: dict[str, Any] = {"content": content, "status": "complete", "created_at": utcnow(), **fields}
-    columns = ["conversation_id", "role"] + [Message._meta.fields[name].column_name for name in values]
-    params = [conversation_id, role, *values.values()]
-    placeholders = ["?"] * len(params)
+    names = {name: Message._meta.fields[name].column_name for name in values}
+    params: dict[str, Any] = {"conversation": conversation_id, "role": role, **values}
+    columns = ["conversation_id", "role", *names.values()]
+    given = ["{conversation}", "{role}", *(f"{{{name}}}" for name in names)]
     if "parent_id" not in fields:
         # The conversation's leaf, read in the statement (branches.leaf_of: NULL is the newest message).
         columns.append("parent_id")
-        placeholders.append(
+        given.append(
             "(SELECT COALESCE(c.leaf_id, (SELECT max(m.id) FROM messages m WHERE m.conversation_id = c.id), 0)"
-            " FROM conversations c WHERE c.id = ?)"
+            " FROM conversations c WHERE c.id = {conversation})"
         )
-        params.append(conversation_id)
     db = Message._meta.database
-    statements: list[batch.Statement] = []
-    if portable.is_postgresql(db):
-        # One writer per conversation at a time: the row is locked for this transaction (SQLite's
-        # BEGIN IMMEDIATE serializes every writer), or two machines appending at once would each
-        # read the leaf the other one left.
-        statements.append(("SELECT id FROM conversations WHERE id = ? FOR UPDATE", [conversation_id]))
-        new_id = "currval(pg_get_serial_sequence('messages', 'id'))"
-    else:
-        new_id = "last_insert_rowid()"
-    statements.append(
-        (f"INSERT INTO messages ({', '.join(columns)}) VALUES ({', '.join(placeholders)}) RETURNING *", params)
-    )
+    store = backends.of(db)
+    statements: list[batch.Statement] = [(sql, params) for sql in store.row_lock("conversations", "conversation")]
+    statements.append((f"INSERT INTO messages ({', '.join(columns)}) VALUES ({', '.join(given)}) RETURNING *", params))
     title = _title_from(content) if role == "user" and content.strip() else ""
     statements.append(
         (
-            f"UPDATE conversations SET title = CASE WHEN title = '' AND ? <> '' THEN ? ELSE title END,"
-            f" updated_at = ?, leaf_id = {new_id} WHERE id = ? RETURNING title",
-            [title, title, utcnow(), conversation_id],
+            "UPDATE conversations SET title = CASE WHEN title = '' AND {title} <> '' THEN {title} ELSE title END,"
+            f" updated_at = {{now}}, leaf_id = {store.last_id('messages')} WHERE id = {{conversation}} RETURNING title",
+            {"title": title, "now": utcnow(), "conversation": conversation_id},
         )
     )
     for position, path in enumerate(attachments):
         statements.append(
             (
                 "INSERT INTO attachments (message_id, position, path, mime)"
-                " VALUES ((SELECT leaf_id FROM conversations WHERE id = ?), ?, ?, ?)",
-                [conversation_id, position, path, _mime(path)],
+                " VALUES ((SELECT leaf_id FROM conversations WHERE id = {conversation}), {position}, {path}, {mime})",
+                {"conversation": conversation_id, "position": position, "path": path, "mime": _mime(path)},
             )
         )
     results = batch.together(db, [*statements, *then], atomic=True)
@@ -172,9 +163,9 @@ def update_message(message: Message, *, then: Sequence[batch.Statement] = (), **
     if not then:
         message.save(only=[getattr(Message, key) for key in fields])
         return []
-    columns = ", ".join(f"{Message._meta.fields[key].column_name} = ?" for key in fields)
-    values = [Message._meta.fields[key].db_value(value) for key, value in fields.items()]
-    update = (f"UPDATE messages SET {columns} WHERE id = ?", [*values, message.id])
+    columns = ", ".join(f"{Message._meta.fields[key].column_name} = {{{key}}}" for key in fields)
+    values = {key: Message._meta.fields[key].db_value(value) for key, value in fields.items()}
+    update = (f"UPDATE messages SET {columns} WHERE id = {{message_id_}}", {**values, "message_id_": message.id})
     return batch.together(Message._meta.database, [update, *then])[1:]
 
 
@@ -220,12 +211,11 @@ def attachments_for(message_ids: Sequence[int]) -> dict[int, list[str]]:
         return result
     # Plain placeholders and tuples: built by peewee, the IN list and the model instances cost more
     # than the query (a 400-message request window: ~3 ms of Python for a 0.2 ms query).
-    db = Attachment._meta.database
+    store = backends.of(Attachment._meta.database)
     for start in range(0, len(ids), SQL_VARIABLES):
         chunk = ids[start : start + SQL_VARIABLES]
-        rows = portable.execute(
-            db,
-            f"SELECT message_id, path FROM attachments WHERE message_id IN ({','.join('?' * len(chunk))})"
+        rows = store.execute(
+            f"SELECT message_id, path FROM attachments WHERE message_id IN ({store.placeholders(len(chunk))})"
             " ORDER BY message_id, position",
             chunk,
         )
@@ -237,12 +227,7 @@ def attachments_for(message_ids: Sequence[int]) -> dict[int, list[str]]:
 def search(query: str, *, before: int | None = None, limit: int = search_store.PAGE) -> search_store.Page:
     """A page of full-text hits, newest first (see store/search.py); ``before``: the cursor of the
     page before. Raises search_store.QueryError for a query with nothing to search for."""
-    db = Message._meta.database
-    if portable.is_postgresql(db):
-        from tui_agent.core.store import search_pg
-
-        return search_pg.search_page(db.connection(), query, before=before, limit=limit)
-    return search_store.search_page(db.connection(), query, before=before, limit=limit)
+    return backends.current().search(query, before=before, limit=limit)
 
 
 def search_messages(query: str, limit: int = 50) -> list[tuple[int, int, str, str]]:

@@ -4,13 +4,11 @@ the backend (ui/lifeline.py decides when; this knows how)."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 from tui_agent.core.store.location import StoreURL
 
-PG_TIMEOUT_MS = 500  # statement and lock timeout of that last PostgreSQL connection
 CANCEL_SQL = "UPDATE messages SET status = 'cancelled' WHERE status = 'streaming'"
 
 
@@ -26,19 +24,12 @@ def cancel_streaming(store: StoreURL | Path) -> int:
 
 
 def connect_quickly(store: StoreURL | Path) -> Any:
-    """A DB-API connection that gives up quickly: SQLite's, or psycopg's with short timeouts."""
-    if not isinstance(store, Path):
-        if not store.is_postgresql:
-            assert store.path is not None
-            return sqlite3.connect(store.path, timeout=0.5)
-        import psycopg
+    """A DB-API connection that gives up quickly, made by the store's backend (no store need be open)."""
+    from tui_agent.core.store import backends
+    from tui_agent.core.store.backends.sqlite import url_of
 
-        args = store.connect_args()
-        limits = f"-c statement_timeout={PG_TIMEOUT_MS} -c lock_timeout={PG_TIMEOUT_MS}"
-        args["options"] = f"{args['options']} {limits}" if args.get("options") else limits
-        args.setdefault("connect_timeout", 2)  # libpq's shortest; the forced end waits less (CANCEL_WAIT_S)
-        return psycopg.connect(dbname=store.dbname, application_name="tui-agent lifeline", **args)
-    return sqlite3.connect(store, timeout=0.5)
+    url = url_of(store) if isinstance(store, Path) else store
+    return backends.backend_for(url).connect_quickly(url)
 
 
 def cancel_on(conn: Any) -> int:
@@ -49,10 +40,8 @@ def cancel_on(conn: Any) -> int:
     return count
 
 
-def bound_store() -> StoreURL | Path:
-    """The store the app's models use: its URL (PostgreSQL) or its SQLite file."""
-    from tui_agent.core.store.models import Message
+def bound_store() -> StoreURL:
+    """The URL of the store the app's models use."""
+    from tui_agent.core.store import backends
 
-    database = Message._meta.database
-    url: StoreURL | None = getattr(database, "store_url", None)
-    return url if url is not None else Path(database.database)
+    return backends.current().url

@@ -12,10 +12,11 @@ import hashlib
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 import peewee as pw
 
-from tui_agent.core.store import portable
+from tui_agent.core.store import backends
 from tui_agent.core.store.models import Message, utcnow
 
 MIME_BY_SUFFIX = {
@@ -36,9 +37,15 @@ def _db() -> pw.Database:
 
 
 def in_database() -> bool:
-    """Whether pictures are kept in the bound store (PostgreSQL) rather than only in media/."""
+    """Whether pictures are kept in the bound store (one several machines share) rather than only in media/."""
     database = _db()
-    return database is not None and portable.is_postgresql(database)
+    return database is not None and backends.of(database).keeps_pictures
+
+
+def _execute(sql: str, params: tuple[object, ...]) -> Any:
+    """``sql`` with ``{p}`` for each placeholder (the store's own: peewee's ``Database.param``)."""
+    store = backends.of(_db())
+    return store.execute(sql.format(p=store.param), params)
 
 
 def put(relative_path: str, data: bytes, mime: str | None = None) -> str:
@@ -49,15 +56,13 @@ def put(relative_path: str, data: bytes, mime: str | None = None) -> str:
     kind = mime or MIME_BY_SUFFIX.get(Path(relative_path).suffix.lower(), "application/octet-stream")
     database = _db()
     with database.atomic():
-        portable.execute(
-            database,
-            "INSERT INTO media_blobs (sha256, size, mime, data, created_at) VALUES (?, ?, ?, ?, ?)"
+        _execute(
+            "INSERT INTO media_blobs (sha256, size, mime, data, created_at) VALUES ({p}, {p}, {p}, {p}, {p})"
             " ON CONFLICT (sha256) DO NOTHING",
             (digest, len(data), kind, data, utcnow()),
         )
-        portable.execute(
-            database,
-            "INSERT INTO media_paths (path, sha256, created_at) VALUES (?, ?, ?) ON CONFLICT (path) DO NOTHING",
+        _execute(
+            "INSERT INTO media_paths (path, sha256, created_at) VALUES ({p}, {p}, {p}) ON CONFLICT (path) DO NOTHING",
             (relative_path, digest, utcnow()),
         )
     return digest
@@ -65,9 +70,8 @@ def put(relative_path: str, data: bytes, mime: str | None = None) -> str:
 
 def get(relative_path: str) -> bytes | None:
     """The picture stored under ``relative_path``, or None."""
-    cursor = portable.execute(
-        _db(),
-        "SELECT b.data FROM media_paths p JOIN media_blobs b ON b.sha256 = p.sha256 WHERE p.path = ?",
+    cursor = _execute(
+        "SELECT b.data FROM media_paths p JOIN media_blobs b ON b.sha256 = p.sha256 WHERE p.path = {p}",
         (relative_path,),
     )
     row = cursor.fetchone()
@@ -77,9 +81,9 @@ def get(relative_path: str) -> bytes | None:
 def fetch(relative_path: str) -> bytes | None:
     """Like ``get``, the bytes checked against their sha256 and size: BrokenPicture (one line)
     when they do not match (a damaged row never reaches a cache, a model or a browser)."""
-    cursor = portable.execute(
-        _db(),
-        "SELECT b.data, b.sha256, b.size FROM media_paths p JOIN media_blobs b ON b.sha256 = p.sha256 WHERE p.path = ?",
+    cursor = _execute(
+        "SELECT b.data, b.sha256, b.size FROM media_paths p JOIN media_blobs b ON b.sha256 = p.sha256"
+        " WHERE p.path = {p}",
         (relative_path,),
     )
     row = cursor.fetchone()
@@ -102,7 +106,7 @@ def claim(relative_path: str, data: bytes, mime: str | None = None) -> bool:
 
 
 def stored_digest(relative_path: str) -> str | None:
-    cursor = portable.execute(_db(), "SELECT sha256 FROM media_paths WHERE path = ?", (relative_path,))
+    cursor = _execute("SELECT sha256 FROM media_paths WHERE path = {p}", (relative_path,))
     row = cursor.fetchone()
     return str(row[0]) if row is not None else None
 
@@ -111,11 +115,11 @@ def forget(relative_path: str, data: bytes) -> None:
     """Take back a path this process claimed for ``data`` (a set of pictures that failed as a whole);
     the bytes stay (content-addressed: another path may name them)."""
     digest = hashlib.sha256(data).hexdigest()
-    portable.execute(_db(), "DELETE FROM media_paths WHERE path = ? AND sha256 = ?", (relative_path, digest))
+    _execute("DELETE FROM media_paths WHERE path = {p} AND sha256 = {p}", (relative_path, digest))
 
 
 def exists(relative_path: str) -> bool:
-    cursor = portable.execute(_db(), "SELECT 1 FROM media_paths WHERE path = ?", (relative_path,))
+    cursor = _execute("SELECT 1 FROM media_paths WHERE path = {p}", (relative_path,))
     return cursor.fetchone() is not None
 
 

@@ -62,8 +62,11 @@ def opened(conversation_id: int, limit: int, *, until_id: int | None = None, rem
 
 def remember_statement(conversation_id: int) -> batch.Statement:
     """What history.remember_conversation writes, as a statement to send with others."""
-    sql = "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
-    return sql, [history.LAST_CONVERSATION_KEY, str(conversation_id)]
+    sql = (
+        "INSERT INTO settings (key, value) VALUES ({key}, {value})"
+        " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+    )
+    return sql, {"key": history.LAST_CONVERSATION_KEY, "value": str(conversation_id)}
 
 
 def with_page(
@@ -71,7 +74,7 @@ def with_page(
 ) -> tuple[Conversation | None, Page, list[batch.Result]]:
     """The conversation's row and its newest page, read together with the statements ``first``
     (sent before them, in the same round trip: store/batch.py); and what those returned."""
-    statements = [*first, ("SELECT * FROM conversations WHERE id = ?", [conversation_id])]
+    statements = [*first, ("SELECT * FROM conversations WHERE id = {conversation}", {"conversation": conversation_id})]
     statements += branches.page_statements(conversation_id, limit)
     results = batch.together(Message._meta.database, statements)
     *before, found, rows, pictures, children = results

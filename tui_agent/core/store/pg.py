@@ -118,7 +118,7 @@ def connect_database(url: StoreURL) -> pw.PostgresqlDatabase:
         prepare_threshold=None,
         **url.connect_args(),
     )
-    db.store_url = url  # type: ignore[attr-defined]  # for messages (errors.bound_path)
+    db.store_url = url  # type: ignore[attr-defined]  # for backends.of (a database opened without a store)
     return db
 
 

@@ -52,12 +52,13 @@ def _release_if_idle(calls: int) -> None:
 
 
 def _release_server_connection() -> None:
-    from tui_agent.core.store.models import Message
+    from tui_agent.core.store import backends
+    from tui_agent.core.store.errors import StoreError
 
-    database = Message._meta.database
-    if database is not None and getattr(database, "store_url", None) is not None and not database.is_closed():
-        if not database.in_transaction():
-            database.close()
+    try:
+        backends.current().release_idle()
+    except StoreError:  # none open
+        pass
 
 
 def release_this_thread() -> None:

@@ -6,7 +6,8 @@ named ``messages``. An UPDATE only collects (id, new content) pairs, counted and
 worker; after the user approves a question the app computed (``sql_update``), this module
 writes them on the app's own connection, keeping each previous content as a revision.
 
-On a PostgreSQL store the same worker runs the statement through ``pg_run`` instead: parsed by
+The store chooses the runner (``backends.current().memory_runner()``). On a PostgreSQL store the
+same worker runs the statement through ``pg_run`` instead: parsed by
 PostgreSQL's own parser (every name resolved, allow-lists), then run by the server inside a
 SECURITY DEFINER function of memory_sql's own role, where no change of role is possible
 (``pg_memory``), which is set up here the first time when the connected user may (else one line
@@ -19,8 +20,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from tui_agent.core.store.errors import DATABASE_ERRORS, StoreError, describe
-from tui_agent.core.store.models import Message
+from tui_agent.core.store import backends
 from tui_agent.core.tools.base import Tool, ToolContext, ToolResult
 from tui_agent.core.tools.sql_run import Limits, Request
 from tui_agent.core.tools.sql_update import UpdateBlocked, apply_updates, approval_question
@@ -57,12 +57,12 @@ class MemorySqlTool(Tool):
     }
 
     def schema(self) -> dict[str, Any]:
-        """On a PostgreSQL store the model is told which SQL it writes (SQLite's group_concat works too)."""
+        """The model is told which SQL the store takes (on PostgreSQL, SQLite's group_concat works too)."""
         schema = super().schema()
-        url = getattr(Message._meta.database, "store_url", None)
-        if url is not None and url.is_postgresql:
+        dialect = backends.current().memory_runner().dialect
+        if dialect != "SQLite":
             schema["function"]["description"] = self.description.replace(
-                "ONE SQLite statement", "ONE PostgreSQL statement (group_concat works too)"
+                "ONE SQLite statement", f"ONE {dialect} statement (group_concat works too)"
             )
         return schema
 
@@ -78,17 +78,11 @@ class MemorySqlTool(Tool):
             update_max_rows=int(ctx.profile.sql_update_max_rows),
             update_max_value_bytes=int(ctx.profile.sql_update_max_value_bytes),
         )
-        request = Request(str(ctx.vault.db_path), query, limits)
-        url = getattr(Message._meta.database, "store_url", None)
-        if url is not None and url.is_postgresql:
-            problem = await asyncio.to_thread(ensure_postgres_setup)
-            if problem:
-                return ToolResult.fail(problem)
-            try:
-                connect = {"dbname": url.dbname, **url.connect_args()}
-            except StoreError as exc:
-                return ToolResult.fail(str(exc))
-            request.postgres = {"connect": connect, "where": url.where()}
+        runner = backends.current().memory_runner()
+        request = Request(str(ctx.vault.db_path), query, limits, runner=runner.module, preload=runner.preload)
+        problem = await asyncio.to_thread(runner.prepare, request)
+        if problem:
+            return ToolResult.fail(problem)
         try:
             answer = await run_in_worker(request, temp_dir(ctx.vault))
         except WorkerFailed as exc:
@@ -131,26 +125,3 @@ class MemorySqlTool(Tool):
         return ToolResult.ok(
             {"kind": "update", "updated": len(changed), "ids": changed, "revisions_kept": len(changed)}
         )
-
-
-def ensure_postgres_setup() -> str:
-    """ "" when memory_sql's role and views are in place (made now if this user may), else why not."""
-    import psycopg
-
-    from tui_agent.core.store import pg_memory
-
-    failures: tuple[type[BaseException], ...] = (psycopg.Error, *DATABASE_ERRORS)
-    try:
-        conn = Message._meta.database.connection()
-        missing = pg_memory.state(conn)
-        if not missing:
-            return ""
-        try:
-            pg_memory.apply(conn)
-        except failures as exc:
-            first = (str(exc).splitlines() or [type(exc).__name__])[0]
-            return pg_memory.missing_message(f"{missing}; {first}", str(conn.info.user))
-        still = pg_memory.state(conn)
-        return pg_memory.missing_message(still, str(conn.info.user)) if still else ""
-    except failures as exc:
-        return str(describe(exc))

@@ -55,6 +55,10 @@ class Request:
     limits: Limits = field(default_factory=Limits)
     #: A PostgreSQL store: {"connect": psycopg's keyword arguments, "where": its name} (see pg_run).
     postgres: dict[str, Any] | None = None
+    #: The module whose ``run_guarded(request)`` the worker runs, and the modules it loads before
+    #: its limits start: the store's memory runner chose them (store/backends).
+    runner: str = "tui_agent.core.tools.sql_run"
+    preload: tuple[str, ...] = ()
 
 
 class _Collector:

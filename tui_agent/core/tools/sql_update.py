@@ -10,7 +10,7 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
-from tui_agent.core.store import portable
+from tui_agent.core.store import backends
 from tui_agent.core.store.models import Message, MessageRevision
 from tui_agent.core.tools.sql_guard import HIDDEN_ROLE
 
@@ -73,28 +73,16 @@ class UpdateBlocked(Exception):
 
 def apply_updates(updates: list[tuple[int, str]]) -> list[int]:
     """Write collected updates on the app connection; every previous content becomes a revision."""
-    db = Message._meta.database
     try:
-        return _apply(db, updates)
-    except Exception as exc:
-        if portable.is_postgresql(db) and _lock_timeout(exc):
-            raise UpdateBlocked(BLOCKED) from None
-        raise
+        return _apply(updates)
+    except backends.WriteBlocked:
+        raise UpdateBlocked(BLOCKED) from None
 
 
-def _lock_timeout(exc: BaseException | None) -> bool:
-    while exc is not None:
-        if type(exc).__name__ == "LockNotAvailable" or "lock timeout" in str(exc):
-            return True
-        exc = exc.__cause__ or exc.__context__
-    return False
-
-
-def _apply(db: Any, updates: list[tuple[int, str]]) -> list[int]:
+def _apply(updates: list[tuple[int, str]]) -> list[int]:
     changed: list[int] = []
-    with db.atomic():
-        if portable.is_postgresql(db):  # the dry run locked nothing: the write may meet another writer
-            db.execute_sql(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT_MS}ms'")
+    # The dry run locked nothing: the write may meet another writer, and waits for it that long.
+    with backends.current().lock_wait(LOCK_TIMEOUT_MS):
         for message_id, content in updates:
             message = Message.get_or_none((Message.id == message_id) & (Message.role != HIDDEN_ROLE))
             if message is None or message.content == content:

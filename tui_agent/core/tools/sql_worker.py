@@ -11,6 +11,7 @@ parent); the parent kills it on its own deadline and whenever the awaiting task 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import os
 import sys
@@ -19,7 +20,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from tui_agent.core.tools.sql_run import Limits, Request, run_guarded
+from tui_agent.core.tools.sql_run import Limits, Request
 
 #: PIDs of running workers (tests check that a cancelled or timed-out worker is gone).
 RUNNING: set[int] = set()
@@ -57,6 +58,8 @@ async def run_in_worker(
             "limits": asdict(request.limits),
             "parent": os.getpid(),
             "postgres": request.postgres,  # on stdin: a password never shows in the process list
+            "runner": request.runner,
+            "preload": list(request.preload),
         }
     )
     proc = await asyncio.create_subprocess_exec(
@@ -150,16 +153,14 @@ def _limit_process(limits: Limits, parent: int | None) -> None:
 def main() -> int:
     raw = json.loads(sys.stdin.buffer.read())
     limits = Limits(**raw.get("limits", {}))
-    request = Request(str(raw["db_path"]), str(raw["query"]), limits, raw.get("postgres"))
-    run = run_guarded
-    if request.postgres is not None:  # loaded before the deadlines start: they time the statement, not imports
-        import pglast.parser  # noqa: F401
-        import psycopg  # noqa: F401
-
-        from tui_agent.core.tools import pg_run
-
-        run = pg_run.run_guarded
+    runner = str(raw.get("runner") or "tui_agent.core.tools.sql_run")
+    if not runner.startswith("tui_agent.core.tools."):
+        return 2  # only the tool's own runners
+    for module in (*raw.get("preload", ()), runner):  # loaded before the deadlines start: they time the statement
+        importlib.import_module(str(module))
     _limit_process(limits, raw.get("parent"))
+    request = Request(str(raw["db_path"]), str(raw["query"]), limits, raw.get("postgres"), runner)
+    run = importlib.import_module(runner).run_guarded
     sys.stdout.buffer.write(READY)  # the parent's clock starts here
     sys.stdout.buffer.flush()
     answer = run(request)
