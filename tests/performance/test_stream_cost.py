@@ -29,17 +29,29 @@ class Costs:
     rendered: Counter[int] = field(default_factory=Counter)  # per block: its own or its children's drawing made
     arranged: list[int] = field(default_factory=list)  # per layout of a reply part: the blocks it arranged
     arranged_per_part: Counter[int] = field(default_factory=Counter)
+    arranged_sealed: Counter[int] = field(default_factory=Counter)  # per part: layouts once it was sealed
+    writes: int = 0
+    laid_out: list[int] = field(default_factory=list)  # per write: the reply's widgets Textual lays out
+    frozen_left: int = 0  # parts still drawn as lines (or hidden) once the reply finished
 
 
-async def _write(app, pilot, bubble: AssistantBubble, tokens: list[str]) -> None:
+def _laid_out(bubble: AssistantBubble) -> int:
+    """The widgets of the reply a layout places: displayed, in displayed parents."""
+    return sum(1 for w in bubble.query("*") if all(a.display for a in w.ancestors_with_self if a is not bubble))
+
+
+async def _write(app, pilot, bubble: AssistantBubble, tokens: list[str], laid_out: list[int] | None = None) -> int:
     """The reply's tokens written to the bubble as the turn writes them (a frame's worth at a time),
     each write drawn before the next (as a reply arriving at a steady pace is)."""
     for i in range(0, len(tokens), 40):
         await bubble.write("".join(tokens[i : i + 40]))
         await pilot.pause()
         await pilot.pause()
+        if laid_out is not None:
+            laid_out.append(_laid_out(bubble))
     await bubble.finish("complete")
     await pilot.pause()
+    return len(range(0, len(tokens), 40))
 
 
 async def _streamed(env, monkeypatch) -> Costs:
@@ -67,14 +79,17 @@ async def _streamed(env, monkeypatch) -> Costs:
             if isinstance(parent, ReplyMarkdown):
                 costs.arranged.append(len(children))
                 costs.arranged_per_part[id(parent)] += 1
+                if parent.sealed:
+                    costs.arranged_sealed[id(parent)] += 1
             return real_arrange(layout, parent, children, *args, **kwargs)
 
         monkeypatch.setattr(stylesheet, "apply", apply)
         monkeypatch.setattr(Widget, "_render", render)
         monkeypatch.setattr(VerticalLayout, "arrange", arrange)
-        await _write(app, pilot, bubble, markdown_tokens(TOKENS))
+        costs.writes = await _write(app, pilot, bubble, markdown_tokens(TOKENS), costs.laid_out)
         assert bubble.text.endswith("ENDOFREPLY")
         costs.parts = list(bubble.query(ReplyMarkdown))
+        costs.frozen_left = len(bubble.query(".reply-frozen")) + sum(not part.display for part in costs.parts)
         costs.blocks = [block for part in costs.parts for block in part.children]
     return costs
 
@@ -89,6 +104,21 @@ async def test_a_write_lays_out_only_the_growing_part_of_a_long_reply(env, monke
     # A sealed part is laid out a bounded number of times, not once per later write.
     first, later = costs.parts[0], costs.parts[-2]
     assert costs.arranged_per_part[id(first)] <= 2 * costs.arranged_per_part[id(later)] + 10
+    # Once sealed, a part is not arranged again as the bubble grows around it: measuring its height
+    # in the taller bubble at each write arranged it (and its lists, tables, quotes) every time.
+    assert costs.writes > 40
+    assert costs.arranged_sealed[id(first)] <= 6
+
+
+async def test_a_layout_near_the_end_of_a_long_reply_places_as_many_widgets_as_near_its_start(env, monkeypatch):
+    """Textual's layout walks every displayed widget: the reply's finished parts are drawn into lines
+    (one widget each) while it streams, so the widgets laid out stay about as many as the reply grows.
+    Once it has finished, every block is back (links, selection)."""
+    costs = await _streamed(env, monkeypatch)
+    third, last = costs.laid_out[len(costs.laid_out) // 3], costs.laid_out[-1]
+    assert len(costs.blocks) > 60
+    assert last <= 1.5 * third, costs.laid_out
+    assert costs.frozen_left == 0
 
 
 async def test_finished_blocks_are_not_restyled_or_drawn_again_as_the_reply_grows(env, monkeypatch):
