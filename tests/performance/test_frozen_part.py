@@ -53,3 +53,31 @@ async def test_a_frozen_part_thaws_when_the_width_changes(env):
         await pilot.resize_terminal(80, 50)
         await pilot.pause(0.3)
         assert part.display and not bubble.query(FrozenPart)
+
+
+async def test_a_streaming_reply_with_frozen_parts_becomes_the_long_plain_view_whole(env, monkeypatch):
+    """Past the Markdown limit mid-stream, the frozen parts go with the rest: the plain view holds the
+    whole reply, and no drawn lines are left behind."""
+    from fake_openai import markdown_tokens
+
+    import tui_agent.ui.widgets.bubbles as bubbles
+    from tui_agent.ui.widgets.long_text import LongText
+
+    monkeypatch.setattr(bubbles, "LONG_LINES", 300)
+    tokens = markdown_tokens(2_600)
+    app = make(env)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await send(app, pilot, "hi")
+        bubble = AssistantBubble(thinking=True)
+        await app.conversation_view.chat_log.mount(bubble)
+        frozen_seen = False
+        for i in range(0, len(tokens), 40):
+            await bubble.write("".join(tokens[i : i + 40]))
+            await pilot.pause()
+            frozen_seen = frozen_seen or bool(bubble.query(FrozenPart))
+        await bubble.finish("complete")
+        await pilot.pause()
+        assert frozen_seen
+        assert bubble.is_long_view
+        assert not bubble.query(FrozenPart) and not bubble.query(ReplyMarkdown)
+        assert bubble.query_one(LongText).text.endswith("ENDOFREPLY")
