@@ -32,6 +32,8 @@ class Costs:
     arranged_sealed: Counter[int] = field(default_factory=Counter)  # per part: layouts once it was sealed
     writes: int = 0
     laid_out: list[int] = field(default_factory=list)  # per write: the reply's widgets Textual lays out
+    restyled_at_finish: Counter[int] = field(default_factory=Counter)  # per widget: styles applied once it stopped
+    finishing: bool = False
     frozen_left: int = 0  # parts still drawn as lines (or hidden) once the reply finished
 
 
@@ -40,15 +42,17 @@ def _laid_out(bubble: AssistantBubble) -> int:
     return sum(1 for w in bubble.query("*") if all(a.display for a in w.ancestors_with_self if a is not bubble))
 
 
-async def _write(app, pilot, bubble: AssistantBubble, tokens: list[str], laid_out: list[int] | None = None) -> int:
+async def _write(app, pilot, bubble: AssistantBubble, tokens: list[str], costs: Costs | None = None) -> int:
     """The reply's tokens written to the bubble as the turn writes them (a frame's worth at a time),
     each write drawn before the next (as a reply arriving at a steady pace is)."""
     for i in range(0, len(tokens), 40):
         await bubble.write("".join(tokens[i : i + 40]))
         await pilot.pause()
         await pilot.pause()
-        if laid_out is not None:
-            laid_out.append(_laid_out(bubble))
+        if costs is not None:
+            costs.laid_out.append(_laid_out(bubble))
+    if costs is not None:
+        costs.finishing = True
     await bubble.finish("complete")
     await pilot.pause()
     return len(range(0, len(tokens), 40))
@@ -67,7 +71,7 @@ async def _streamed(env, monkeypatch) -> Costs:
         real_arrange = VerticalLayout.arrange
 
         def apply(node, *args, **kwargs):
-            costs.restyled[id(node)] += 1
+            (costs.restyled_at_finish if costs.finishing else costs.restyled)[id(node)] += 1
             return real_apply(node, *args, **kwargs)
 
         def render(widget):
@@ -86,7 +90,7 @@ async def _streamed(env, monkeypatch) -> Costs:
         monkeypatch.setattr(stylesheet, "apply", apply)
         monkeypatch.setattr(Widget, "_render", render)
         monkeypatch.setattr(VerticalLayout, "arrange", arrange)
-        costs.writes = await _write(app, pilot, bubble, markdown_tokens(TOKENS), costs.laid_out)
+        costs.writes = await _write(app, pilot, bubble, markdown_tokens(TOKENS), costs)
         assert bubble.text.endswith("ENDOFREPLY")
         costs.parts = list(bubble.query(ReplyMarkdown))
         costs.frozen_left = len(bubble.query(".reply-frozen")) + sum(not part.display for part in costs.parts)
@@ -127,6 +131,8 @@ async def test_finished_blocks_are_not_restyled_or_drawn_again_as_the_reply_grow
     # Per block: once or twice (mounted; marked last while it was), whatever number of blocks came
     # after it. With a :last-child rule, every block was restyled at each mount after it.
     assert max(costs.restyled[id(b)] for b in blocks) <= 3
+    # When it stops, the parts drawn as lines meanwhile show their blocks again: once each, at most.
+    assert max(costs.restyled_at_finish[id(b)] for b in blocks) <= 1
     # Drawn: once per write while it was growing, then not again for the rest of the reply: the
     # first blocks as often as blocks of the same kinds near the end.
     early, late = blocks[:14], blocks[-28:-14]
