@@ -29,17 +29,33 @@ class Costs:
     rendered: Counter[int] = field(default_factory=Counter)  # per block: its own or its children's drawing made
     arranged: list[int] = field(default_factory=list)  # per layout of a reply part: the blocks it arranged
     arranged_per_part: Counter[int] = field(default_factory=Counter)
+    arranged_sealed: Counter[int] = field(default_factory=Counter)  # per part: layouts once it was sealed
+    writes: int = 0
+    laid_out: list[int] = field(default_factory=list)  # per write: the reply's widgets Textual lays out
+    restyled_at_finish: Counter[int] = field(default_factory=Counter)  # per widget: styles applied once it stopped
+    finishing: bool = False
+    frozen_left: int = 0  # parts still drawn as lines (or hidden) once the reply finished
 
 
-async def _write(app, pilot, bubble: AssistantBubble, tokens: list[str]) -> None:
+def _laid_out(bubble: AssistantBubble) -> int:
+    """The widgets of the reply a layout places: displayed, in displayed parents."""
+    return sum(1 for w in bubble.query("*") if all(a.display for a in w.ancestors_with_self if a is not bubble))
+
+
+async def _write(app, pilot, bubble: AssistantBubble, tokens: list[str], costs: Costs | None = None) -> int:
     """The reply's tokens written to the bubble as the turn writes them (a frame's worth at a time),
     each write drawn before the next (as a reply arriving at a steady pace is)."""
     for i in range(0, len(tokens), 40):
         await bubble.write("".join(tokens[i : i + 40]))
         await pilot.pause()
         await pilot.pause()
+        if costs is not None:
+            costs.laid_out.append(_laid_out(bubble))
+    if costs is not None:
+        costs.finishing = True
     await bubble.finish("complete")
     await pilot.pause()
+    return len(range(0, len(tokens), 40))
 
 
 async def _streamed(env, monkeypatch) -> Costs:
@@ -55,7 +71,7 @@ async def _streamed(env, monkeypatch) -> Costs:
         real_arrange = VerticalLayout.arrange
 
         def apply(node, *args, **kwargs):
-            costs.restyled[id(node)] += 1
+            (costs.restyled_at_finish if costs.finishing else costs.restyled)[id(node)] += 1
             return real_apply(node, *args, **kwargs)
 
         def render(widget):
@@ -67,14 +83,17 @@ async def _streamed(env, monkeypatch) -> Costs:
             if isinstance(parent, ReplyMarkdown):
                 costs.arranged.append(len(children))
                 costs.arranged_per_part[id(parent)] += 1
+                if parent.sealed:
+                    costs.arranged_sealed[id(parent)] += 1
             return real_arrange(layout, parent, children, *args, **kwargs)
 
         monkeypatch.setattr(stylesheet, "apply", apply)
         monkeypatch.setattr(Widget, "_render", render)
         monkeypatch.setattr(VerticalLayout, "arrange", arrange)
-        await _write(app, pilot, bubble, markdown_tokens(TOKENS))
+        costs.writes = await _write(app, pilot, bubble, markdown_tokens(TOKENS), costs)
         assert bubble.text.endswith("ENDOFREPLY")
         costs.parts = list(bubble.query(ReplyMarkdown))
+        costs.frozen_left = len(bubble.query(".reply-frozen")) + sum(not part.display for part in costs.parts)
         costs.blocks = [block for part in costs.parts for block in part.children]
     return costs
 
@@ -89,6 +108,21 @@ async def test_a_write_lays_out_only_the_growing_part_of_a_long_reply(env, monke
     # A sealed part is laid out a bounded number of times, not once per later write.
     first, later = costs.parts[0], costs.parts[-2]
     assert costs.arranged_per_part[id(first)] <= 2 * costs.arranged_per_part[id(later)] + 10
+    # Once sealed, a part is not arranged again as the bubble grows around it: measuring its height
+    # in the taller bubble at each write arranged it (and its lists, tables, quotes) every time.
+    assert costs.writes > 40
+    assert costs.arranged_sealed[id(first)] <= 6
+
+
+async def test_a_layout_near_the_end_of_a_long_reply_places_as_many_widgets_as_near_its_start(env, monkeypatch):
+    """Textual's layout walks every displayed widget: the reply's finished parts are drawn into lines
+    (one widget each) while it streams, so the widgets laid out stay about as many as the reply grows.
+    Once it has finished, every block is back (links, selection)."""
+    costs = await _streamed(env, monkeypatch)
+    third, last = costs.laid_out[len(costs.laid_out) // 3], costs.laid_out[-1]
+    assert len(costs.blocks) > 60
+    assert last <= 1.5 * third, costs.laid_out
+    assert costs.frozen_left == 0
 
 
 async def test_finished_blocks_are_not_restyled_or_drawn_again_as_the_reply_grows(env, monkeypatch):
@@ -97,6 +131,8 @@ async def test_finished_blocks_are_not_restyled_or_drawn_again_as_the_reply_grow
     # Per block: once or twice (mounted; marked last while it was), whatever number of blocks came
     # after it. With a :last-child rule, every block was restyled at each mount after it.
     assert max(costs.restyled[id(b)] for b in blocks) <= 3
+    # When it stops, the parts drawn as lines meanwhile show their blocks again: once each, at most.
+    assert max(costs.restyled_at_finish[id(b)] for b in blocks) <= 1
     # Drawn: once per write while it was growing, then not again for the rest of the reply: the
     # first blocks as often as blocks of the same kinds near the end.
     early, late = blocks[:14], blocks[-28:-14]

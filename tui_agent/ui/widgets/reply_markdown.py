@@ -13,10 +13,12 @@ from __future__ import annotations
 import asyncio
 
 from textual.await_complete import AwaitComplete
+from textual.geometry import Size
 from textual.widget import Widget
 from textual.widgets import Markdown
 
 from tui_agent.ui.markdown_text import parser
+from tui_agent.ui.widgets.frozen_part import FrozenPart, freeze
 
 LAST = "-last"
 
@@ -29,6 +31,25 @@ class ReplyMarkdown(Markdown):
         # Set once the text it was made with is parsed (Textual's mount handler calls update()):
         # an append before that would be undone by it (the source is set back to that text).
         self.ready = asyncio.Event()
+        self._sealed_height: tuple[tuple[int, int, int], int] | None = None
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        """A sealed part's height, kept while its width and blocks stay the same.
+
+        Textual measures a container whose children all have ``height: auto`` by arranging it in
+        its parent's height; the parent (the reply's bubble) grows at every write, so every sealed
+        part (and every list, table and quote in it) was arranged again at each write: the cost of
+        a token grew with the reply. The key is what Textual's own box-model cache is keyed on: the
+        count of layouts this widget or a child asked for (``_layout_updates``) and of changes to
+        its children (``_nodes._updates``)."""
+        if not self.sealed:
+            return super().get_content_height(container, viewport, width)
+        key = (width, self._layout_updates, self._nodes._updates)
+        if self._sealed_height is not None and self._sealed_height[0] == key:
+            return self._sealed_height[1]
+        height = super().get_content_height(container, viewport, width)
+        self._sealed_height = (key, height)
+        return height
 
     def update(self, markdown: str) -> AwaitComplete:
         return self._then_mark_last(super().update(markdown))
@@ -93,6 +114,7 @@ class ReplyStream:
         self._wake = asyncio.Event()
         self._stopping = False
         self._text: str | None = None  # the text of the growing part (read once it is parsed)
+        self.frozen: list[FrozenPart] = []  # sealed parts drawn as lines while the reply streams
         self._task = asyncio.create_task(self._run())
 
     async def write(self, fragment: str) -> None:
@@ -108,6 +130,16 @@ class ReplyStream:
         self._stopping = True
         self._wake.set()
         await asyncio.shield(self._task)
+        await self._thaw()
+
+    async def _thaw(self) -> None:
+        """The frozen parts are shown as their blocks again (the reply is no longer growing)."""
+        frozen, self.frozen = self.frozen, []
+        if not frozen or not self.bubble.is_attached:
+            return
+        with self.bubble.app.batch_update():
+            for stand_in in frozen:
+                stand_in.thaw()
 
     async def _run(self) -> None:
         while True:
@@ -154,6 +186,10 @@ class ReplyStream:
         self.live = part
         self._text = tail
         self.parts.append(part)
+        # The part sealed before this one has been laid out with its final margins for a while:
+        # drawn into lines once, its blocks leave the layout until the reply stops.
+        if len(self.parts) >= 3 and (frozen := await freeze(self.parts[-3])) is not None:
+            self.frozen.append(frozen)
 
 
 async def _ready(part: ReplyMarkdown) -> bool:

@@ -1,0 +1,83 @@
+"""A finished part of a streaming reply drawn into lines (FrozenPart) looks exactly like its blocks,
+and its blocks come back as they were. Also the contract of Textual's private ``Compositor`` that
+``frozen_part.draw`` relies on (``reflow`` a widget's subtree, ``render_strips``)."""
+
+from __future__ import annotations
+
+from pilot_helpers import make, send
+
+from tui_agent.ui.widgets.bubbles import AssistantBubble
+from tui_agent.ui.widgets.frozen_part import FrozenPart, draw, freeze
+from tui_agent.ui.widgets.reply_markdown import ReplyMarkdown
+
+TEXT = (
+    "# Heading\n\nA paragraph with **bold**, `code` and a [link](https://example.com).\n\n"
+    "- one\n- two\n  - nested\n\n1. first\n2. second\n\n```python\nprint('hi')\n```\n\n"
+    "| a | b |\n|---|---|\n| 1 | 2 |\n\n> a quote\n\nThe end.\n"
+)
+
+
+async def test_a_frozen_part_shows_the_same_screen_as_its_blocks_and_thaws_back(env):
+    app = make(env)
+    async with app.run_test(size=(100, 50)) as pilot:
+        await send(app, pilot, "hi")
+        bubble = AssistantBubble(TEXT)
+        await app.conversation_view.chat_log.mount(bubble)
+        await pilot.pause()
+        app.conversation_view.chat_log.scroll_end(animate=False)
+        await pilot.pause(0.2)
+        part = bubble.query_one(ReplyMarkdown)
+        before = app.export_screenshot()
+        lines = draw(part)
+        assert len(lines) == part.region.height and lines[0].cell_length == part.region.width
+        frozen = await freeze(part)
+        assert isinstance(frozen, FrozenPart) and not part.display
+        await pilot.pause(0.2)
+        assert app.export_screenshot() == before
+        frozen.thaw()
+        await pilot.pause(0.2)
+        assert part.display and not bubble.query(FrozenPart)
+        assert app.export_screenshot() == before
+
+
+async def test_a_frozen_part_thaws_when_the_width_changes(env):
+    app = make(env)
+    async with app.run_test(size=(100, 50)) as pilot:
+        await send(app, pilot, "hi")
+        bubble = AssistantBubble(TEXT)
+        await app.conversation_view.chat_log.mount(bubble)
+        await pilot.pause(0.2)
+        part = bubble.query_one(ReplyMarkdown)
+        assert await freeze(part) is not None
+        await pilot.pause()
+        await pilot.resize_terminal(80, 50)
+        await pilot.pause(0.3)
+        assert part.display and not bubble.query(FrozenPart)
+
+
+async def test_a_streaming_reply_with_frozen_parts_becomes_the_long_plain_view_whole(env, monkeypatch):
+    """Past the Markdown limit mid-stream, the frozen parts go with the rest: the plain view holds the
+    whole reply, and no drawn lines are left behind."""
+    from fake_openai import markdown_tokens
+
+    import tui_agent.ui.widgets.bubbles as bubbles
+    from tui_agent.ui.widgets.long_text import LongText
+
+    monkeypatch.setattr(bubbles, "LONG_LINES", 300)
+    tokens = markdown_tokens(2_600)
+    app = make(env)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await send(app, pilot, "hi")
+        bubble = AssistantBubble(thinking=True)
+        await app.conversation_view.chat_log.mount(bubble)
+        frozen_seen = False
+        for i in range(0, len(tokens), 40):
+            await bubble.write("".join(tokens[i : i + 40]))
+            await pilot.pause()
+            frozen_seen = frozen_seen or bool(bubble.query(FrozenPart))
+        await bubble.finish("complete")
+        await pilot.pause()
+        assert frozen_seen
+        assert bubble.is_long_view
+        assert not bubble.query(FrozenPart) and not bubble.query(ReplyMarkdown)
+        assert bubble.query_one(LongText).text.endswith("ENDOFREPLY")

@@ -1,0 +1,74 @@
+"""A finished part of a streaming reply, drawn once and kept as lines: one widget, not a few dozen.
+
+Textual lays out the whole screen at each layout (``Compositor.reflow`` walks every displayed
+widget and sends each its size): a reply of a few hundred Markdown blocks is ~1,000 widgets, and a
+write to its last block walked them all, so a token cost more the longer the reply was. While the
+reply streams, a part sealed for a while (``ReplyStream``) is drawn once into lines (the same
+lines the screen shows: the part's own compositor renders its blocks) and shown by a FrozenPart
+in its place; the part itself stays in the DOM, hidden (``display: none``: the compositor skips
+its subtree), with its source. It comes back (``thaw``) when the reply stops streaming, or at once
+if the width changes (the lines were drawn for one width): links, selection and everything else
+work on the real blocks from then on."""
+
+from __future__ import annotations
+
+from textual.geometry import Size
+from textual.strip import Strip
+from textual.widget import Widget
+
+
+def draw(part: Widget) -> list[Strip]:
+    """The lines ``part`` shows on screen now (its border box), drawn by a compositor of its own.
+
+    ``textual._compositor.Compositor`` is private: tests/performance/test_frozen_part.py checks
+    that its ``reflow`` and ``render_strips`` work as used here (same lines as the screen)."""
+    from textual._compositor import Compositor
+
+    size = part.region.size
+    compositor = Compositor()
+    compositor.reflow(part, size)
+    return compositor.render_strips(size)
+
+
+class FrozenPart(Widget):
+    """The drawn lines of a hidden ReplyMarkdown part, in its place."""
+
+    DEFAULT_CSS = """
+    FrozenPart { height: auto; }
+    """
+
+    def __init__(self, part: Widget, lines: list[Strip]) -> None:
+        super().__init__(classes="reply-frozen")
+        self.part = part
+        self.lines = lines
+        self.drawn_width = part.region.width
+        self.styles.margin = part.styles.margin
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self.lines)
+
+    def render_line(self, y: int) -> Strip:
+        return self.lines[y] if 0 <= y < len(self.lines) else Strip.blank(self.size.width)
+
+    def on_resize(self) -> None:
+        if self.size.width and self.size.width != self.drawn_width:
+            self.thaw()
+
+    def thaw(self) -> None:
+        """The part is shown again, this stand-in removed (in the same frame)."""
+        if self.part.is_attached:
+            self.part.display = True
+        if self.is_attached:
+            self.remove()
+
+
+async def freeze(part: Widget) -> FrozenPart | None:
+    """Hide ``part`` behind a FrozenPart of its lines (None if it is not on the screen's map)."""
+    parent = part.parent
+    if not part.is_attached or not part.display or not isinstance(parent, Widget) or not part.region:
+        return None
+    frozen = FrozenPart(part, draw(part))
+    with part.app.batch_update():
+        await parent.mount(frozen, after=part)
+        part.display = False
+    return frozen
