@@ -79,7 +79,8 @@ async def _streamed(env, monkeypatch) -> Costs:
     return costs
 
 
-async def test_a_write_lays_out_only_the_growing_part_of_a_long_reply(env, monkeypatch):
+async def test_a_write_lays_out_restyles_and_draws_only_the_growing_part_of_a_long_reply(env, monkeypatch):
+    """One streamed reply, measured once (the layouts, styles and drawings of the same writes)."""
     costs = await _streamed(env, monkeypatch)
     assert len(costs.blocks) > 60
     assert len(costs.parts) >= 3
@@ -90,9 +91,7 @@ async def test_a_write_lays_out_only_the_growing_part_of_a_long_reply(env, monke
     first, later = costs.parts[0], costs.parts[-2]
     assert costs.arranged_per_part[id(first)] <= 2 * costs.arranged_per_part[id(later)] + 10
 
-
-async def test_finished_blocks_are_not_restyled_or_drawn_again_as_the_reply_grows(env, monkeypatch):
-    costs = await _streamed(env, monkeypatch)
+    # The finished blocks are not restyled or drawn again as the reply grows.
     blocks = costs.blocks
     # Per block: once or twice (mounted; marked last while it was), whatever number of blocks came
     # after it. With a :last-child rule, every block was restyled at each mount after it.
