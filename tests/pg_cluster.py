@@ -5,11 +5,18 @@ Debian's ``postgresql`` package provides the programs (``/usr/lib/postgresql/N/b
 needs to run. ``initdb`` refuses to run as root, so as root the cluster runs as the ``postgres``
 user in a folder that user owns. One cluster per test process (pytest-xdist worker); each test
 gets its own database (``tests/conftest.py``'s ``pg_url``).
+
+``initdb`` runs once per PostgreSQL version: its data folder is kept as a template in
+``~/.cache/tui-agent-tests/pg-<key>/`` and each cluster starts from a copy (initdb takes seconds of
+CPU, a copy a fraction of one; a cluster per worker and the tests that stop their own made seven a
+run).
 """
 
 from __future__ import annotations
 
+import fcntl
 import glob
+import hashlib
 import os
 import shutil
 import socket
@@ -20,6 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 INSTALL = "PostgreSQL is not installed (initdb/pg_ctl not found): apt-get install postgresql"
+INITDB_OPTIONS = ("-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
+# Read at import, before a test's clean_env points XDG_CACHE_HOME at a folder of its own.
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tui-agent-tests"
 
 
 def bin_dir() -> Path | None:
@@ -97,30 +107,61 @@ class Cluster:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
+def _as_user() -> list[str]:
+    # initdb refuses root: as root the cluster belongs to the postgres user (made by the package).
+    return ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+
+
+def _owned_temp(prefix: str) -> Path:
+    root = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    if os.geteuid() == 0:
+        shutil.chown(root, "postgres", "postgres")
+    return root
+
+
+def template(programs: Path) -> Path:
+    """The data folder of a fresh ``initdb`` for this version and these options, made once (under a
+    lock: the workers start together) and kept in the cache."""
+    version = subprocess.run([str(programs / "initdb"), "--version"], capture_output=True, text=True, timeout=60)
+    key = hashlib.sha256(f"{version.stdout} {INITDB_OPTIONS} {os.geteuid()}".encode()).hexdigest()[:16]
+    kept = CACHE / f"pg-{key}"
+    if (kept / "ready").exists():
+        return kept / "data"
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / f"pg-{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (kept / "ready").exists():
+            return kept / "data"
+        made = _owned_temp("tui-agent-pg-template-")
+        try:
+            done = subprocess.run(
+                [*_as_user(), str(programs / "initdb"), "-D", str(made / "data"), *INITDB_OPTIONS],
+                capture_output=True,
+                timeout=300,
+            )
+            if done.returncode != 0:
+                raise RuntimeError(f"could not make a PostgreSQL cluster: {done.stderr.decode(errors='replace')}")
+            shutil.rmtree(kept, ignore_errors=True)
+            kept.mkdir()
+            subprocess.run(["cp", "-a", str(made / "data"), str(kept / "data")], check=True, timeout=300)
+            (kept / "ready").touch()
+        finally:
+            shutil.rmtree(made, ignore_errors=True)
+    return kept / "data"
+
+
 def start_cluster() -> Cluster:
-    """initdb + pg_ctl start; raises RuntimeError with PostgreSQL's own words if it cannot."""
+    """A copy of the template data folder + pg_ctl start; raises RuntimeError with PostgreSQL's own
+    words if it cannot."""
     programs = bin_dir()
     if programs is None:
         raise FileNotFoundError(INSTALL)
-    root = Path(tempfile.mkdtemp(prefix="tui-agent-pg-", dir="/tmp"))
-    as_user: list[str] = []
-    if os.geteuid() == 0:
-        # initdb refuses root: the cluster belongs to the postgres user (made by the package).
-        shutil.chown(root, "postgres", "postgres")
-        as_user = ["runuser", "-u", "postgres", "--"]
-    cluster = Cluster(root, free_port(), programs, as_user)
+    data = template(programs)
+    root = _owned_temp("tui-agent-pg-")
+    cluster = Cluster(root, free_port(), programs, _as_user())
     try:
-        cluster._run(
-            str(programs / "initdb"),
-            "-D",
-            str(root / "data"),
-            "-U",
-            "postgres",
-            "--auth=trust",
-            "-E",
-            "UTF8",
-            "--no-sync",
-        )
+        # cp -a keeps the postgres user's ownership (as root) and the folder's 0700 mode.
+        subprocess.run(["cp", "-a", str(data), str(root / "data")], check=True, capture_output=True, timeout=300)
         cluster.start()
     except subprocess.CalledProcessError as exc:
         shutil.rmtree(root, ignore_errors=True)

@@ -98,7 +98,8 @@ async def _streamed(env, monkeypatch) -> Costs:
     return costs
 
 
-async def test_a_write_lays_out_only_the_growing_part_of_a_long_reply(env, monkeypatch):
+async def test_a_write_lays_out_restyles_and_draws_only_the_growing_part_of_a_long_reply(env, monkeypatch):
+    """One streamed reply, measured once (the layouts, styles and drawings of the same writes)."""
     costs = await _streamed(env, monkeypatch)
     assert len(costs.blocks) > 60
     assert len(costs.parts) >= 3
@@ -124,9 +125,7 @@ async def test_a_layout_near_the_end_of_a_long_reply_places_as_many_widgets_as_n
     assert last <= 1.5 * third, costs.laid_out
     assert costs.frozen_left == 0
 
-
-async def test_finished_blocks_are_not_restyled_or_drawn_again_as_the_reply_grows(env, monkeypatch):
-    costs = await _streamed(env, monkeypatch)
+    # The finished blocks are not restyled or drawn again as the reply grows.
     blocks = costs.blocks
     # Per block: once or twice (mounted; marked last while it was), whatever number of blocks came
     # after it. With a :last-child rule, every block was restyled at each mount after it.

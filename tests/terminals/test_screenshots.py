@@ -19,9 +19,9 @@ pytestmark = pytest.mark.slow
 
 
 def test_xterm_shows_the_generated_picture(tmp_path):
-    missing = [tool for tool in ("Xvfb", "xterm", "import", "xdotool") if shutil.which(tool) is None]
+    missing = [tool for tool in ("Xvfb", "xterm", "xdotool") if shutil.which(tool) is None]
     if missing:
-        pytest.skip(f"needs {', '.join(missing)}: apt-get install xvfb xterm imagemagick xdotool")
+        pytest.skip(f"needs {', '.join(missing)}: apt-get install xvfb xterm xdotool")
     out = tmp_path / "shots"
     result = subprocess.run(
         [sys.executable, str(ROOT / "bench/screenshots.py"), "--out", str(out), "--only", "xterm"],

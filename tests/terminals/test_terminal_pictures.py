@@ -30,20 +30,20 @@ import screenshots
 pytestmark = pytest.mark.slow
 
 CURSOR_PIXELS = 160  # one cell of DejaVu Sans Mono at 10 points, and a little
-TOOLS = ("Xvfb", "xterm", "import", "xdotool", "tmux")
+TOOLS = ("Xvfb", "xterm", "xdotool", "tmux")
 
 
 def settled(display: screenshots.Display, path: Path, timeout: float = 30.0) -> Image.Image:
-    """The screen once two grabs in a row are the same (a loaded machine draws late)."""
+    """The screen once two grabs in a row are the same but for the blinking text cursor (a loaded
+    machine draws late); kept in ``path``."""
     deadline = time.monotonic() + timeout
-    previous = b""
+    previous: Image.Image | None = None
     while True:
-        display.shot(path)
-        with Image.open(path) as grabbed:
-            image = grabbed.convert("RGB")
-        if image.tobytes() == previous or time.monotonic() > deadline:
+        image = display.grab()
+        if screenshots.differing(image, previous) <= CURSOR_PIXELS or time.monotonic() > deadline:
+            image.save(path)
             return image
-        previous = image.tobytes()
+        previous = image
         time.sleep(1.0)
 
 
@@ -60,7 +60,7 @@ def wait_for(condition, timeout: float = 60.0) -> bool:
 def test_pageup_then_end_leaves_no_strip_of_a_picture(fake_llm, tmp_path, terminal):
     missing = [tool for tool in TOOLS if shutil.which(tool) is None]
     if missing:
-        pytest.skip(f"needs {', '.join(missing)}: apt-get install xvfb xterm imagemagick xdotool tmux")
+        pytest.skip(f"needs {', '.join(missing)}: apt-get install xvfb xterm xdotool tmux")
     fake = fake_llm
     fake.default_text = "A reply of a few words.\n\n" + "\n".join(f"line {i} of a longer answer" for i in range(6))
     fake.script(Reply(text="Two foxes in the snow."), Reply(status=400, error_message="bad request from the model"))
