@@ -25,7 +25,7 @@ from tui_agent.core.store.errors import STORE_FAILURES
 from tui_agent.core.store.models import Profile
 from tui_agent.core.textsafe import visible
 from tui_agent.core.vault import Vault
-from tui_agent.ui import text_guard, textual_fixes
+from tui_agent.ui import image_actions, text_guard, textual_fixes
 from tui_agent.ui.app_actions import AppActions
 from tui_agent.ui.chat_screen import ChatScreen
 from tui_agent.ui.commands import HELP_EXTRA, AgentCommands, HistorySearch
@@ -36,6 +36,7 @@ from tui_agent.ui.host import ViewDeps
 from tui_agent.ui.mcp_control import McpControl
 from tui_agent.ui.paths import styles_dir
 from tui_agent.ui.startup import Startup
+from tui_agent.ui.widgets.carousel import ImageCarousel
 from tui_agent.ui.widgets.message_cursor import route_typing
 from tui_agent.ui.widgets.sidebar_messages import ConversationsAction, ConversationSelected, ProfileChanged
 
@@ -268,6 +269,10 @@ class AgentApp(AppActions, App[None]):
         from tui_agent.ui.screens.log_screen import LogScreen
 
         self.push_screen(LogScreen(self.vault.log_file))
+
+    @on(ImageCarousel.OpenRequested)
+    async def _open_image(self, event: ImageCarousel.OpenRequested) -> None:
+        await image_actions.open_full_size(self.conversation_view, event)  # the viewer is a screen of the app
 
     def help_keys(self) -> str:
         keys = (f"{b.key:<10} {b.description}" for b in self.BINDINGS if isinstance(b, Binding))

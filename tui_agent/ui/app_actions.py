@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from textual import on
 from textual.widgets import Collapsible
 
 from tui_agent.ui import image_actions
-from tui_agent.ui.widgets.carousel import ImageCarousel
 
 if TYPE_CHECKING:
     from tui_agent.core.vault import Vault
@@ -17,7 +15,8 @@ if TYPE_CHECKING:
 
 
 class AppActions:
-    """Mixed into AgentApp (a Textual App with ``vault`` and ``conversation_view``)."""
+    """Mixed into AgentApp (a Textual App with ``vault`` and ``conversation_view``). Actions only:
+    Textual collects ``@on`` handlers from its own classes, not from a mixin like this one."""
 
     vault: Vault
     conversation_view: ConversationView
@@ -67,10 +66,6 @@ class AppActions:
 
     def action_edit_picture(self) -> None:
         image_actions.edit_picture(self.conversation_view)  # "e" on a carousel, the message menu, the palette
-
-    @on(ImageCarousel.OpenRequested)
-    async def _open_image(self, event: ImageCarousel.OpenRequested) -> None:
-        await image_actions.open_full_size(self.conversation_view, event)  # the viewer is a screen of the app
 
     def action_select_messages(self) -> None:
         self.conversation_view.action_select_messages()

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tui_agent.core.store import backends
+from tui_agent.core.store.errors import StoreError
 from tui_agent.core.tools.base import Tool, ToolContext, ToolResult
 from tui_agent.core.tools.sql_run import Limits, Request
 from tui_agent.core.tools.sql_update import UpdateBlocked, apply_updates, approval_question
@@ -59,7 +60,10 @@ class MemorySqlTool(Tool):
     def schema(self) -> dict[str, Any]:
         """The model is told which SQL the store takes (on PostgreSQL, SQLite's group_concat works too)."""
         schema = super().schema()
-        dialect = backends.current().memory_runner().dialect
+        try:
+            dialect = backends.current().memory_runner().dialect
+        except StoreError:  # no store open (`tui-agent tool --list`): the schema as written
+            return schema
         if dialect != "SQLite":
             schema["function"]["description"] = self.description.replace(
                 "ONE SQLite statement", f"ONE {dialect} statement (group_concat works too)"

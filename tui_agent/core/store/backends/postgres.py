@@ -93,9 +93,9 @@ class PostgresStore(Store):
         return f"currval(pg_get_serial_sequence('{table}', 'id'))"
 
     def together(self, statements: Sequence[tuple[str, Any]], atomic: bool) -> list[Any]:
-        from tui_agent.core.store import batch
+        from tui_agent.core.store import results
 
-        return batch.pipelined(self.database, statements, atomic)
+        return results.pipelined(self.database, statements, atomic)
 
     @contextmanager
     def lock_wait(self, milliseconds: int) -> Iterator[None]:

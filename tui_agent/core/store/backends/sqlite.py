@@ -102,12 +102,12 @@ class SqliteStore(Store):
         return "last_insert_rowid()"
 
     def together(self, statements: Sequence[tuple[str, Any]], atomic: bool) -> list[Any]:
-        from tui_agent.core.store import batch
+        from tui_agent.core.store import results
 
         if not atomic:
-            return [batch.result_of(self.execute(sql, params)) for sql, params in statements]
+            return [results.result_of(self.execute(sql, params)) for sql, params in statements]
         with self.database.atomic():
-            return [batch.result_of(self.execute(sql, params)) for sql, params in statements]
+            return [results.result_of(self.execute(sql, params)) for sql, params in statements]
 
     @contextmanager
     def lock_wait(self, milliseconds: int) -> Iterator[None]:
