@@ -143,3 +143,18 @@ def test_an_ollama_whose_models_list_does_not_say_so_is_known_by_its_own_endpoin
     found = probe.probe(fake_llm.base_url, want=["fake-chat"])
     assert found.server == "ollama"
     assert found.find("fake-chat").tools is True and found.find("fake-chat").window == 4096
+
+
+def test_the_users_own_question_waits_longer_than_the_apps_background_check(fake_llm, monkeypatch):
+    """`tui-agent models` is asked by the user, who waits for it: a server slower than the app's
+    background check (a local server busy generating, a loaded machine) still answers it."""
+    monkeypatch.setattr(probe, "REQUEST_TIMEOUT_S", 0.3)
+
+    def slow(body):  # type: ignore[no-untyped-def]
+        time.sleep(0.6)
+        return 200, {"data": [{"id": "m1", "object": "model"}]}
+
+    fake_llm.routes["GET", "/v1/models"] = slow
+    assert probe.probe(fake_llm.base_url).error == f"{fake_llm.base_url} did not answer the model questions in time"
+    asked = probe.probe(fake_llm.base_url, asked=True)
+    assert asked.error is None and [m.id for m in asked.models] == ["m1"]

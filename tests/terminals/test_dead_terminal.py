@@ -152,7 +152,10 @@ def _run(moment: Moment, index: int, folder: Path, vault: Vault, fake: FakeOpenA
         outcome.screen = _tmux(socket_name, "capture-pane", "-p", "-t", "app", check=False)
         started = time.monotonic()
         if moment.ending == "sigterm":
-            os.kill(pid, signal.SIGTERM)
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass  # the keys before it (Ctrl+Q) had ended the app already: gone at once
         else:
             _tmux(socket_name, moment.ending, *(["-t", "app"] if moment.ending == "kill-session" else []))
         deadline = started + GONE_WITHIN_S + SLACK_S

@@ -29,7 +29,7 @@ def run_models(vault_arg: str | None, args: argparse.Namespace) -> int:
     except ProfileError as exc:
         print(f"error: profile {visible(str(exc))}", file=sys.stderr)
         return 2
-    found = catalog.refresh(profile, session.vault)
+    found = catalog.refresh(profile, session.vault, asked=True)
     if found.error is not None:
         print(f"error: {visible(found.error)}", file=sys.stderr)
         if not found.models:

@@ -93,18 +93,21 @@ def api_key(profile: Profile) -> str | None:
     return None if key == "no-key" else key
 
 
-def refresh(profile: Profile, vault: Vault | None = None, want: list[str] | None = None) -> ServerModels:
+def refresh(
+    profile: Profile, vault: Vault | None = None, want: list[str] | None = None, *, asked: bool = False
+) -> ServerModels:
     """Ask the server now; what it said is remembered (and saved in the vault when one is given).
-    A failure keeps what was known before and is returned with its one line in ``error``."""
-    found = probe(profile.base_url, api_key(profile), want)
+    A failure keeps what was known before and is returned with its one line in ``error``.
+    ``asked``: the user waits for the answer (`tui-agent models`: the probe's longer limits)."""
+    found = probe(profile.base_url, api_key(profile), want, asked=asked)
     key = _key(profile.base_url)
     with _lock:
         previous = _memory.get(key)
         if found.error is None:
             if previous is not None and want is not None and found.server == previous.server:
                 # A probe for some models keeps what the full listing said of the others.
-                asked = {m.id for m in found.models}
-                found = found._replace(models=found.models + tuple(m for m in previous.models if m.id not in asked))
+                probed = {m.id for m in found.models}
+                found = found._replace(models=found.models + tuple(m for m in previous.models if m.id not in probed))
             _memory[key] = found
         elif previous is None:
             _memory[key] = found

@@ -18,6 +18,10 @@ log = logging.getLogger("tui_agent.models")
 
 REQUEST_TIMEOUT_S = 2.0
 PROBE_DEADLINE_S = 5.0
+# `tui-agent models`: the user asked and waits for the answer (a local server busy generating, a
+# loaded machine, can take longer to list its models than the app's background check waits).
+ASKED_REQUEST_TIMEOUT_S = 10.0
+ASKED_DEADLINE_S = 30.0
 MAX_BODY = 4 * 1024 * 1024  # a models list with hundreds of entries (OpenRouter) is ~1 MB
 
 
@@ -44,14 +48,15 @@ class ServerModels(NamedTuple):
 
 
 class _Deadline:
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, request_s: float | None = None) -> None:
         self.end = time.monotonic() + seconds
+        self.request_s = request_s
 
     def timeout(self) -> float:
         left = self.end - time.monotonic()
         if left <= 0.05:
             raise TimeoutError("the probe ran out of time")
-        return min(REQUEST_TIMEOUT_S, left)
+        return min(REQUEST_TIMEOUT_S if self.request_s is None else self.request_s, left)
 
 
 class _Http:
@@ -89,13 +94,15 @@ class _Http:
             return None
 
 
-def probe(base_url: str, api_key: str | None = None, want: list[str] | None = None) -> ServerModels:
+def probe(
+    base_url: str, api_key: str | None = None, want: list[str] | None = None, *, asked: bool = False
+) -> ServerModels:
     """The endpoint's models. ``want``: details (Ollama's ``/api/show``) only for these; None for
-    every listed model (``tui-agent models``)."""
+    every listed model (``tui-agent models``). ``asked``: the user waits for it (longer limits)."""
     import httpx2
 
     started = time.time()
-    deadline = _Deadline(PROBE_DEADLINE_S)
+    deadline = _Deadline(ASKED_DEADLINE_S, ASKED_REQUEST_TIMEOUT_S) if asked else _Deadline(PROBE_DEADLINE_S)
     try:
         http = _Http(base_url, api_key, deadline)
     except Exception as exc:
