@@ -29,8 +29,10 @@ class EchoTool(Tool):
         return ToolResult.ok({"echo": arguments["text"]})
 
 
-def loopback_profile(name: str, base_url: str, request_timeout_s: int = 5) -> Any:
-    """A profile whose models are served by a loopback server at ``base_url`` (no key)."""
+def loopback_profile(name: str, base_url: str, request_timeout_s: int = 30) -> Any:
+    """A profile whose models are served by a loopback server at ``base_url`` (no key). Tests that
+    hold a reply (scripted ``hold``) wait on the app meanwhile: on a loaded CI machine that took
+    more than 5 s, and the client's read timed out. A test of timeouts sets its own."""
     from tui_agent.core import profiles
 
     fields = {

@@ -13,7 +13,6 @@ from textual.widgets import Markdown
 
 from tui_agent.core.store import history
 from tui_agent.ui import warmup
-from tui_agent.ui.widgets import chat_log as chat_log_module
 from tui_agent.ui.widgets import log_release
 from tui_agent.ui.widgets.bubbles import AssistantBubble, UserBubble
 from tui_agent.ui.widgets.chat_log import KEEP, PAGE, PREFETCH_AFTER_S, ChatLog, message_id_of
@@ -253,29 +252,6 @@ async def test_turns_share_one_open_client_until_the_app_ends(env):
         clients = list(app.startup.llm_clients.values())
     assert len(clients) == 2 and all(c._client is None for c in clients)  # closed with the app
     assert len(env.fake.chat_requests) == 3
-
-
-async def test_the_page_above_loads_before_the_top_and_the_view_does_not_jump(env, monkeypatch):
-    monkeypatch.setattr(chat_log_module, "PREFETCH_AFTER_S", 3600)  # only the scroll loads here
-    conversation = _long_conversation(6 * PAGE)
-    async with running(env) as (app, pilot):
-        await app.conversation_view.open_conversation(conversation)
-        await pilot.pause()
-        log = app.conversation_view.chat_log
-        before = len(log.children)
-        assert log.has_older and log.max_scroll_y > 2
-        top = log.scroll_y - 2
-        watched = next(c for c in log.children if c.virtual_region.bottom > top)
-        on_screen = watched.virtual_region.y - top
-        log.scroll_to(y=top, animate=False, immediate=True)  # a little up, far from the top row
-        await pilot.pause(0.05)
-        await app.workers.wait_for_complete()
-        await log.loads_done()
-        assert len(log.children) == before + PAGE  # loaded without reaching the top
-        # What the user looked at stays put once the page is laid out (the view is put back after the
-        # refresh that lays it out; on a loaded machine that refresh comes a little later).
-        await until(pilot, lambda: watched.virtual_region.y - log.scroll_y == on_screen, 5, "the view back in place")
-        assert not log.following
 
 
 async def test_a_new_bubble_does_not_restyle_the_rest_of_the_log(env):

@@ -88,6 +88,7 @@ class ChatLog(PageReleaseMixin, MessageCursorMixin, VerticalScroll):
     def follow(self) -> None:
         """Back to the end and following it again (a message was sent): where the user had moved
         the view (the message cursor, a page up) no longer holds it."""
+        self._held_view = None
         self.anchor()
 
     async def go_to_end(self) -> None:
@@ -171,6 +172,7 @@ class ChatLog(PageReleaseMixin, MessageCursorMixin, VerticalScroll):
         self.newest_id = None
         self.has_newer = False
         self._window_start = None
+        self._held_view = None
         await self._release(list(self.children))
         self._set_aside.clear()
         if conversation_id is None or page is None:
@@ -339,7 +341,7 @@ class ChatLog(PageReleaseMixin, MessageCursorMixin, VerticalScroll):
                     offset = self.scroll_y - first.virtual_region.y
                     await self.mount_all(widgets, before=first)
                     if not self.following:
-                        self.call_after_refresh(self._restore_view, first, offset)
+                        self.hold_view(first, offset)
                 else:
                     await self.mount_all(widgets)
                 await self.place_window_marker()
@@ -410,6 +412,7 @@ class ChatLog(PageReleaseMixin, MessageCursorMixin, VerticalScroll):
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
+        self._scrolled(new_value)
         if self.has_newer and self.is_anchored:
             self._anchor_released = True  # the end of what is mounted is not the end: do not follow it
         if self._settling:

@@ -64,6 +64,8 @@ class PageReleaseMixin(_Base):
     _set_aside: dict[int, list[Card]]
     _window_start: int | None
     cursor: Widget | None
+    _held_view: tuple[Widget, float, float | None] | None = None  # see hold_view
+    _restoring = False
 
     @property
     def following(self) -> bool:
@@ -105,12 +107,43 @@ class PageReleaseMixin(_Base):
         self.oldest_id = first_kept
         self.has_older = True
         if not self.following:
-            self.call_after_refresh(self._restore_view, top, offset)
+            self.hold_view(top, offset)
         return True
 
-    def _restore_view(self, top: Widget, offset: float) -> None:
-        if top.is_attached:
+    def hold_view(self, top: Widget, offset: float) -> None:
+        """Keep ``top`` ``offset`` rows above the top of the view through every layout to come,
+        until the user scrolls. The page just mounted or released is laid out at the next refresh,
+        or later: while another widget batches the screen's updates (a streaming reply moving its
+        blocks) refreshes come with no layout, and a view put back then was put back with the old
+        geometry."""
+        self._held_view = (top, offset, None)
+        self.call_after_refresh(self._restore_view)
+
+    def _restore_view(self) -> None:
+        held = self._held_view
+        if held is None:
+            return
+        top, offset, _ = held
+        if not top.is_attached or self.following:
+            self._held_view = None
+            return
+        self._restoring = True
+        try:
             self.scroll_to(y=top.virtual_region.y + offset, animate=False, immediate=True)
+        finally:
+            self._restoring = False
+        self._held_view = (top, offset, self.scroll_y)
+
+    def watch_virtual_size(self) -> None:
+        """A layout changed the height of what is mounted (Textual sets this once the screen's
+        layout is done, with every child in its new place): a held view is put back."""
+        self._restore_view()
+
+    def _scrolled(self, new_value: float) -> None:
+        """A scroll not made by ``_restore_view`` (the user's, or a clamp): the view is theirs."""
+        held = self._held_view
+        if held is not None and not self._restoring and held[2] is not None and new_value != held[2]:
+            self._held_view = None
 
     async def _release_bottom(self) -> bool:
         """Release the widgets farthest below the view; True if any were."""
