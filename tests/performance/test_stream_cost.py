@@ -32,6 +32,7 @@ class Costs:
     arranged_sealed: Counter[int] = field(default_factory=Counter)  # per part: layouts once it was sealed
     writes: int = 0
     laid_out: list[int] = field(default_factory=list)  # per write: the reply's widgets Textual lays out
+    stand_ins: list[int] = field(default_factory=list)  # per write: widgets drawing finished parts as lines
     restyled_at_finish: Counter[int] = field(default_factory=Counter)  # per widget: styles applied once it stopped
     finishing: bool = False
     frozen_left: int = 0  # parts still drawn as lines (or hidden) once the reply finished
@@ -51,6 +52,7 @@ async def _write(app, pilot, bubble: AssistantBubble, tokens: list[str], costs: 
         await pilot.pause()
         if costs is not None:
             costs.laid_out.append(_laid_out(bubble))
+            costs.stand_ins.append(len(bubble.query(".reply-frozen")))
     if costs is not None:
         costs.finishing = True
     await bubble.finish("complete")
@@ -123,6 +125,8 @@ async def test_a_layout_near_the_end_of_a_long_reply_places_as_many_widgets_as_n
     third, last = costs.laid_out[len(costs.laid_out) // 3], costs.laid_out[-1]
     assert len(costs.blocks) > 60
     assert last <= 1.5 * third, costs.laid_out
+    # However many parts were sealed, their lines are one widget: each widget costs every layout.
+    assert max(costs.stand_ins) == 1, costs.stand_ins
     assert costs.frozen_left == 0
 
     # The finished blocks are not restyled or drawn again as the reply grows.

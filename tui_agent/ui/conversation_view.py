@@ -137,7 +137,7 @@ class ConversationView(Vertical):
     async def _composer_changed(self) -> None:
         self.deps.input_seen()
         specs = self.composer.matches()
-        for hints in self.query("#slash-hints").results(SlashHints):
+        for hints in self.query_children("#slash-hints").results(SlashHints):
             hints.show(specs)
             return
         if specs:
@@ -186,7 +186,7 @@ class ConversationView(Vertical):
             bubble = UserBubble(text, [self.vault.root / p for p in attachments])
             # The welcome line goes in the same frame as the bubble comes (not a layout later);
             # hidden, not removed: it comes back if nothing could be sent (see turn_runner).
-            for welcome in self.chat_log.query(".welcome"):
+            for welcome in self.chat_log.query_children(".welcome"):
                 welcome.display = False
             await self.chat_log.mount(bubble)
         self.turns[self.conversation_id] = self.run_turn(
@@ -249,7 +249,7 @@ class ConversationView(Vertical):
             self.turns.pop(self.conversation_id, None)
         elif self.messages.stop_editing():
             pass
-        elif any(hints.has_class("-visible") for hints in self.query(SlashHints)):
+        elif any(hints.has_class("-visible") for hints in self.query_children(SlashHints)):
             self.composer.clear()
 
     # ------------------------------------------------------- message actions
@@ -393,7 +393,7 @@ class ConversationView(Vertical):
         if self.conversation_id is None:
             self.conversation_id = conversation_id
             self.chat_log.conversation_id = conversation_id
-            for welcome in self.chat_log.query(".welcome"):
+            for welcome in self.chat_log.query_children(".welcome"):
                 await welcome.remove()
         await self.deps.show_title(self.title(title if self.conversation_id == conversation_id else None), True)
 

@@ -4,6 +4,7 @@ while its conversation is on screen. Everything it draws comes on the events; it
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,12 @@ FRAME_S = 1 / 30
 # 140,000 characters): 9-16x the 2,000-token reply on a slow host; 4-7x at 5,000.
 BLOCK_CHARS_PER_FRAME = 5_000
 MAX_FRAME_S = 1.0  # reached at 150,000 characters; past LONG_CHARS the reply is plain text
+# A write costs the event loop its parse and mount, then the layout and drawing of the next
+# refresh. Writes are spaced by at least that cost (times this), so a fast reply takes at most about
+# half of the loop and a key typed meanwhile waits for one write at most, never for a queue of
+# them: at 400 tokens a second every frame's write had cost more than a frame, the loop never idled
+# and keys echoed 0.3-1 s late.
+INPUT_SHARE = 1.0
 
 
 class DetachedStatus:
@@ -55,6 +62,7 @@ class TurnView:
         self.first_token_at: float | None = None
         self._words_shown = False
         self._flusher: asyncio.Task[None] | None = None
+        self._write_cost = 0.0  # the last write, until the refresh that drew it (see INPUT_SHARE)
         # One write at a time: the frame flusher can be inside a write (creating the bubble's Markdown
         # stream) when the reply finishes; finishing then must wait for it, or it stops a stream whose
         # task never ran and the CancelledError from that ends the turn with an empty bubble.
@@ -184,13 +192,18 @@ class TurnView:
             await self.host.show_title(title)
 
     def _frame_s(self) -> float:
-        """The time to the next write: a frame, or longer while the reply's last block is long."""
+        """The time to the next write: a frame, or longer while the reply's last block is long or
+        the last write cost more than a frame."""
         if self.bubble is None or self.bubble.is_long_view:
             return FRAME_S  # the windowed plain view appends at a constant cost
         text = self.bubble.text
         start = text.rfind("\n\n")
         block = len(text) - (start + 2 if start >= 0 else 0)
-        return min(MAX_FRAME_S, FRAME_S * max(1.0, block / BLOCK_CHARS_PER_FRAME))
+        spaced = self._write_cost * INPUT_SHARE / FRAME_S  # see INPUT_SHARE
+        return min(MAX_FRAME_S, FRAME_S * max(1.0, block / BLOCK_CHARS_PER_FRAME, spaced))
+
+    def _drawn(self, started: float) -> None:
+        self._write_cost = time.perf_counter() - started
 
     async def _flush_soon(self, delay: float) -> None:
         await asyncio.sleep(delay)
@@ -219,12 +232,14 @@ class TurnView:
             self.host.status_line.streaming(self.model, self.tokens, self.first_token_at)
         if self.bubble is None or not self.attached or not self.bubble.is_attached:
             return
-        if thoughts.strip() or (thoughts and self.bubble.query(THINKING)):
+        if thoughts.strip() or (thoughts and self.bubble.query_children(THINKING)):
             (await self.bubble.live_thinking()).append(thoughts)
         if text:
-            for block in self.bubble.query(THINKING):
+            for block in self.bubble.query_children(THINKING):
                 block.finish()  # type: ignore[attr-defined]  # the answer started: the thinking collapses
+            started = time.perf_counter()
             await self.bubble.write(text)
+            self.host.call_after_refresh(self._drawn, started)
             if not self._words_shown:
                 self._words_shown = True
                 self.host.call_after_refresh(self.host.first_words_shown)  # once they are drawn
@@ -232,7 +247,7 @@ class TurnView:
     async def close_bubble(self, status: str) -> None:
         await self.flush()
         if self.bubble is not None and self.bubble.is_attached:
-            if self.bubble.text or self.bubble.query(THINKING):
+            if self.bubble.text or self.bubble.query_children(THINKING):
                 await self.bubble.finish(status)
             else:
                 await self.bubble.remove()  # nothing arrived: the error card or status line says why

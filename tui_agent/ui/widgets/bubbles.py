@@ -157,11 +157,11 @@ class AssistantBubble(Static):
 
         await self._unfold()
 
-        for found in self.query(".reply").results(ReplyMarkdown):
+        for found in self.query_children(".reply").results(ReplyMarkdown):
             return found
         markdown = ReplyMarkdown(visible(self.text), classes="reply")
-        previews = list(self.query(ReplyPreview))
-        statuses = list(self.query(".reply-status"))
+        previews = list(self.query_children(ReplyPreview))
+        statuses = list(self.query_children(".reply-status"))
         await self.mount(markdown, before=(previews or statuses or [None])[0])
         for shown in previews:
             await shown.remove()
@@ -191,15 +191,15 @@ class AssistantBubble(Static):
             if self._stream is not None:
                 await self._stream.stop()
                 self._stream = None
-            for widget in self.query(".reply, .thinking"):
+            for widget in self.query_children(".reply, .thinking"):
                 await widget.remove()
             await self.mount_all(list(self._long_view(self.text)))
             return
         if self._stream is None:
             # The words first, the spinner's removal after: awaited first, it let a frame be drawn
             # without them, and the first words came a frame later.
-            spinners = self.query(".thinking")
-            shown = self.query(ReplyPreview)
+            spinners = self.query_children(".thinking")
+            shown = self.query_children(ReplyPreview)
             if shown and not markdown_ready():  # still drawn without Markdown while that is exact
                 content, exact = preview(visible(self.text))
                 if exact:
@@ -222,9 +222,9 @@ class AssistantBubble(Static):
         """The streaming thinking block above the reply (mounted on the first reasoning)."""
         from tui_agent.ui.widgets.thinking import ThinkingBlock
 
-        for block in self.query(ThinkingBlock):
+        for block in self.query_children(ThinkingBlock):
             return block
-        for spinner in self.query(".thinking"):
+        for spinner in self.query_children(".thinking"):
             await spinner.remove()
         block = ThinkingBlock(live=True)
         await self.mount(block, before=await self.upgrade())
@@ -238,15 +238,15 @@ class AssistantBubble(Static):
         self.initial = ""
         self._parts.clear()
         first = await self.upgrade()
-        for part in list(self.query(".reply"))[1:]:  # the later parts of a streamed reply
+        for part in list(self.query_children(".reply"))[1:]:  # the later parts of a streamed reply
             await part.remove()
         first.sealed = False
         await first.update("")
 
     async def finish(self, status: str) -> None:
-        for block in self.query(".thinking-block"):
+        for block in self.query_children(".thinking-block"):
             block.finish()  # type: ignore[attr-defined]
-        for spinner in self.query(".thinking"):
+        for spinner in self.query_children(".thinking"):
             await spinner.remove()
         if self._stream is not None:
             await self._stream.stop()
@@ -258,7 +258,7 @@ class AssistantBubble(Static):
 
     async def show_alternatives(self, ids: list[int]) -> None:
         """A reply that just finished as one of several (after a regenerate) shows ``◀ n / N ▶``."""
-        if len(ids) > 1 and self.message_id is not None and not self.query(AlternativesBar):
+        if len(ids) > 1 and self.message_id is not None and not self.query_children(AlternativesBar):
             self.alternatives = ids
             await self._unfold()
             await self.mount(AlternativesBar(ids, self.message_id, kind="alternative"), before=0)

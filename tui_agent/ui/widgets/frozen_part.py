@@ -31,7 +31,9 @@ def draw(part: Widget) -> list[Strip]:
 
 
 class FrozenPart(Widget):
-    """The drawn lines of a hidden ReplyMarkdown part, in its place."""
+    """The drawn lines of hidden ReplyMarkdown parts, in their place: the parts sealed one after
+    another share one stand-in (one widget for the compositor, however long the reply), as long as
+    they have no margin of their own (the reply's parts have none: their lines simply stack)."""
 
     DEFAULT_CSS = """
     FrozenPart { height: auto; }
@@ -39,10 +41,24 @@ class FrozenPart(Widget):
 
     def __init__(self, part: Widget, lines: list[Strip]) -> None:
         super().__init__(classes="reply-frozen")
-        self.part = part
+        self.parts = [part]
         self.lines = lines
         self.drawn_width = part.region.width
         self.styles.margin = part.styles.margin
+
+    @property
+    def part(self) -> Widget:
+        return self.parts[0]
+
+    def takes(self, part: Widget) -> bool:
+        """Can ``part``'s lines go under these (drawn at this width, neither with a margin)?"""
+        no_margin = not any(self.styles.margin) and not any(part.styles.margin)
+        return self.is_attached and no_margin and part.region.width == self.drawn_width
+
+    def extend(self, part: Widget, lines: list[Strip]) -> None:
+        self.parts.append(part)
+        self.lines.extend(lines)
+        self.refresh(layout=True)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return len(self.lines)
@@ -55,19 +71,28 @@ class FrozenPart(Widget):
             self.thaw()
 
     def thaw(self) -> None:
-        """The part is shown again, this stand-in removed (in the same frame)."""
-        if self.part.is_attached:
-            self.part.display = True
+        """The parts are shown again, this stand-in removed (in the same frame)."""
+        for part in self.parts:
+            if part.is_attached:
+                part.display = True
         if self.is_attached:
             self.remove()
 
 
-async def freeze(part: Widget) -> FrozenPart | None:
-    """Hide ``part`` behind a FrozenPart of its lines (None if it is not on the screen's map)."""
+async def freeze(part: Widget, into: FrozenPart | None = None) -> FrozenPart | None:
+    """Hide ``part`` behind its lines: added under ``into``'s when it takes them (the part sealed
+    just before, already drawn), else in a FrozenPart of its own (returned; None if ``part`` is not
+    on the screen's map)."""
     parent = part.parent
     if not part.is_attached or not part.display or not isinstance(parent, Widget) or not part.region:
         return None
-    frozen = FrozenPart(part, draw(part))
+    lines = draw(part)
+    if into is not None and into.takes(part):
+        with part.app.batch_update():
+            into.extend(part, lines)
+            part.display = False
+        return into
+    frozen = FrozenPart(part, lines)
     with part.app.batch_update():
         await parent.mount(frozen, after=part)
         part.display = False

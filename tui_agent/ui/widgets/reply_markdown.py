@@ -186,9 +186,13 @@ class ReplyStream:
         self.live = part
         self._text = tail
         self.parts.append(part)
-        # The part sealed before this one has been laid out with its final margins for a while:
-        # drawn into lines once, its blocks leave the layout until the reply stops.
-        if len(self.parts) >= 3 and (frozen := await freeze(self.parts[-3])) is not None:
+        # The part just sealed, once a refresh has laid it out with its final margins (its last
+        # block lost ``-last``): drawn into lines once, its blocks leave the layout until the reply
+        # stops. Only the growing part's blocks are laid out at each write.
+        sealed = self.parts[-2]
+        await self.bubble.wait_for_refresh()
+        frozen = await freeze(sealed, into=self.frozen[-1] if self.frozen else None)
+        if frozen is not None and frozen not in self.frozen:
             self.frozen.append(frozen)
 
 
