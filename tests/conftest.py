@@ -196,7 +196,7 @@ def env(tmp_path: Path, fake_llm: FakeOpenAI, store_backend: str) -> Iterator[Va
     db = open_store(location.resolve(vault.root))
     from helpers import loopback_profile
 
-    profile = loopback_profile("test", fake_llm.base_url, 5)
+    profile = loopback_profile("test", fake_llm.base_url)
     profiles.use_profile("test")
     yield VaultEnv(vault, profile, fake_llm)
     db.close()
