@@ -294,6 +294,7 @@ def run_terminal(name: str, display: Display, out: Path, base_url: str) -> list[
             for text in line.read_text(errors="replace").splitlines():
                 if "image protocol" in text:
                     print(f"{name}: {text.strip()}")
+        shutil.rmtree(workdir, ignore_errors=True)  # the vault, the cache, the terminal's log
     return shots
 
 

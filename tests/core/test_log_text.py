@@ -25,3 +25,24 @@ def test_control_characters_in_a_log_message_are_written_visible(tmp_path):
     assert "ValueError: ␛]52;c;aGk=␇" in text  # the traceback too
     assert not any(ch in text for ch in "\x1b\x07\x9b\u202e")
     assert "\n" in text.strip()  # lines stay lines
+
+
+def test_a_second_vault_in_the_same_process_gets_the_log_and_the_first_log_is_closed(tmp_path):
+    first, second = Vault(tmp_path / "one").init(), Vault(tmp_path / "two").init()
+    logger = logging.getLogger("tui_agent.test")
+    setup_logging(first)
+    logger.warning("for the first vault")
+    (old,) = [
+        h for h in logging.getLogger("tui_agent").handlers if getattr(h, "baseFilename", "") == str(first.log_file)
+    ]
+    setup_logging(second)
+    setup_logging(second)  # again: nothing more
+    logger.warning("for the second vault")
+    handlers = [h for h in logging.getLogger("tui_agent").handlers if hasattr(h, "baseFilename")]
+    for handler in handlers:
+        handler.flush()
+    assert [h.baseFilename for h in handlers] == [str(second.log_file)]
+    assert old.stream is None  # closed: its file is not held open
+    assert "for the second vault" not in first.log_file.read_text(encoding="utf-8")
+    assert "for the first vault" not in second.log_file.read_text(encoding="utf-8")
+    assert "for the second vault" in second.log_file.read_text(encoding="utf-8")

@@ -199,12 +199,18 @@ def _kind(mode: int) -> str:
 
 
 def setup_logging(vault: Vault, level: int = logging.INFO) -> None:
-    """Send the ``tui_agent`` loggers to ``logs/agent.log`` (idempotent)."""
+    """Send the ``tui_agent`` loggers to ``logs/agent.log`` of ``vault`` (idempotent). The log of
+    a vault opened before in this process is closed: its lines are not this vault's, and each
+    handler kept a file open (a test run left hundreds open per process)."""
     logger = logging.getLogger("tui_agent")
     target = str(vault.log_file)
-    for handler in logger.handlers:
-        if getattr(handler, "baseFilename", None) == target:
+    for handler in list(logger.handlers):
+        if not isinstance(handler, _LogFileHandler):
+            continue
+        if handler.baseFilename == target:
             return
+        logger.removeHandler(handler)
+        handler.close()
     try:
         handler = _LogFileHandler(target, maxBytes=2_000_000, backupCount=3, encoding="utf-8")
     except OSError as exc:
