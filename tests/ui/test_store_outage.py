@@ -113,3 +113,27 @@ def test_a_read_on_a_connection_the_server_ended_goes_again_once_and_a_write_doe
     with pytest.raises(pw.OperationalError):
         history.rename_conversation(conversation.id, "changed")  # a write is never sent twice
     assert history.get_conversation(conversation.id).title == "kept"
+
+
+@ON_POSTGRESQL
+def test_opening_a_conversation_on_a_connection_the_server_ended_goes_again_once(env):
+    """Opening another conversation reads its page and remembers it as the one the next start
+    opens (an upsert of one setting, sent in the same round trip). After ``pg_terminate_backend``
+    the app showed "cannot reach PostgreSQL ... server closed the connection unexpectedly" (seen
+    in tmux over the 50 ms proxy, issue 35's check): the upsert sets the same value when sent
+    again, so the statements go again on a new connection, as a read does."""
+    import psycopg
+
+    from tui_agent.core.store import pages
+
+    db = Message._meta.database
+    conversation = history.new_conversation("kept")
+    history.add_message(conversation.id, "user", "a question")
+    history.remember_conversation(history.new_conversation("other").id)
+    pid = db.execute_sql("SELECT pg_backend_pid()").fetchone()[0]
+    with psycopg.connect(dbname=db.store_url.dbname, autocommit=True, **db.store_url.connect_args()) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    page = pages.opened(conversation.id, 20)
+    assert page.title == "kept"
+    assert [m.content for m in page.rows] == ["a question"]
+    assert history.last_conversation().id == conversation.id
