@@ -11,11 +11,11 @@ import threading
 import pytest
 from fake_openai import Reply
 from pilot_helpers import make, until
-from test_live import status_text, texts
+from test_live import ask, status_text, texts
 
 from tui_agent.core.store import history, location
 from tui_agent.core.store.models import Message
-from tui_agent.ui.widgets.bubbles import AssistantBubble
+from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard
 
 ON_POSTGRESQL = pytest.mark.parametrize("store_backend", ["postgresql"], indirect=True)
 
@@ -82,11 +82,26 @@ async def test_a_reply_cut_by_an_outage_is_marked_ended_when_the_server_returns(
             held.set()
             await until(pilot, lambda: not app.turns)
             assert app.is_running
+            # The message was stored and answered in part: the card does not promise to send it
+            # when the server is back (it said "Your message is kept; it is sent once the server
+            # answers again", and nothing was sent: seen in tmux).
+            (card,) = [card.text for card in app.query(ErrorCard)]
+            assert "Your message is kept" not in card and "was stored" in card, card
             own_cluster.start()
             # Nothing else is done: the app finds the server back by itself and ends the row.
             await until(pilot, lambda: Message.select().where(Message.role == "assistant").count() == 1)
             await until(pilot, lambda: Message.select().where(Message.role == "assistant").get().status != "streaming")
             assert Message.select().where(Message.role == "assistant").get().status == "error"
+            # The cut reply is on screen once: the listener, back after the outage, draws what is
+            # newer than the screen, and the reply's bubble must be known as that row (it was
+            # drawn a second time below the error card, seen in tmux). Another machine's message
+            # drawn after it shows that the listener has looked.
+            env.fake.script(Reply(text="answered elsewhere"))
+            elsewhere = ask(env.vault.root, "--conversation", str(app.conversation_id), "from elsewhere")
+            assert elsewhere.wait(timeout=120) == 0, elsewhere.stderr.read() if elsewhere.stderr else ""
+            await until(pilot, lambda: "answered elsewhere" in texts(app, AssistantBubble))
+            cut = [text for text in texts(app, AssistantBubble) if text.startswith("w0 ")]
+            assert len(cut) == 1, texts(app, AssistantBubble)
     finally:
         db.close()
 

@@ -40,7 +40,9 @@ class Result:
         return made
 
 
-def pipelined(db: pw.Database, statements: Sequence[Statement], atomic: bool, *, repeatable: bool = False) -> list[Result]:
+def pipelined(
+    db: pw.Database, statements: Sequence[Statement], atomic: bool, *, repeatable: bool = False
+) -> list[Result]:
     """``together`` for a server: one psycopg pipeline (the PostgreSQL backend's); ``repeatable``:
     see batch.together."""
     from tui_agent.core.store import pg, schema_guard
