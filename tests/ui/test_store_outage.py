@@ -11,10 +11,11 @@ import threading
 import pytest
 from fake_openai import Reply
 from pilot_helpers import make, until
-from test_live import ask, status_text, texts
+from test_live import ask, other_machine, status_text, statuses, streaming_row, texts
 
 from tui_agent.core.store import history, location
 from tui_agent.core.store.models import Message
+from tui_agent.ui.live_updates import RUNNING_ELSEWHERE
 from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard
 
 ON_POSTGRESQL = pytest.mark.parametrize("store_backend", ["postgresql"], indirect=True)
@@ -152,3 +153,41 @@ def test_opening_a_conversation_on_a_connection_the_server_ended_goes_again_once
     assert page.title == "kept"
     assert [m.content for m in page.rows] == ["a question"]
     assert history.last_conversation().id == conversation.id
+
+
+@pytest.mark.slow
+@ON_POSTGRESQL
+async def test_a_reply_running_elsewhere_ended_while_the_listener_was_away_shows_ended_when_it_is_back(env, tmp_path):
+    """Seen in tmux over the 50 ms proxy: machine A's reply was cut by an outage and marked ended
+    when the server came back, before machine B's listener had reconnected; B then looked at what
+    is newer than its screen, not at the reply it showed running, and left it running (no
+    "(error)", for good). Here the announcement is lost the same way (the row is ended with
+    triggers off, as if while the listener was away), then the listener says it is back."""
+    import psycopg
+
+    from tui_agent.core.store.pg_listen import Change
+
+    conversation = history.new_conversation("shared")
+    history.add_message(conversation.id, "user", "before")
+    history.add_message(conversation.id, "assistant", "earlier answer")
+    env.fake.script(
+        Reply(text="word " * 60, chunk_size=5, chunk_delay_s=0.01, hold=threading.Event(), hold_after_chunks=4)
+    )
+    app = make(env.vault)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.live_updates is not None and app.live_updates.listener.connected.is_set())
+        machine_a = ask(other_machine(tmp_path), "--conversation", str(conversation.id), "hello from A")
+        try:
+            await until(pilot, lambda: "streaming" in statuses(app) and RUNNING_ELSEWHERE in status_text(app))
+        finally:
+            machine_a.kill()  # A is gone mid-reply: its row stays "streaming" until someone ends it
+            machine_a.wait(timeout=60)
+        row = streaming_row(conversation.id)
+        assert row is not None
+        db = Message._meta.database
+        with psycopg.connect(dbname=db.store_url.dbname, autocommit=True, **db.store_url.connect_args()) as other:
+            other.execute("SET session_replication_role = replica")  # no trigger: nothing announced
+            other.execute("UPDATE messages SET status = 'error' WHERE id = %s", (row.id,))
+        app.live_updates._arrived(Change.reconnected())
+        await until(pilot, lambda: statuses(app) == ["complete", "error"])
+        assert RUNNING_ELSEWHERE not in status_text(app)
