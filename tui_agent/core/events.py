@@ -295,13 +295,18 @@ class ToolFinished(_Event):
 
 
 class ErrorEvent(_Event):
-    __slots__ = ("kind", "message")
+    """The turn failed; ``message_id``: the reply the failure cut, as far as it is stored (the store
+    went away mid-reply), so that the screen knows its bubble as that row."""
+
+    __slots__ = ("kind", "message", "message_id")
     message: str
     kind: str
+    message_id: int | None
 
-    def __init__(self, message: str, kind: str = "error") -> None:
+    def __init__(self, message: str, kind: str = "error", message_id: int | None = None) -> None:
         _set(self, "message", message)
         _set(self, "kind", kind)
+        _set(self, "message_id", message_id)
 
 
 class Done(_Event):

@@ -371,6 +371,7 @@ class AgentLoop:
                 if reply.row is not None:
                     await worker.run(finish_row, reply.row.id, "error")
                 row_id = reply.row.id if reply.row is not None else None
+                exc.kept_row = row_id  # type: ignore[attr-defined]
                 exc.kept_in = keep_locally(self.vault, conversation_id, row_id, model, reply.text, reply.reasoning)  # type: ignore[attr-defined]
                 if isinstance(unsaved, (ev.TextDelta, ev.ReasoningDelta)):
                     yield unsaved  # the screen shows what the kept file holds
@@ -407,7 +408,7 @@ async def _store_guarded(
             # more may be yielded now, and the cancel goes on.
             raise exc.__context__ from exc
         kind = "store_away" if store_errors.is_unreachable(failure) else "store"  # away: a pause (the app waits)
-        yield ev.ErrorEvent(str(failure) + kept_note(exc), kind)
+        yield ev.ErrorEvent(str(failure) + kept_note(exc), kind, getattr(exc, "kept_row", None))
         yield ev.Done("error", current)
 
 

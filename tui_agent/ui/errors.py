@@ -20,6 +20,8 @@ HINTS = {
     "usage": "Type /help for the list of commands.",
     "store": "What was saved before is still there. Fix the cause above, then send again.",
     "store_away": "Your message is kept; it is sent once the server answers again.",
+    "store_away_stored": "Your message was stored before the server went away; once it answers, "
+    "Ctrl+R asks for the reply again.",
     "bad_request": "The message above is the server's own; check the profile's model and fields (Ctrl+B).",
     "bad_stream": "The partial reply is kept; send again, or try another model or server.",
     "retry": "Ctrl+R sends a turn again after it failed or was cancelled.",
@@ -79,9 +81,10 @@ def friendly_title(kind: str) -> str:
     return TITLES.get(kind, "Something went wrong")
 
 
-def friendly(kind: str, message: str) -> str:
+def friendly(kind: str, message: str, *, hint: str | None = None) -> str:
+    """The card's text; ``hint``: another kind's hint than ``kind``'s own."""
     title = friendly_title(kind)
-    hint = HINTS.get(kind, "Details are in the log (Ctrl+L).")
+    hint = HINTS.get(hint or kind, "Details are in the log (Ctrl+L).")
     return f"✗ {title}\n{message}\n{hint}"
 
 

@@ -136,8 +136,13 @@ class LiveUpdates:
             return
         shown = {found: child for child in chat_log.children if (found := message_id_of(child)) is not None}
         last = max(shown, default=0)
+        again = waiting & shown.keys()
+        if everything:  # what was announced while the listener was away is lost: running replies may have ended
+            again |= {
+                i for i, child in shown.items() if isinstance(child, AssistantBubble) and child.status == "streaming"
+            }
         # One call on the store's thread reads all of it (the screen keeps drawing meanwhile).
-        read = await worker.run(pages.changes, conversation_id, waiting & shown.keys(), last, PAGE)
+        read = await worker.run(pages.changes, conversation_id, again, last, PAGE)
         if chat_log.conversation_id != conversation_id:
             return
         for row in read.changed.rows:

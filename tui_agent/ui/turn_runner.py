@@ -37,8 +37,8 @@ async def run_turn(
     """Imported with the first turn (the loop, the events and the turn's widgets are not needed
     before it); ``ConversationView.run_turn`` runs it as the turn's worker."""
     warmup.turn_started()
-    view = TurnView(host, conversation_id, user_bubble=bubble)
     started = retry or regenerate is not None  # until the user's message is stored, a failure gives the text back
+    view = TurnView(host, conversation_id, user_bubble=bubble, stored=started)
     away: str | None = None  # the store's server, when it is away (the message waits for it)
     try:
         await host.client_ready()

@@ -47,8 +47,16 @@ class DetachedStatus:
 
 
 class TurnView:
-    def __init__(self, host: TurnHost, conversation_id: int | None, *, user_bubble: UserBubble | None = None) -> None:
+    def __init__(
+        self,
+        host: TurnHost,
+        conversation_id: int | None,
+        *,
+        user_bubble: UserBubble | None = None,
+        stored: bool = False,
+    ) -> None:
         self.host = host
+        self.stored = stored  # the user's message is stored (a retry, a regenerate; or once the turn started)
         self.user_bubble = user_bubble  # shown when Enter was pressed, adopted when the message is stored
         self.log = host.chat_log
         self.conversation_id = conversation_id
@@ -96,6 +104,7 @@ class TurnView:
                 self.cursor_to_reply = self.log.cursor is not None and self.log.has_focus
                 await self.log.show_conversation(event.conversation_id)
         elif isinstance(event, ev.TurnStarted):
+            self.stored = True
             self.conversation_id = event.conversation_id
             await self._show_title(event.title)  # a new conversation is titled by its first message
             if self.user_bubble is not None and self.user_bubble.is_attached:
@@ -175,10 +184,14 @@ class TurnView:
                 await self.log.refresh_messages({int(i) for i in changed})  # memory_sql edited them
         elif isinstance(event, ev.ErrorEvent):
             self.error_kind, self.error_text = event.kind, event.message
+            if event.message_id is not None and self.bubble is not None:
+                self.bubble.message_id = event.message_id  # cut by the store: known as its row (live updates)
             await self.close_bubble("error")
             retryable = event.kind not in ("usage", "attachment", "retry")  # nothing was sent to retry
             status.failed(friendly_title(event.kind), self.started, retryable=retryable)
-            await self._mount(ErrorCard(friendly(event.kind, event.message)))
+            stored = self.stored and event.kind == "store_away"  # not given back: nothing waits to be sent
+            hint = "store_away_stored" if stored else None
+            await self._mount(ErrorCard(friendly(event.kind, event.message, hint=hint)))
         elif isinstance(event, ev.Notice):
             await self.log.mount(NoticeCard(event.text))
         elif isinstance(event, ev.ModelNotice):

@@ -19,12 +19,16 @@ from tui_agent.core.store.results import Result, Statement
 __all__ = ["Result", "Statement", "together"]
 
 
-def together(db: pw.Database, statements: Sequence[Statement], *, atomic: bool = False) -> list[Result]:
+def together(
+    db: pw.Database, statements: Sequence[Statement], *, atomic: bool = False, repeatable: bool = False
+) -> list[Result]:
     """What each statement returned (no rows for one that returns none), in order; ``atomic``:
-    all of them in one transaction. A failure raises the driver's error as peewee raises it
-    (``errors.DATABASE_ERRORS``), and rolls the transaction back."""
+    all of them in one transaction. ``repeatable``: the writes among them come to the same end
+    when sent twice (an upsert of one value): on a connection the server had ended they go again,
+    once, as reads do (a write otherwise is never sent twice). A failure raises the driver's error
+    as peewee raises it (``errors.DATABASE_ERRORS``), and rolls the transaction back."""
     from tui_agent.core.store import backends
 
     store = backends.of(db)
     bound = [(store.bind(sql), params) if isinstance(params, Mapping) else (sql, params) for sql, params in statements]
-    return list(store.together(bound, atomic))
+    return list(store.together(bound, atomic, repeatable=repeatable))

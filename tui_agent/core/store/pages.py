@@ -73,10 +73,11 @@ def with_page(
     conversation_id: int, limit: int, first: Sequence[batch.Statement] = ()
 ) -> tuple[Conversation | None, Page, list[batch.Result]]:
     """The conversation's row and its newest page, read together with the statements ``first``
-    (sent before them, in the same round trip: store/batch.py); and what those returned."""
+    (sent before them, in the same round trip: store/batch.py; reads, or writes that come to the
+    same end when sent twice, as ``remember_statement``); and what those returned."""
     statements = [*first, ("SELECT * FROM conversations WHERE id = {conversation}", {"conversation": conversation_id})]
     statements += branches.page_statements(conversation_id, limit)
-    results = batch.together(Message._meta.database, statements)
+    results = batch.together(Message._meta.database, statements, repeatable=True)
     *before, found, rows, pictures, children = results
     conversations = found.models(Conversation)
     conversation = conversations[0] if conversations else None

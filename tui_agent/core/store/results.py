@@ -40,8 +40,11 @@ class Result:
         return made
 
 
-def pipelined(db: pw.Database, statements: Sequence[Statement], atomic: bool) -> list[Result]:
-    """``together`` for a server: one psycopg pipeline (the PostgreSQL backend's)."""
+def pipelined(
+    db: pw.Database, statements: Sequence[Statement], atomic: bool, *, repeatable: bool = False
+) -> list[Result]:
+    """``together`` for a server: one psycopg pipeline (the PostgreSQL backend's); ``repeatable``:
+    see batch.together."""
     from tui_agent.core.store import pg, schema_guard
     from tui_agent.core.store.errors import StoreError
 
@@ -55,10 +58,11 @@ def pipelined(db: pw.Database, statements: Sequence[Statement], atomic: bool) ->
         results = _pipeline(db, sent)
     except (pw.OperationalError, pw.InterfaceError) as exc:
         # A read whose connection the server had ended goes again, once, on a new connection (as
-        # pg.ReconnectingDatabase does for one statement); a write is never sent twice.
-        if not reads or db.in_transaction() or db.is_connection_usable():
+        # pg.ReconnectingDatabase does for one statement); a write is never sent twice, unless
+        # sending it again comes to the same end (``repeatable``).
+        if not (reads or repeatable) or db.in_transaction() or db.is_connection_usable():
             raise
-        log.info("the server ended the connection (%s): the reads go again on a new one", exc)
+        log.info("the server ended the connection (%s): the statements go again on a new one", exc)
         results = _pipeline(db, sent)
     return results[1:-1] if atomic else results
 

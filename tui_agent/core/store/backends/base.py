@@ -132,9 +132,10 @@ class Store(ABC):
         """An SQL expression: the id the last INSERT into ``table`` made, in this session."""
 
     @abstractmethod
-    def together(self, statements: Sequence[tuple[str, Any]], atomic: bool) -> list[Any]:
+    def together(self, statements: Sequence[tuple[str, Any]], atomic: bool, *, repeatable: bool = False) -> list[Any]:
         """Run ``statements`` (SQL and parameters) in order, in one round trip where the backend
-        can (store/batch.py); each one's batch.Result."""
+        can (store/batch.py); each one's batch.Result. ``repeatable``: they may be sent again
+        on a new connection when the server had ended the old one (batch.together)."""
 
     def execute(self, sql: str, params: Any = ()) -> Any:
         """Run hand-written SQL whose placeholders are ``param`` (or ``named``, with a mapping);

@@ -92,10 +92,10 @@ class PostgresStore(Store):
     def last_id(self, table: str) -> str:
         return f"currval(pg_get_serial_sequence('{table}', 'id'))"
 
-    def together(self, statements: Sequence[tuple[str, Any]], atomic: bool) -> list[Any]:
+    def together(self, statements: Sequence[tuple[str, Any]], atomic: bool, *, repeatable: bool = False) -> list[Any]:
         from tui_agent.core.store import results
 
-        return results.pipelined(self.database, statements, atomic)
+        return results.pipelined(self.database, statements, atomic, repeatable=repeatable)
 
     @contextmanager
     def lock_wait(self, milliseconds: int) -> Iterator[None]:

@@ -101,7 +101,7 @@ class SqliteStore(Store):
     def last_id(self, table: str) -> str:
         return "last_insert_rowid()"
 
-    def together(self, statements: Sequence[tuple[str, Any]], atomic: bool) -> list[Any]:
+    def together(self, statements: Sequence[tuple[str, Any]], atomic: bool, *, repeatable: bool = False) -> list[Any]:
         from tui_agent.core.store import results
 
         if not atomic:
