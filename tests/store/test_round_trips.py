@@ -176,16 +176,16 @@ def test_ask(meter, env, store_backend):
 
 
 def test_the_request_built_from_the_rows_read_with_the_message_is_the_one_a_fresh_read_builds(env):
-    """The send reads the context with the message (loop._add_user_message): the request is the
+    """The send reads the context with the message (turn_rows.add_user_message): the request is the
     same as one built from the store, in a conversation longer than that first read too."""
     from tui_agent.core.context import ContextBuilder
-    from tui_agent.core.loop import _add_user_message
+    from tui_agent.core.turn_rows import add_user_message
 
     conversation_id = sixty_messages()
     for i in range(50):
         history.add_message(conversation_id, "user", f"short {i}")
     builder = ContextBuilder(env.vault)
-    user, title, alternatives, recent = _add_user_message(conversation_id, "one more", [], builder.first_read_size())
+    user, title, alternatives, recent = add_user_message(conversation_id, "one more", [], builder.first_read_size())
     assert (title, alternatives) == ("sixty", [])
     assert recent[0][-1].id == user.id and len(recent[0]) == builder.first_read_size()
     builder.prefetched(conversation_id, *recent)

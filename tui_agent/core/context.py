@@ -84,7 +84,7 @@ class ContextBuilder:
         self.fit: Fit | None = None
         self.system_tokens = 0
         self._pixels_from: float = 0
-        # Rows read already (with the user's message: loop._add_user_message), for the next build.
+        # Rows read already (with the user's message: turn_rows.add_user_message), for the next build.
         self._prefetched: tuple[int, list[Any], dict[int, list[str]]] | None = None
         self._pictures: tuple[set[int], dict[int, list[str]]] | None = None
 

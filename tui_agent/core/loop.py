@@ -14,7 +14,7 @@ from contextlib import aclosing
 from typing import Any
 
 from tui_agent.core import events as ev
-from tui_agent.core import llm, slash
+from tui_agent.core import llm, slash, turn_rows
 from tui_agent.core.ahead import Ahead
 from tui_agent.core.context import ContextBuilder
 from tui_agent.core.limits import message_too_long
@@ -24,7 +24,7 @@ from tui_agent.core.models.request_fit import RequestFit
 from tui_agent.core.reply import Reply as _Reply
 from tui_agent.core.reply import call_dict as _call_dict
 from tui_agent.core.reply import temperature as _temperature
-from tui_agent.core.reply_keep import keep_locally, kept_note
+from tui_agent.core.reply_keep import keep_locally
 from tui_agent.core.store import branches, history, worker
 from tui_agent.core.store import errors as store_errors
 from tui_agent.core.store.models import Message, Profile
@@ -33,6 +33,7 @@ from tui_agent.core.tool_caps import stored_arguments
 from tui_agent.core.tool_round import run_tools
 from tui_agent.core.tools.base import ApprovalCallback, ToolContext, ToolResult
 from tui_agent.core.tools.registry import ToolRegistry
+from tui_agent.core.turn_guard import close_stream, store_guarded
 from tui_agent.core.vault import Vault
 
 log = logging.getLogger("tui_agent.loop")
@@ -79,12 +80,12 @@ class AgentLoop:
 
         The old reply stays as an alternative (a sibling under the same parent, see store.branches);
         the new one becomes the active branch."""
-        async with aclosing(_store_guarded(self._regenerate(message_id), None)) as relayed:
+        async with aclosing(store_guarded(self._regenerate(message_id), None)) as relayed:
             async for event in relayed:
                 yield event
 
     async def _regenerate(self, message_id: int) -> AsyncGenerator[ev.Event, None]:
-        message, parent = await worker.run(_regenerating, message_id)
+        message, parent = await worker.run(turn_rows.regenerating, message_id)
         if message is None or message.role != "assistant":
             yield ev.ErrorEvent(f"message {message_id} is not an assistant reply: nothing to regenerate", "usage")
             yield ev.Done("error", message.conversation_id if message is not None else None)
@@ -116,7 +117,7 @@ class AgentLoop:
         A failure of the store (disk full, damaged file) ends the turn with an error event, not a traceback.
         """
         async with aclosing(
-            _store_guarded(self._turn(conversation_id, text, attachments, edit_of), conversation_id)
+            store_guarded(self._turn(conversation_id, text, attachments, edit_of), conversation_id)
         ) as relayed:
             async for event in relayed:
                 yield event
@@ -168,7 +169,8 @@ class AgentLoop:
             await worker.run(branches.rewind_to_parent_of, edit_of)
             yield ev.BranchChanged(conversation_id)
         read = self.builder.first_read_size()
-        user, title, alternatives, recent = await worker.run(_add_user_message, conversation_id, text, files, read)
+        added = await worker.run(turn_rows.add_user_message, conversation_id, text, files, read)
+        user, title, alternatives, recent = added
         stored = ev.StoredMessage(user.id, text, files, alternatives)
         yield ev.TurnStarted(conversation_id, user.id, stored, title)
         if command is None or command.tool is None:
@@ -196,7 +198,7 @@ class AgentLoop:
     async def retry_turn(self, conversation_id: int) -> AsyncGenerator[ev.Event, None]:
         """Run the last turn of a conversation again after it failed, from its stored user message
         (nothing is added for the user; tool results it already has are kept)."""
-        async with aclosing(_store_guarded(self._retry_turn(conversation_id), conversation_id)) as relayed:
+        async with aclosing(store_guarded(self._retry_turn(conversation_id), conversation_id)) as relayed:
             async for event in relayed:
                 yield event
 
@@ -343,7 +345,7 @@ class AgentLoop:
                 elif isinstance(item, llm.Restart):
                     # The server said the failure is transient: the partial reply stays, the request goes again.
                     partial = await reply.save("error")
-                    partial_alternatives = await worker.run(_alternatives, partial) if partial else []
+                    partial_alternatives = await worker.run(turn_rows.alternatives_of, partial) if partial else []
                     yield ev.AssistantFinished(
                         partial.id if partial else None,
                         reply.text,
@@ -382,69 +384,4 @@ class AgentLoop:
             yield ev.ErrorEvent(str(exc), exc.kind)
         finally:
             if stream is not None:
-                await _close(stream)  # a request still on its way (a cancel while its events were drawn) ends
-
-
-async def _store_guarded(
-    events: AsyncGenerator[ev.Event, None], conversation_id: int | None
-) -> AsyncGenerator[ev.Event, None]:
-    """A failure of the store (disk full, damaged file) ends the turn with an error event, not a traceback.
-
-    Every generator of the turn is closed by the one it relays to (``aclosing``): a turn that is
-    closed or cancelled between two events ends at once, its request and tools with it, and saves
-    what it had (a reply as "cancelled"), rather than when the garbage collector gets to it."""
-    current = conversation_id
-    try:
-        async with aclosing(events) as relayed:
-            async for event in relayed:
-                if isinstance(event, (ev.ConversationChanged, ev.BranchChanged)):
-                    current = event.conversation_id
-                yield event
-    except store_errors.DATABASE_ERRORS as exc:
-        failure = store_errors.describe(exc)
-        log.error("store failure: %s", failure)
-        if isinstance(exc.__context__, (GeneratorExit, asyncio.CancelledError)):
-            # It failed while the turn was being closed or cancelled (saving what it had): nothing
-            # more may be yielded now, and the cancel goes on.
-            raise exc.__context__ from exc
-        kind = "store_away" if store_errors.is_unreachable(failure) else "store"  # away: a pause (the app waits)
-        yield ev.ErrorEvent(str(failure) + kept_note(exc), kind, getattr(exc, "kept_row", None))
-        yield ev.Done("error", current)
-
-
-async def _close(stream: Any) -> None:
-    close = getattr(stream, "aclose", None)
-    if close is not None:
-        try:
-            await close()
-        except Exception:  # the stream is abandoned; its own error does not matter any more
-            log.debug("closing the stream failed", exc_info=True)
-
-
-def _regenerating(message_id: int) -> tuple[Message | None, Message | None]:
-    message = Message.get_or_none(Message.id == message_id)
-    parent = Message.get_or_none(Message.id == message.parent_id) if message and message.parent_id else None
-    return message, parent
-
-
-def _add_user_message(
-    conversation_id: int, text: str, files: list[str], read: int
-) -> tuple[Message, str, list[int], tuple[list[Any], dict[int, list[str]]]]:
-    """The user's message stored, the conversation's title (a new one's comes from it), its
-    alternatives, and the newest ``read`` messages of its branch with their pictures (what the
-    request is built from): one round trip to the store (history.append, store/batch.py)."""
-    user, (rows, pictures, children) = history.append(
-        conversation_id, "user", text, attachments=files, then=branches.page_statements(conversation_id, read)
-    )
-    attachments: dict[int, list[str]] = {}
-    for message_id, path in pictures.rows:
-        attachments.setdefault(message_id, []).append(path)
-    alternatives = branches.alternatives_in([user], children.rows).get(user.id, [])
-    return user, user.conversation_title, alternatives, (rows.named(), attachments)  # type: ignore[attr-defined]
-
-
-def _alternatives(message: Message) -> list[int]:
-    """``message`` and its alternatives (ids, oldest first) when it sits at a fork, else [] (the
-    events carry them: the screen draws "◀ n / N ▶" without reading the store again)."""
-    forks = branches.fork_parents(message.conversation_id, [message.parent_id])
-    return branches.alternatives(message, forks) if forks else []
+                await close_stream(stream)  # a request still on its way (a cancel while its events were drawn) ends
