@@ -203,17 +203,18 @@ async def test_every_widget_of_the_hostile_conversation_renders_text_only(env):
         await until(pilot, lambda: app.query("Collapsible"))
         for block in app.query(Collapsible):
             block.collapsed = False
-        await pilot.pause(0.3)
+        shown = lambda: "thought T␛]0;PWNED-TITLE␇" in screen_text(app) and "<U+202E>evil" in screen_text(app)  # noqa: E731
+        await until(pilot, shown, 10, "the open blocks drawn")
         screen = screen_text(app)
-        assert "thought T␛]0;PWNED-TITLE␇" in screen and "<U+202E>evil" in screen
         bad = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
         assert not bad.search(screen), screen
         field = app.query_one("#field-system_prompt")
         field.scroll_visible(animate=False)  # the profile's fields in the sidebar: a TextArea draws raw
         field.focus()
-        await pilot.pause(0.3)
+        # Scrolled into view and drawn (a loaded machine draws it later than a fixed pause).
+        await until(pilot, lambda: "prompt T␛]0;PWNED-TITLE␇" in screen_text(app), 10, "the prompt field drawn")
         screen = screen_text(app)
-        assert "prompt T␛]0;PWNED-TITLE␇" in screen and not bad.search(screen), screen
+        assert not bad.search(screen), screen
         app.conversation_view.composer.focus()  # leaving the field unchanged does not save the visible form over the value
         await pilot.pause(0.2)
         assert profiles.active_profile().system_prompt == f"prompt {HOSTILE}"
