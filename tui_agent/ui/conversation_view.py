@@ -25,6 +25,7 @@ from tui_agent.core.store.errors import STORE_FAILURES
 from tui_agent.core.store.pages import Page
 from tui_agent.core.textsafe import visible
 from tui_agent.ui import conversation_actions
+from tui_agent.ui.attach_actions import AttachActions
 from tui_agent.ui.errors import friendly, store_unavailable
 from tui_agent.ui.message_actions import STILL_RUNNING, MessageActions
 from tui_agent.ui.queued import SendQueue
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("tui_agent.ui")
 
 
-class ConversationView(Vertical):
+class ConversationView(AttachActions, Vertical):
     """One conversation at a time (``conversation_id``; None: a new one, not stored yet); the turns
     of any conversation (``turns``: one worker per conversation, a reply goes on when the user
     looks at another one)."""
@@ -294,38 +295,6 @@ class ConversationView(Vertical):
 
     def action_export_json(self) -> None:
         self.messages.export("json")
-
-    # ------------------------------------------------------------ attachments
-    def action_attach(self) -> None:
-        from pathlib import Path
-
-        from tui_agent.ui.screens.dialogs import AttachScreen
-
-        def chosen(source: str | None) -> None:
-            if source:
-                self.attach(source)
-
-        self.app.push_screen(AttachScreen(Path.cwd()), chosen)
-
-    @work(group="attach", exit_on_error=False)
-    async def attach(self, source: str) -> None:
-        from tui_agent.core.attachments import AttachmentError, import_image
-
-        try:
-            relative = await import_image(self.vault, source)
-        except AttachmentError as exc:
-            await self.chat_log.mount(ErrorCard(friendly("attachment", str(exc))))
-            return
-        self.pending_attachments.append(relative)
-        self.show_pending_attachments()
-        self.composer.focus()
-
-    def show_pending_attachments(self) -> None:
-        pending = self.query_one("#pending-attachments", Static)
-        text = visible("📎 " + ", ".join(self.pending_attachments)) if self.pending_attachments else ""
-        if text != pending.content:  # unchanged (none before, none now): not laid out again
-            pending.update(text)
-            pending.display = bool(self.pending_attachments)
 
     # ------------------------------------------------------------------ help
     async def action_help(self) -> None:

@@ -17,20 +17,16 @@ from tui_agent.core.store.errors import STORE_FAILURES
 from tui_agent.core.store.models import Message
 from tui_agent.core.store.pages import Page
 from tui_agent.core.vault import Vault
-from tui_agent.ui.reply_preview import preview
 from tui_agent.ui.store_calls import read_or_say
 from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard, UserBubble
 from tui_agent.ui.widgets.host import host_of
 from tui_agent.ui.widgets.log_release import KEEP, PAGE, Card, PageReleaseMixin, is_marker, message_id_of
+from tui_agent.ui.widgets.log_sizing import rows_filling
 from tui_agent.ui.widgets.message_cursor import CURSOR_BINDINGS, MessageCursorMixin
 
 if TYPE_CHECKING:
     from textual.timer import Timer
 
-# Columns a bubble's text cannot use (app.tcss): the log's padding and scroll bar, the bubble's
-# border and padding; a user's bubble is also indented.
-BUBBLE_CHROME = 6
-USER_INDENT = 8
 PREFETCH_AFTER_S = 0.5  # after opening a conversation, the rest of its newest page loads this much later
 WINDOW_AFTER_S = 0.3  # and where the model's window starts is found this much later (not on the first paint)
 
@@ -240,36 +236,12 @@ class ChatLog(PageReleaseMixin, MessageCursorMixin, VerticalScroll):
             await self._release([old])
 
     def _rows_filling_the_view(self, rows: list[Message]) -> int:
-        """How many of the newest ``rows`` surely fill the view.
-
-        Each message counts as few lines as it can take: the line above it, and its text wrapped
-        character by character at the bubble's inner width (words only make it taller); a reply
-        that Markdown may shorten (links, markup) counts one line. Images and tool blocks only add."""
+        """How many of the newest ``rows`` surely fill the view (see log_sizing)."""
         width = max(20, self.size.width or self.app.size.width)
         # Before the first layout the log's size is unknown: the screen's height, less the header,
         # the status line, the composer and the footer, bounds it.
         wanted = self.size.height + 2 if self.size.height else self.app.size.height - 5
-        filled = 0
-        for count, message in enumerate(reversed(rows), start=1):
-            filled += 1 + self._least_lines(message, width)
-            if filled >= wanted:
-                return max(count, 2)
-        return len(rows)
-
-    @staticmethod
-    def _least_lines(message: Message, width: int) -> int:
-        text = message.content or ""
-        if message.role == "user":
-            inner = width - BUBBLE_CHROME - USER_INDENT
-        elif message.role == "assistant":
-            shown, exact = preview(text)
-            if not exact:
-                return 1
-            text, inner = shown.plain, width - BUBBLE_CHROME
-        else:
-            return 1
-        inner = max(10, inner)
-        return sum(max(1, -(-len(line) // inner)) for line in text.split("\n"))
+        return rows_filling(rows, width, wanted)
 
     def _settled(self) -> None:
         self._settling = False
