@@ -139,9 +139,9 @@ async def test_refused_stream_options_are_dropped_and_remembered_for_the_endpoin
     logs = penv.vault.log_file.read_text()
     assert "retrying without stream_options" in logs
     # Remembered in the vault too: a new process (here: a cleared memory) does not ask again.
-    from tui_agent.core import llm
+    from tui_agent.core import endpoint_quirks
 
-    llm._ENDPOINT_QUIRKS.clear()
+    endpoint_quirks._ENDPOINT_QUIRKS.clear()
     await penv.turn("once more")
     assert len(penv.replay.bodies) == 4 and "stream_options" not in penv.replay.bodies[3]
 

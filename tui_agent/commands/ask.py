@@ -104,7 +104,7 @@ def _prepare(vault_arg: str | None, args: argparse.Namespace) -> tuple[Session, 
 def _read_together(profile: Profile, conversation_id: int | None, *, last: bool) -> int | None:
     """What the endpoint refused before (the client reads it when it is built) and (``last``) the
     conversation to go on: one round trip to the store (store/batch.py)."""
-    from tui_agent.core.llm import QUIRKS_KEY, endpoint_quirks
+    from tui_agent.core.endpoint_quirks import QUIRKS_KEY, endpoint_quirks
     from tui_agent.core.store import batch
 
     quirk_key = QUIRKS_KEY + profile.base_url.rstrip("/")

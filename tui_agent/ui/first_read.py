@@ -24,8 +24,8 @@ class FirstRead:
 
 def active_profile(stored: Mapping[str, str] | None = None) -> Profile:
     """The active profile, and what its endpoint refused before (the client built on the event
-    loop finds it read: core.llm.endpoint_quirks); ``stored``: the settings, read already."""
-    from tui_agent.core.llm import endpoint_quirks
+    loop finds it read: core.endpoint_quirks); ``stored``: the settings, read already."""
+    from tui_agent.core.endpoint_quirks import endpoint_quirks
 
     profile = profiles.active_profile(stored)
     endpoint_quirks(profile.base_url, stored)
@@ -42,7 +42,7 @@ def first_read() -> FirstRead:
     )
     stored = {str(key): str(value) for key, value in settings.rows}
     profile = profiles.chosen_profile(stored, every.models(Profile)) or profiles.active_profile(stored)
-    from tui_agent.core.llm import endpoint_quirks
+    from tui_agent.core.endpoint_quirks import endpoint_quirks
 
     endpoint_quirks(profile.base_url, stored)
     remembered = stored.get(history.LAST_CONVERSATION_KEY, "")
