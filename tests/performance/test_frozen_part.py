@@ -81,3 +81,32 @@ async def test_a_streaming_reply_with_frozen_parts_becomes_the_long_plain_view_w
         assert bubble.is_long_view
         assert not bubble.query(FrozenPart) and not bubble.query(ReplyMarkdown)
         assert bubble.query_one(LongText).text.endswith("ENDOFREPLY")
+
+
+async def test_parts_frozen_one_after_another_share_one_stand_in_that_looks_like_their_blocks(env):
+    """Two parts frozen in turn: the second one's lines go under the first one's, in the same
+    widget, and the screen is the same as with their blocks; thawed, both parts come back."""
+    app = make(env)
+    async with app.run_test(size=(100, 60)) as pilot:
+        await send(app, pilot, "hi")
+        bubble = AssistantBubble()
+        await app.conversation_view.chat_log.mount(bubble)
+        first, second = (
+            ReplyMarkdown(TEXT, classes="reply"),
+            ReplyMarkdown("Then **more**.\n\n- a\n- b\n", classes="reply"),
+        )
+        await bubble.mount_all([first, second])
+        await pilot.pause(0.2)
+        app.conversation_view.chat_log.scroll_end(animate=False)
+        await pilot.pause(0.2)
+        before = app.export_screenshot()
+        frozen = await freeze(first)
+        assert frozen is not None and await freeze(second, into=frozen) is frozen
+        assert len(bubble.query(FrozenPart)) == 1 and frozen.parts == [first, second]
+        assert not first.display and not second.display
+        await pilot.pause(0.2)
+        assert app.export_screenshot() == before
+        frozen.thaw()
+        await pilot.pause(0.2)
+        assert first.display and second.display and not bubble.query(FrozenPart)
+        assert app.export_screenshot() == before
