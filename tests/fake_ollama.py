@@ -71,7 +71,9 @@ def show(model: str) -> dict[str, Any]:
 def ps() -> dict[str, Any]:
     """``GET /api/ps`` (docs/api.md, "List Running Models")."""
     model = {"name": MODEL, "model": MODEL, "size": 5137025024, "digest": DIGEST, "details": DETAILS}
-    return {"models": [{**model, "expires_at": "2099-01-01T00:00:00Z", "size_vram": 5137025024, "context_length": 8192}]}
+    return {
+        "models": [{**model, "expires_at": "2099-01-01T00:00:00Z", "size_vram": 5137025024, "context_length": 8192}]
+    }
 
 
 def final(model: str, reply: Reply, started: float) -> dict[str, Any]:
