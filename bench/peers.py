@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -41,6 +42,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 from fake_ollama import MODEL, FakeOllama  # noqa: E402
+from fake_openai import markdown_tokens  # noqa: E402
 from pty_app import READY, make_vault  # noqa: E402
 from stream_echo import EchoRun, TmuxScreen, type_during_reply, wait_shown  # noqa: E402
 
@@ -146,7 +148,10 @@ def version(venv: Path, package: str) -> str:
     return found.stdout.strip() or "?"
 
 
-def measure(peer: Peer, fake: FakeOllama, *, tokens: int, rate: float, every: float, give_up_s: float) -> EchoRun:
+def measure(
+    peer: Peer, fake: FakeOllama, *, tokens: int, rate: float, every: float, give_up_s: float
+) -> tuple[EchoRun, list[float]]:
+    """One run, and the echoes of the keys typed while the server was still sending the reply."""
     home = Path(tempfile.mkdtemp(prefix=f"peer-{peer.name}-"))
     argv, env = peer.prepare(home, fake)
     screen = PeerScreen(argv, env)
@@ -154,9 +159,17 @@ def measure(peer: Peer, fake: FakeOllama, *, tokens: int, rate: float, every: fl
         wait_shown(screen, peer.ready, 0, 90)
         time.sleep(2.0)  # let start-up work (model lists, update checks) settle
         screen.read(0.01)
-        return type_during_reply(
+        fake.stream_ended_at = None
+        run = type_during_reply(
             screen, fake, tokens=tokens, rate=rate, every=every, send=peer.send, give_up_s=give_up_s, partial=True
         )
+        if run.unfinished:  # how far the app had drawn the reply: its last section on screen
+            screen.read(0.01)
+            drawn = [int(n) for n in re.findall(r"Section (\d+):", screen.screen)]
+            total = len(re.findall(r"## Section \d+:", "".join(markdown_tokens(tokens))))
+            print(f"{peer.name}: unfinished after {give_up_s:.0f} s at section {max(drawn, default=-1)} of {total - 1}")
+        ended = fake.stream_ended_at or run.last_word
+        return run, [echo for at, echo in run.echoes if at <= ended]
     finally:
         screen.close()
         shutil.rmtree(home, ignore_errors=True)
@@ -171,8 +184,8 @@ def load() -> str:
 def table(results: dict[str, list[dict[str, float]]], versions: dict[str, str]) -> str:
     rows = [
         "| app | runs | keys echoed | missed | median ms | p90 ms | first third ms | middle third ms "
-        "| last third ms | reply on screen s |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| last third ms | median while the server streams ms | reply on screen s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, runs in results.items():
         if not runs:
@@ -184,7 +197,7 @@ def table(results: dict[str, list[dict[str, float]]], versions: dict[str, str]) 
         rows.append(
             f"| {name} {versions[name]} | {len(runs)} | {sum(int(r['keys']) for r in runs)} "
             f"| {sum(int(r['missed']) for r in runs)} | {med('median_ms'):.0f} | {med('p90_ms'):.0f} "
-            f"| {med('first_third_ms'):.0f} | {med('middle_third_ms'):.0f} | {med('last_third_ms'):.0f} "
+            f"| {med('first_third_ms'):.0f} | {med('middle_third_ms'):.0f} | {med('last_third_ms'):.0f} | {med('while_streaming_ms'):.0f} "
             f"| {med('reply_s'):.1f}{' (unfinished)' if any(r['unfinished'] for r in runs) else ''} |"
         )
     return "\n".join(rows)
@@ -221,13 +234,17 @@ def main() -> None:
         for run in range(args.runs):
             for peer in peers if run % 2 == 0 else peers[::-1]:  # interleaved, the order alternating
                 try:
-                    echo = measure(
+                    echo, streaming = measure(
                         peer, fake, tokens=args.tokens, rate=args.rate, every=args.every, give_up_s=args.give_up
                     )
                 except TimeoutError as error:
                     print(peer.name, "failed:", str(error)[:600], flush=True)
                     continue
-                summary = {**echo.summary(), "unfinished": float(echo.unfinished)}
+                summary = {
+                    **echo.summary(),
+                    "while_streaming_ms": statistics.median(streaming) * 1000 if streaming else float("nan"),
+                    "unfinished": float(echo.unfinished),
+                }
                 results[peer.name].append(summary)
                 print(
                     peer.name,
