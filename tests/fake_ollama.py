@@ -101,13 +101,13 @@ class FakeOllama(FakeOpenAI):
     def host_url(self) -> str:
         """What ``OLLAMA_HOST`` / ``ollama.Client(host=...)`` is given."""
         host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host.decode() if isinstance(host, bytes) else host}:{port}"
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
         base: Any = super()._handler()
 
-        class Handler(base):  # type: ignore[misc, valid-type]
+        class Handler(base):
             def do_GET(self) -> None:
                 answers = {"/api/tags": tags, "/api/ps": ps, "/api/version": lambda: {"version": "0.5.1"}}
                 if self.path in answers:
@@ -133,7 +133,7 @@ class FakeOllama(FakeOpenAI):
                 if reply.hang_s:
                     time.sleep(reply.hang_s)
                 if reply.status != 200:  # Ollama's errors: {"error": "..."}
-                    self._json(reply.status, {"error": reply.error_message})  # type: ignore[dict-item]
+                    self._json(reply.status, {"error": reply.error_message})
                 elif body.get("stream", True) is False:
                     started = time.perf_counter()
                     whole = final(model, reply, started)
