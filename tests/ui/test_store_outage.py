@@ -98,6 +98,12 @@ async def test_a_reply_cut_by_an_outage_is_marked_ended_when_the_server_returns(
             await until(pilot, lambda: card.content_region.height > 0)
             assert card.content_region.height == 1, card.content_region  # one line on the screen (120 columns)
             assert "waiting for the database server" in status_text(app)
+            # Ctrl+R while the server is still away: one line again (the profile is read first, and fails).
+            await pilot.press("ctrl+r")
+            await until(pilot, lambda: len(app.query(ErrorCard)) == 2 and not app.turns)
+            again = app.query(ErrorCard).last()
+            assert again.text == "✗ No reply, database away: your message is stored; Ctrl+R asks again", again.text
+            assert "waiting for the database server" in status_text(app)
             own_cluster.start()
             # Nothing else is done: the app finds the server back by itself and ends the row.
             await until(pilot, lambda: Message.select().where(Message.role == "assistant").count() == 1)

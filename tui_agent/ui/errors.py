@@ -60,7 +60,7 @@ def cut_by_outage(kept_in: str | None) -> str:
     if kept_in:
         kept = Path(kept_in)
         return f"✗ Reply cut, database away: kept in {kept.parent.name}/{kept.name}; Ctrl+R asks again"
-    return "✗ No reply: the database server went away after your message was stored; Ctrl+R asks again"
+    return "✗ No reply, database away: your message is stored; Ctrl+R asks again"
 
 
 def store_unavailable(exc: BaseException) -> str:
