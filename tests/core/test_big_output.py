@@ -122,24 +122,31 @@ def test_the_budget_never_splits_a_tool_exchange(env):
     assert roles == ["system", "user", "assistant", "tool", "tool", "assistant", "user"]
 
 
-def _reads(monkeypatch) -> list[int]:
-    from tui_agent.core import context
+class Counting(ContextBuilder):
+    """A builder that notes how many rows each build read from the store."""
 
-    limits: list[int] = []
-    real = context.recent_rows
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.reads: list[int] = []
 
-    def counting(conversation_id: int, limit: int, before_id: int | None = None) -> list[Any]:
-        limits.append(limit)
-        return real(conversation_id, limit, before_id)
+    def _recent(self, conversation_id: int, budget_tokens: int) -> Any:
+        read = super()._recent(conversation_id, budget_tokens)
+        self.reads.append(len(read[0]))
+        return read
 
-    monkeypatch.setattr(context, "recent_rows", counting)
-    return limits
+
+class WholeWindow(ContextBuilder):
+    """A builder that reads the whole window (the newest 400 rows), whatever the budget can use."""
+
+    def _recent(self, conversation_id: int, budget_tokens: int) -> Any:
+        return super()._recent(conversation_id, 1 << 62)
 
 
 @pytest.mark.slow
-def test_a_long_conversation_reads_only_the_rows_its_budget_can_use(env, monkeypatch):
-    """The request is the one a read of the whole window (400 rows) gives, from far fewer rows: a
-    long session's turns do not grow with what the budget leaves out."""
+def test_a_long_conversation_reads_only_the_rows_its_budget_can_use(env):
+    """The request is the one a read of the whole window (400 rows) gives, from the rows the budget
+    can use and one exchange more, read at once (store/context_page.py): a long session's turns
+    do not grow with what the budget leaves out."""
     conversation = history.new_conversation().id
     for i in range(300):
         history.add_message(conversation, "user", f"question {i} " + "q" * 200)
@@ -149,27 +156,26 @@ def test_a_long_conversation_reads_only_the_rows_its_budget_can_use(env, monkeyp
             for n in range(3):
                 history.add_message(conversation, "echo_tool", "r" * 300, tool_name="echo", tool_call_id=f"c{i}-{n}")
         history.add_message(conversation, "assistant", f"answer {i} " + "a" * 200)
-    whole = ContextBuilder(env.vault)
-    limits = _reads(monkeypatch)
+    whole = WholeWindow(env.vault)
     for budget in (500, 4_000, 12_000, 40_000, 2_000_000):
         env.profile.context_budget_tokens = budget
-        limits.clear()
-        stepped = ContextBuilder(env.vault)
+        stepped = Counting(env.vault)
         built = stepped.build(conversation, env.profile)
-        read = sum(limits)  # rows read in all (each step reads only the rows it adds)
-        last = list(limits)
-        monkeypatch.setattr("tui_agent.core.context.FIRST_READ", 400)
         expected = whole.build(conversation, env.profile)
-        monkeypatch.setattr("tui_agent.core.context.FIRST_READ", 64)
         assert built == expected
-        assert stepped.window == whole.window
-        if budget <= 12_000:
-            assert read <= 64 * 4, (budget, limits)
-    assert sum(last) == 400  # a budget larger than the window: the whole window, each row once
+        assert stepped.window == whole.window and stepped.window is not None
+        (read,) = stepped.reads  # one read a build
+        if budget < 2_000_000:
+            # What was sent (a message an entry) and no more than the exchange that did not fit (an
+            # assistant message and its 3 results), or the whole window (40,000: it holds them all).
+            left_out = read - (len(built) - 1)
+            assert stepped.window.truncated and (0 < left_out <= 4 or read == 400), (budget, read, len(built))
+    assert read == 400  # a budget larger than the window: the whole window
 
 
-def test_reading_in_steps_never_starts_inside_a_tool_exchange(env, monkeypatch):
-    """An exchange with more results than the first read holds: its assistant message is read too."""
+def test_reading_in_steps_never_starts_inside_a_tool_exchange(env):
+    """An exchange with more results than the budget holds: its assistant message is read too (and
+    the user's message before it, which is always sent), in one read."""
     env.profile.context_budget_tokens = 500
     conversation = history.new_conversation().id
     history.add_message(conversation, "user", "run them all")
@@ -177,8 +183,8 @@ def test_reading_in_steps_never_starts_inside_a_tool_exchange(env, monkeypatch):
     history.add_message(conversation, "assistant", "", tool_calls=calls)
     for n in range(80):
         history.add_message(conversation, "echo_tool", "r" * 100, tool_name="echo", tool_call_id=f"c{n}")
-    limits = _reads(monkeypatch)
-    messages = ContextBuilder(env.vault).build(conversation, env.profile)
-    assert limits == [64, 192]  # 256 rows in all: the second step reads only the rows it adds
+    builder = Counting(env.vault)
+    messages = builder.build(conversation, env.profile)
+    assert builder.reads == [82]
     assert [m["role"] for m in messages[:3]] == ["system", "user", "assistant"]
     assert len(messages[2]["tool_calls"]) == 80 and len(messages) == 3 + 80

@@ -85,12 +85,18 @@ def meter(store_backend: str, request: pytest.FixtureRequest, monkeypatch: pytes
     yield counted
 
 
-def sixty_messages(title: str = "sixty") -> int:
+def sixty_messages(title: str = "sixty", messages: int = 60) -> int:
     conversation = history.new_conversation(title)
-    for i in range(30):
+    for i in range(messages // 2):
         history.add_message(conversation.id, "user", f"question {i}")
         history.add_message(conversation.id, "assistant", f"answer {i}", status="complete")
     return conversation.id
+
+
+# A conversation longer than any first read of a fixed size (the context builder read 64 rows with
+# the message, then 192 and 144 more, a round trip each, to fill its budget): the budget of round
+# trips holds at any length, not only at 60 messages.
+LENGTHS = pytest.mark.parametrize("length", [60, 700], ids=["60 messages", "700 messages"])
 
 
 def budget(pair: tuple[int, int], store_backend: str) -> int:
@@ -125,8 +131,9 @@ def test_opening_another_conversation(meter, env, store_backend):
     assert spent <= budget(OPEN_ANOTHER, store_backend), spent
 
 
-async def test_sending_a_message_before_the_request_leaves(meter, env, store_backend, monkeypatch):
-    conversation_id = sixty_messages()
+@LENGTHS
+async def test_sending_a_message_before_the_request_leaves(meter, env, store_backend, monkeypatch, length):
+    conversation_id = sixty_messages(messages=length)
     from tui_agent.core import llm
 
     sent: list[int] = []
@@ -150,16 +157,18 @@ async def test_sending_a_message_before_the_request_leaves(meter, env, store_bac
     # The message was stored before the request left, and the request carried the conversation.
     request = env.fake.requests[-1]
     assert request["messages"][-1]["content"] == "one more"
-    assert sum(m["role"] == "user" for m in request["messages"]) == 31
+    # Short messages: the profile's budget (12,000 tokens) takes the whole window (400 at most).
+    assert sum(m["role"] == "user" for m in request["messages"]) == min(length, 399) // 2 + 1
 
 
-def test_ask(meter, env, store_backend):
-    """``tui-agent ask`` in a conversation of 60 messages, a process of its own (it connects, checks
+@LENGTHS
+def test_ask(meter, env, store_backend, length):
+    """``tui-agent ask`` in a conversation of 60 (and 700) messages, a process of its own (it connects, checks
     the schema, reads the profile and the conversation, stores the question, the request leaves,
     the reply is stored): every round trip it pays, against the fake model (tests/fake_openai.py)."""
     if store_backend == "sqlite":
         pytest.skip("a budget of round trips on a network: a SQLite file has none (its statements: above)")
-    sixty_messages()
+    sixty_messages(messages=length)
     before = meter.count
     done = subprocess.run(
         [sys.executable, "-m", "tui_agent", "ask", "--vault", str(env.vault.root), "one more"],
@@ -173,22 +182,34 @@ def test_ask(meter, env, store_backend):
     assert done.stdout.strip(), done.stderr  # the fake model's reply
     assert history.recent_messages(history.last_conversation().id, 2)[0].content == "one more"
     assert spent <= ASK_ROUND_TRIPS, spent
+    request = env.fake.requests[-1]["messages"]
+    assert request[-1]["content"] == "one more" and len(request) == 1 + min(length, 399) + 1
 
 
 def test_the_request_built_from_the_rows_read_with_the_message_is_the_one_a_fresh_read_builds(env):
     """The send reads the context with the message (turn_rows.add_user_message): the request is the
-    same as one built from the store, in a conversation longer than that first read too."""
+    same as one built from the store, in a conversation longer than that first read too, and for a
+    model whose window leaves the history less than the profile's budget (the read was sized by it)."""
     from tui_agent.core.context import ContextBuilder
     from tui_agent.core.turn_rows import add_user_message
 
     conversation_id = sixty_messages()
     for i in range(50):
         history.add_message(conversation_id, "user", f"short {i}")
-    builder = ContextBuilder(env.vault)
-    user, title, alternatives, recent = add_user_message(conversation_id, "one more", [], builder.first_read_size())
-    assert (title, alternatives) == ("sixty", [])
-    assert recent[0][-1].id == user.id and len(recent[0]) == builder.first_read_size()
-    builder.prefetched(conversation_id, *recent)
-    built = builder.build(conversation_id, env.profile)
-    assert built == ContextBuilder(env.vault).build(conversation_id, env.profile)
-    assert built[-1]["content"] == "one more" and len(built) == 1 + 60 + 50 + 1
+    for budget, window, read_all in ((12_000, None, True), (500, None, False), (12_000, 1_200, True)):
+        env.profile.context_budget_tokens = budget
+        builder = ContextBuilder(env.vault)
+        read = builder.first_read(env.profile)
+        user, title, alternatives, recent = add_user_message(conversation_id, f"one more {budget}", [], read)
+        assert (title, alternatives) == ("sixty", [])
+        assert recent[0][-1].id == user.id
+        rows = history.recent_messages(conversation_id, 400)
+        assert (len(recent[0]) == len(rows)) == read_all, (budget, len(recent[0]), len(rows))
+        builder.prefetched(conversation_id, read, *recent)
+        built = builder.build(conversation_id, env.profile, window=window)
+        fresh = ContextBuilder(env.vault)
+        assert built == fresh.build(conversation_id, env.profile, window=window)
+        assert builder.window == fresh.window and builder.window is not None
+        assert built[-1]["content"] == f"one more {budget}"
+        # Everything fits the profile's budget, or the oldest were left out (and said so).
+        assert (len(built) == 1 + len(rows)) == (window is None and read_all) != builder.window.truncated

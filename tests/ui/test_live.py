@@ -177,9 +177,12 @@ async def test_the_server_going_away_mid_reply_keeps_it_and_the_app_goes_on(env,
             await until(pilot, lambda: not app.turns)
             cards = [str(card.render()) for card in app.query(ErrorCard)]
             assert len(cards) == 1, cards
-            said = [line for line in cards[0].splitlines() if "kept in" in line]  # in one line, with why
+            # One line says why and where the reply is kept (the vault's recovered/ folder); the
+            # status line names the server (tests/ui/test_store_outage.py).
             kept = sorted((env.vault.root / "recovered").glob("*.md"))
-            assert len(said) == 1 and "cannot reach PostgreSQL" in said[0] and said[0].endswith(f"kept in {kept[0]}")
+            assert "\n" not in cards[0] and "Reply cut, database away" in cards[0], cards
+            assert f"kept in recovered/{kept[0].name};" in cards[0], cards
+            assert "waiting for the database server" in status_text(app)
             # What came before the store failed: on screen and in the file, though the store took less.
             (partial,) = texts(app, AssistantBubble)
             assert partial and words.startswith(partial) and kept[0].read_text().endswith(f"\n\n{partial}\n")

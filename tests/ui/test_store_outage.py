@@ -56,6 +56,10 @@ async def test_enter_with_the_server_gone_keeps_the_message_and_sends_it_once_wh
             assert own_cluster.url("x").split("@")[1].split("/")[0] in line, line  # names the server
             assert composer.text == "sent while the server is away"  # nothing typed is lost
             assert not env.fake.chat_requests  # nothing went to the model before it was stored
+            # One line, the status line: no card besides it (a five-line "The database server is
+            # away" card with the driver's words stood above it, seen in tmux over the 50 ms proxy).
+            assert not app.query(ErrorCard), [card.text for card in app.query(ErrorCard)]
+            assert "\n" not in line
             own_cluster.start()
             await until(pilot, lambda: "got it after the outage" in texts(app, AssistantBubble) and not app.turns)
             assert composer.text == ""
@@ -85,9 +89,21 @@ async def test_a_reply_cut_by_an_outage_is_marked_ended_when_the_server_returns(
             assert app.is_running
             # The message was stored and answered in part: the card does not promise to send it
             # when the server is back (it said "Your message is kept; it is sent once the server
-            # answers again", and nothing was sent: seen in tmux).
-            (card,) = [card.text for card in app.query(ErrorCard)]
-            assert "Your message is kept" not in card and "was stored" in card, card
+            # answers again", and nothing was sent: seen in tmux). One line says the reply was
+            # cut, where what came of it is, and that Ctrl+R asks again; the status line names the
+            # server (the card was six lines with the driver's words and the file's whole path).
+            (card,) = app.query(ErrorCard)
+            assert "\n" not in card.text and "Reply cut" in card.text and "Ctrl+R asks again" in card.text, card.text
+            assert "kept in recovered/" in card.text and "sent" not in card.text, card.text
+            await until(pilot, lambda: card.content_region.height > 0)
+            assert card.content_region.height == 1, card.content_region  # one line on the screen (120 columns)
+            assert "waiting for the database server" in status_text(app)
+            # Ctrl+R while the server is still away: one line again (the profile is read first, and fails).
+            await pilot.press("ctrl+r")
+            await until(pilot, lambda: len(app.query(ErrorCard)) == 2 and not app.turns)
+            again = app.query(ErrorCard).last()
+            assert again.text == "✗ No reply, database away: your message is stored; Ctrl+R asks again", again.text
+            assert "waiting for the database server" in status_text(app)
             own_cluster.start()
             # Nothing else is done: the app finds the server back by itself and ends the row.
             await until(pilot, lambda: Message.select().where(Message.role == "assistant").count() == 1)

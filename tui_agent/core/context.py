@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from tui_agent.core import image_cache, media_files
-from tui_agent.core.context_rows import recent_rows, stored_calls
+from tui_agent.core.context_rows import stored_calls
 from tui_agent.core.models.caps import accepts_images
 from tui_agent.core.models.fit import Fit, history_budget
-from tui_agent.core.store import history
+from tui_agent.core.store import batch, context_page
+from tui_agent.core.store.context_page import CHARS_PER_TOKEN, EXCLUDED_ROLES, EXCLUDED_STATUSES
 from tui_agent.core.store.models import Message, Profile
 from tui_agent.core.vault import Vault
 
@@ -55,10 +56,7 @@ def _tool_rules() -> str:
 
 IMAGE_TOKENS = 1000
 IMAGES_FOLLOW = "The tool finished; its image output follows."
-CHARS_PER_TOKEN = 4
-EXCLUDED_ROLES = frozenset({"error", "system"})
-EXCLUDED_STATUSES = frozenset({"superseded"})  # a broken-off reply that was retried
-FIRST_READ = 64  # rows read first for a request; four times more each time the budget is not full
+__all__ = ["CHARS_PER_TOKEN", "EXCLUDED_ROLES", "EXCLUDED_STATUSES", "ContextBuilder", "ContextWindow"]
 
 
 class ContextWindow(NamedTuple):
@@ -85,18 +83,21 @@ class ContextBuilder:
         self.system_tokens = 0
         self._pixels_from: float = 0
         # Rows read already (with the user's message: turn_rows.add_user_message), for the next build.
-        self._prefetched: tuple[int, list[Any], dict[int, list[str]]] | None = None
-        self._pictures: tuple[set[int], dict[int, list[str]]] | None = None
+        self._prefetched: tuple[int, int, list[Any], dict[int, list[str]]] | None = None
 
-    def first_read_size(self) -> int:
-        """How many of the newest messages a build reads first (``prefetched`` takes them)."""
-        return min(self.max_messages, FIRST_READ)
+    def first_read(self, profile: Profile) -> tuple[int, int]:
+        """What the next build for ``profile`` reads (``prefetched`` takes it, read with the user's
+        message): the newest messages of the active branch, at most this many, until their text
+        passes this many tokens (the profile's budget: a request's history never gets more, see
+        ``history_budget``); store/context_page.py reads them in one statement."""
+        return self.max_messages, int(profile.context_budget_tokens)
 
-    def prefetched(self, conversation_id: int, rows: list[Any], attachments: dict[int, list[str]]) -> None:
-        """The newest ``first_read_size()`` messages of the conversation's active branch (oldest first,
-        as ``recent_rows`` gives them) and their pictures, read already: the next build of this
-        conversation starts from them instead of reading them again."""
-        self._prefetched = (conversation_id, rows, attachments)
+    def prefetched(
+        self, conversation_id: int, read: tuple[int, int], rows: list[Any], attachments: dict[int, list[str]]
+    ) -> None:
+        """The messages ``first_read`` named (``read``), oldest first, and their pictures, read
+        already: the next build of this conversation uses them instead of reading them again."""
+        self._prefetched = (conversation_id, read[1], rows, attachments)
 
     def system_message(self, profile: Profile) -> dict[str, Any]:
         parts = [_tool_rules()]
@@ -140,13 +141,7 @@ class ContextBuilder:
     def kept_rows(self, conversation_id: int, budget_tokens: int) -> tuple[list[Message], dict[int, list[str]], bool]:
         """The messages the next request holds (oldest first), their attachments, and whether older
         ones were left out: what ``build`` sends, without reading an image or building a request."""
-        rows = self._recent(conversation_id, budget_tokens)
-        known = self._pictures
-        self._pictures = None
-        if known is not None and known[0].issuperset(m.id for m in rows):
-            attachments = known[1]
-        else:
-            attachments = history.attachments_for([m.id for m in rows])
+        rows, attachments = self._recent(conversation_id, budget_tokens)
         kept = _within_budget(rows, attachments, budget_tokens)
         truncated = bool(kept) and (len(kept) < len(rows) or len(rows) >= self.max_messages)
         return kept, attachments, truncated
@@ -157,55 +152,32 @@ class ContextBuilder:
         kept, _, truncated = self.kept_rows(conversation_id, budget_tokens)
         return kept[0].id if truncated else None
 
-    def _recent(self, conversation_id: int, budget_tokens: int) -> list[Message]:
-        """The newest messages that could go in the request, oldest first: read from the newest in
-        growing steps until their text alone exceeds the budget (at most ``max_messages``). A long
-        conversation's request read its whole window of 400 rows on every turn to keep the ~20 that
-        fit; :func:`_within_budget` never keeps the oldest of rows that exceed the budget."""
-        want = self.first_read_size()
+    def _recent(self, conversation_id: int, budget_tokens: int) -> tuple[list[Message], dict[int, list[str]]]:
+        """The newest messages that could go in the request, oldest first, and their pictures: the
+        rows of the active branch until their text alone exceeds the budget (at most
+        ``max_messages``), read in one round trip (store/context_page.py), or read already with the
+        user's message for a budget at least this one's (more rows than this budget can use change
+        nothing: :func:`_within_budget` never keeps the oldest of rows that exceed it). A long
+        conversation's request once read its whole window of 400 rows on every turn to keep the ~20
+        that fit, then read in growing steps of 64 rows, a round trip each."""
         prefetched, self._prefetched = self._prefetched, None
-        if prefetched is not None and prefetched[0] == conversation_id:
-            read = prefetched[1]
-            self._pictures = ({m.id for m in read}, prefetched[2])
+        if prefetched is not None and prefetched[0] == conversation_id and prefetched[1] >= budget_tokens:
+            read, attachments = prefetched[2], prefetched[3]
         else:
-            read = recent_rows(conversation_id, want)
-        while True:
-            rows = [
-                m
-                for m in read
-                if m.role not in EXCLUDED_ROLES
-                and m.status not in EXCLUDED_STATUSES
-                and not (m.status == "streaming" and not m.content)
-            ]
-            if len(read) < want or want >= self.max_messages:
-                return rows
-            starts_a_unit = not rows or rows[0].tool_call_id is None or rows[0].role == "assistant"
-            if starts_a_unit and sum(_cost(m, {}) for m in rows) > budget_tokens:
-                return rows  # (a tool result first: its assistant message is older, read on)
-            # The next step reads only what it adds, above what was read (not all of it again).
-            more = min(self.max_messages, want * 4)
-            read = self._older(conversation_id, more - want, read[0].id) + read
-            want = more
-
-    def _older(self, conversation_id: int, limit: int, before_id: int) -> list[Any]:
-        """The ``limit`` messages of the active branch before ``before_id`` (oldest first); when the
-        first read came with its pictures (``prefetched``), these come with theirs: one round trip
-        to the store (store/batch.py), not three."""
-        if self._pictures is None:
-            return recent_rows(conversation_id, limit, before_id)
-        from tui_agent.core.store import batch, branches
-        from tui_agent.core.store.models import Message
-
-        rows, pictures, _ = batch.together(
-            Message._meta.database, branches.page_statements(conversation_id, limit, before_id)
-        )
-        older = rows.named()
-        known, attachments = self._pictures
-        attachments = dict(attachments)
-        for message_id, path in pictures.rows:
-            attachments.setdefault(message_id, []).append(path)
-        self._pictures = (known | {m.id for m in older}, attachments)
-        return older
+            statements = context_page.statements(conversation_id, self.max_messages, budget_tokens)
+            found, pictures = batch.together(Message._meta.database, statements[:2])
+            read = found.named()
+            attachments = {}
+            for message_id, path in pictures.rows:
+                attachments.setdefault(message_id, []).append(path)
+        rows = [
+            m
+            for m in read
+            if m.role not in EXCLUDED_ROLES
+            and m.status not in EXCLUDED_STATUSES
+            and not (m.status == "streaming" and not m.content)
+        ]
+        return rows, attachments
 
     def _history(self, rows: Sequence[Message], attachments: dict[int, list[str]]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []

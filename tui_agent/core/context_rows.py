@@ -1,5 +1,6 @@
-"""The rows a request is built from, read as light tuples (peewee model instances cost ~10x more:
-a 400-message window took ~30 ms to materialise, more than everything else in the build).
+"""The tool calls of the rows a request is built from. The rows are light named tuples
+(store/context_page.py, read through store/batch.py): peewee model instances cost ~10x more, a
+400-message window took ~30 ms to materialise, more than everything else in the build.
 
 Any stored row is survived: a row can come from an older version's import or another writer, so
 its ``tool_calls`` may not be a list of calls. Such calls are left out here (with a log line), and
@@ -11,16 +12,8 @@ import json
 import logging
 from typing import Any
 
-from tui_agent.core.store import branches
-
 log = logging.getLogger("tui_agent.context")
 _warned: set[tuple[int, str]] = set()  # (message id, problem): each said once per process
-
-
-def recent_rows(conversation_id: int, limit: int, before_id: int | None = None) -> list[Any]:
-    """The newest ``limit`` messages of the active branch (older than ``before_id``), oldest first,
-    with the columns' names."""
-    return branches.path_messages(conversation_id, limit=limit, before_id=before_id, light=True)
 
 
 def stored_calls(message: Any) -> list[dict[str, Any]]:

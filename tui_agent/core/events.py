@@ -296,17 +296,22 @@ class ToolFinished(_Event):
 
 class ErrorEvent(_Event):
     """The turn failed; ``message_id``: the reply the failure cut, as far as it is stored (the store
-    went away mid-reply), so that the screen knows its bubble as that row."""
+    went away mid-reply), so that the screen knows its bubble as that row; ``kept_in``: the file
+    that reply was kept in then (core/reply_keep.py; ``message`` names it too)."""
 
-    __slots__ = ("kind", "message", "message_id")
+    __slots__ = ("kept_in", "kind", "message", "message_id")
     message: str
     kind: str
     message_id: int | None
+    kept_in: str | None
 
-    def __init__(self, message: str, kind: str = "error", message_id: int | None = None) -> None:
+    def __init__(
+        self, message: str, kind: str = "error", message_id: int | None = None, kept_in: str | None = None
+    ) -> None:
         _set(self, "message", message)
         _set(self, "kind", kind)
         _set(self, "message_id", message_id)
+        _set(self, "kept_in", kept_in)
 
 
 class Done(_Event):

@@ -168,13 +168,13 @@ class AgentLoop:
                 return
             await worker.run(branches.rewind_to_parent_of, edit_of)
             yield ev.BranchChanged(conversation_id)
-        read = self.builder.first_read_size()
+        read = self.builder.first_read(self.profile)
         added = await worker.run(turn_rows.add_user_message, conversation_id, text, files, read)
         user, title, alternatives, recent = added
         stored = ev.StoredMessage(user.id, text, files, alternatives)
         yield ev.TurnStarted(conversation_id, user.id, stored, title)
         if command is None or command.tool is None:
-            self.builder.prefetched(conversation_id, *recent)  # read with the message: no round trip more
+            self.builder.prefetched(conversation_id, read, *recent)  # read with the message: no round trip more
 
         pending: list[llm.ToolCall] = []
         if command is not None and command.tool is not None:

@@ -38,7 +38,10 @@ async def store_guarded(
             # more may be yielded now, and the cancel goes on.
             raise exc.__context__ from exc
         kind = "store_away" if store_errors.is_unreachable(failure) else "store"  # away: a pause (the app waits)
-        yield ev.ErrorEvent(str(failure) + kept_note(exc), kind, getattr(exc, "kept_row", None))
+        kept_in = getattr(exc, "kept_in", None)
+        yield ev.ErrorEvent(
+            str(failure) + kept_note(exc), kind, getattr(exc, "kept_row", None), str(kept_in) if kept_in else None
+        )
         yield ev.Done("error", current)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui_agent.core.store import branches, history
+from tui_agent.core.store import branches, context_page, history
 from tui_agent.core.store.models import Message
 
 
@@ -17,14 +17,14 @@ def regenerating(message_id: int) -> tuple[Message | None, Message | None]:
 
 
 def add_user_message(
-    conversation_id: int, text: str, files: list[str], read: int
+    conversation_id: int, text: str, files: list[str], read: tuple[int, int]
 ) -> tuple[Message, str, list[int], tuple[list[Any], dict[int, list[str]]]]:
     """The user's message stored, the conversation's title (a new one's comes from it), its
-    alternatives, and the newest ``read`` messages of its branch with their pictures (what the
-    request is built from): one round trip to the store (history.append, store/batch.py)."""
-    user, (rows, pictures, children) = history.append(
-        conversation_id, "user", text, attachments=files, then=branches.page_statements(conversation_id, read)
-    )
+    alternatives, and the messages of its branch the request is built from with their pictures
+    (``read``: ``ContextBuilder.first_read``, at most so many rows, until so many tokens): one
+    round trip to the store (history.append, store/batch.py)."""
+    then = context_page.statements(conversation_id, *read)
+    user, (rows, pictures, children) = history.append(conversation_id, "user", text, attachments=files, then=then)
     attachments: dict[int, list[str]] = {}
     for message_id, path in pictures.rows:
         attachments.setdefault(message_id, []).append(path)

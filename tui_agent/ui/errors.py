@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tui_agent.core.textsafe import visible
 
 HINTS = {
@@ -19,9 +21,6 @@ HINTS = {
     "attachment": "Check the file or URL: it must be a PNG, JPEG, GIF or WebP image.",
     "usage": "Type /help for the list of commands.",
     "store": "What was saved before is still there. Fix the cause above, then send again.",
-    "store_away": "Your message is kept; it is sent once the server answers again.",
-    "store_away_stored": "Your message was stored before the server went away; once it answers, "
-    "Ctrl+R asks for the reply again.",
     "bad_request": "The message above is the server's own; check the profile's model and fields (Ctrl+B).",
     "bad_stream": "The partial reply is kept; send again, or try another model or server.",
     "retry": "Ctrl+R sends a turn again after it failed or was cancelled.",
@@ -51,6 +50,17 @@ TITLES = {
     "untrusted": "This vault is not trusted yet",
     "unapproved": "Changed on another machine: not approved here",
 }
+
+
+def cut_by_outage(kept_in: str | None) -> str:
+    """The one line of a turn the store's server cut after the user's message was stored (a
+    message not stored yet shows no card: it waits in the composer and the status line names the
+    server, store_outage.py): nothing is sent by itself, Ctrl+R asks again. The server and the
+    driver's words are in the status line and the log (Ctrl+L)."""
+    if kept_in:
+        kept = Path(kept_in)
+        return f"✗ Reply cut, database away: kept in {kept.parent.name}/{kept.name}; Ctrl+R asks again"
+    return "✗ No reply, database away: your message is stored; Ctrl+R asks again"
 
 
 def store_unavailable(exc: BaseException) -> str:

@@ -64,8 +64,9 @@ class StoreOutage:
             self.watcher = self.view.run_worker(self._watch(), group="store-outage", exit_on_error=False)
 
     def waiting_line(self) -> str:
-        what = "your message is sent" if self.kept else "the app goes on"
-        return visible(f"waiting for the database server ({self.where}): {what} when it answers")
+        # (short: the context meter shares the line)
+        sent = ": your message is sent when it answers" if self.kept else ""
+        return visible(f"waiting for the database server ({self.where}){sent}")
 
     async def _watch(self) -> None:
         while True:

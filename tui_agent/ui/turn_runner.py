@@ -14,7 +14,7 @@ from tui_agent.core.events import TurnStarted
 from tui_agent.core.llm import LLMError
 from tui_agent.core.loop import AgentLoop
 from tui_agent.ui import warmup
-from tui_agent.ui.errors import friendly, store_failure, store_where
+from tui_agent.ui.errors import cut_by_outage, friendly, store_failure, store_where
 from tui_agent.ui.turn_view import TurnView
 from tui_agent.ui.widgets.bubbles import ErrorCard
 
@@ -78,7 +78,10 @@ async def run_turn(
         if failure is None:
             raise
         view.error_kind, view.error_text = failure
-        await host.chat_log.mount(ErrorCard(friendly(*failure)))
+        if failure[0] != "store_away":
+            await host.chat_log.mount(ErrorCard(friendly(*failure)))
+        elif started:  # a retry or a regenerate: nothing waits in the composer (the status line names the server)
+            await host.chat_log.mount(ErrorCard(cut_by_outage(None)))
     finally:
         if view.error_kind == "store_away":
             away = store_where()

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from textual.widget import Widget
 
 from tui_agent.core import events as ev
-from tui_agent.ui.errors import friendly, friendly_title
+from tui_agent.ui.errors import cut_by_outage, friendly, friendly_title
 from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard, NoticeCard, UserBubble
 from tui_agent.ui.widgets.context_meter import ContextMeter
 
@@ -189,9 +189,13 @@ class TurnView:
             await self.close_bubble("error")
             retryable = event.kind not in ("usage", "attachment", "retry")  # nothing was sent to retry
             status.failed(friendly_title(event.kind), self.started, retryable=retryable)
-            stored = self.stored and event.kind == "store_away"  # not given back: nothing waits to be sent
-            hint = "store_away_stored" if stored else None
-            await self._mount(ErrorCard(friendly(event.kind, event.message, hint=hint)))
+            if event.kind == "store_away":
+                # The server is away: the status line names it (store_outage.py). A message not stored
+                # waits in the composer, with no card; a stored one's turn was cut: one line says so.
+                if self.stored:
+                    await self._mount(ErrorCard(cut_by_outage(event.kept_in)))
+            else:
+                await self._mount(ErrorCard(friendly(event.kind, event.message)))
         elif isinstance(event, ev.Notice):
             await self.log.mount(NoticeCard(event.text))
         elif isinstance(event, ev.ModelNotice):

@@ -173,7 +173,11 @@ def page_statements(conversation_id: int, limit: int, before_id: int | None = No
         "limit": limit,
     }
     older = " AND id < {before_id}" if before_id is not None else ""
-    page = path_sql(CONVERSATION_START) + PAGE_SQL.replace("{older}", older)
+    return page_reads(path_sql(CONVERSATION_START) + PAGE_SQL.replace("{older}", older), params)
+
+
+def page_reads(page: str, params: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """What :func:`page_statements` reads of a ``page`` (SQL defining ``page(id)``: messages ids)."""
     return [
         (page + "SELECT * FROM messages WHERE id IN (SELECT id FROM page) ORDER BY id", params),
         (
