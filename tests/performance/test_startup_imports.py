@@ -64,8 +64,19 @@ def test_the_request_path_comes_first_and_what_shows_the_reply_after_the_client(
 def test_the_first_paint_imports_nothing_heavy(tmp_path):
     """Not only the modules: the app run to its first frame (headless, a new SQLite vault) has
     imported none of it either. textual-image and Pillow crept in through a widget asking the app
-    what it is (ui/widgets/host.host_of ran every property of the app, image_class too)."""
-    heavy = [*HEAVY, "PIL", "psycopg"]
+    what it is (ui/widgets/host.host_of ran every property of the app, image_class too); the history
+    search, the PostgreSQL backend and live listener, through module-level imports."""
+    heavy = [
+        *HEAVY,
+        "PIL",
+        "psycopg",
+        "tui_agent.ui.history_search",  # with the palette's first opening
+        "tui_agent.core.store.search",
+        "tui_agent.core.store.backends.postgres",  # a SQLite store never loads PostgreSQL's backend
+        "tui_agent.ui.live_updates",  # nothing to follow on SQLite
+        "tui_agent.core.store.pg_listen",
+        "tui_agent.ui.cell_follow",  # a resize before the first frame is looked at after it
+    ]
     code = (
         "import asyncio\n"
         "from tui_agent.ui.app import AgentApp\n"
