@@ -18,7 +18,7 @@ ROW_MARKS = {
 }
 FAILED_PREFIX = "Measurements that timed out (not counted): "
 FAILED_SPLIT = re.compile(
-    r"; (?=(?:send at once|stream \d+[a-z -]*|huge reply|scroll(?: bursts)?|session|gc o[nf]+|instructions|search): )"
+    r"; (?=(?:send at once|send idle|stream \d+[a-z -]*|huge reply|scroll(?: bursts)?|session|gc o[nf]+|instructions|search): )"
 )
 AB_HEADING = "## textual-speedups A/B"
 NOTES_HEADING = "## Notes (written by hand)"

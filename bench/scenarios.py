@@ -66,13 +66,17 @@ def echo(app: PtyApp) -> float:
         app.close()
 
 
-def send_at_once(vault: Path, fake: FakeOpenAI, env: dict[str, str]) -> float:
-    """Enter pressed 100 ms after the first paint -> the reply's first token on screen."""
+def send_at_once(vault: Path, fake: FakeOpenAI, env: dict[str, str], after_s: float = 0.1) -> float:
+    """Enter pressed 100 ms after the first paint -> the reply's first token on screen. With
+    ``after_s=3`` (``send_idle``) the same send once the app has idled: what it is compared with."""
     fake.script(Reply(tokens=[f" fz{i}q" for i in range(300)]))
     app = PtyApp.agent(vault, env)
     try:
         app.wait_for(READY)
-        time.sleep(0.1)
+        if after_s > 1:
+            app.drain(after_s)  # the pty read meanwhile: an app blocked on a full pty would not idle
+        else:
+            time.sleep(after_s)
         start = time.perf_counter()
         app.send(b"hi\r")
         first = app.wait_for(b"fz0q")
@@ -80,6 +84,11 @@ def send_at_once(vault: Path, fake: FakeOpenAI, env: dict[str, str]) -> float:
         return first - start
     finally:
         app.close()
+
+
+def send_idle(vault: Path, fake: FakeOpenAI, env: dict[str, str]) -> float:
+    """The first send 3 s after the first paint (the warm-up done, the app idle) -> first token."""
+    return send_at_once(vault, fake, env, after_s=3.0)
 
 
 def stream(vault: Path, fake: FakeOpenAI, tokens: int, env: dict[str, str]) -> tuple[float, float, float]:

@@ -60,6 +60,40 @@ def test_the_request_path_comes_first_and_what_shows_the_reply_after_the_client(
     assert printed(code) == ["openai", "tui_agent.core.loop"]
 
 
+@pytest.mark.slow
+def test_the_first_paint_imports_nothing_heavy(tmp_path):
+    """Not only the modules: the app run to its first frame (headless, a new SQLite vault) has
+    imported none of it either. textual-image and Pillow crept in through a widget asking the app
+    what it is (ui/widgets/host.host_of ran every property of the app, image_class too); the history
+    search, the PostgreSQL backend and live listener, through module-level imports."""
+    heavy = [
+        *HEAVY,
+        "PIL",
+        "psycopg",
+        "tui_agent.ui.history_search",  # with the palette's first opening
+        "tui_agent.core.store.search",
+        "tui_agent.core.store.backends.postgres",  # a SQLite store never loads PostgreSQL's backend
+        "tui_agent.ui.live_updates",  # nothing to follow on SQLite
+        "tui_agent.core.store.pg_listen",
+        "tui_agent.ui.cell_follow",  # a resize before the first frame is looked at after it
+    ]
+    code = (
+        "import asyncio\n"
+        "from tui_agent.ui.app import AgentApp\n"
+        "from tui_agent.ui.run import make_app\n"
+        "painted = []\n"
+        "AgentApp._after_first_paint = lambda self: painted.append(set(sys.modules))\n"
+        f"app = make_app({str(tmp_path / 'vault')!r}, check_endpoint=False, animate=False)\n"
+        "async def main():\n"
+        "    async with app.run_test(size=(120, 40)) as pilot:\n"
+        "        while not painted:\n"
+        "            await pilot.pause(0.02)\n"
+        "asyncio.run(main())\n"
+        f"print(json.dumps([m for m in {heavy!r} if m in painted[0]]))"
+    )
+    assert printed(code) == []
+
+
 def test_widgets_the_first_screen_does_not_draw_are_imported_when_first_needed():
     """Each Textual widget class costs its subclass set-up (bindings, CSS) at import: the tool
     blocks, thinking blocks, spinners and the message menu come with their first use."""

@@ -41,6 +41,38 @@ async def test_the_app_is_a_widget_host_and_its_widgets_read_it(env) -> None:
         assert block.display is False  # a block that comes later reads the toggle from the app
 
 
+async def test_telling_whether_an_app_is_a_host_reads_none_of_its_members(env) -> None:
+    """The app's ``image_class`` imports textual-image and Pillow (~0.1 s): Python 3.11's isinstance
+    on the Protocol ran it (and every other property) when the composer, mounted for the first paint,
+    asked ``host_of`` for ``live_motion``."""
+    app = make(env)
+    assert host_of(app) is app
+    assert app._image_class is None  # not resolved: nothing read
+
+    class Counting(Bare):
+        reads = 0
+        live_motion = False
+        thinking_hidden = False
+        conversation_id = None
+
+        def when_painted(self, callback) -> None:  # type: ignore[no-untyped-def]
+            callback()
+
+        def _read(self) -> None:
+            type(self).reads += 1
+
+        clock = property(lambda self: self._read())  # type: ignore[assignment]
+        idle_gc = property(lambda self: self._read())
+        mcp = property(lambda self: self._read())
+        image_class = property(lambda self: self._read())
+        vault = property(lambda self: self._read())
+
+    counting = Counting()
+    assert host_of(counting) is counting and Counting.reads == 0
+    del Counting.vault  # a member missing: not a host
+    assert host_of(counting) is PLAIN and Counting.reads == 0
+
+
 class Bare(App[None]):
     def compose(self) -> ComposeResult:
         yield Spinner("working")

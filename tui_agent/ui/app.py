@@ -28,7 +28,7 @@ from tui_agent.core.vault import Vault
 from tui_agent.ui import image_actions, text_guard, textual_fixes
 from tui_agent.ui.app_actions import AppActions
 from tui_agent.ui.chat_screen import ChatScreen
-from tui_agent.ui.commands import HELP_EXTRA, AgentCommands, HistorySearch
+from tui_agent.ui.commands import HELP_EXTRA, AgentCommands, history_search
 from tui_agent.ui.conversation_view import ConversationView
 from tui_agent.ui.errors import store_unavailable
 from tui_agent.ui.gc_tuning import IdleCollector
@@ -43,6 +43,7 @@ from tui_agent.ui.widgets.sidebar_messages import ConversationsAction, Conversat
 if TYPE_CHECKING:
     from tui_agent.core.llm import LLMClient
     from tui_agent.core.tools.registry import ToolRegistry
+    from tui_agent.ui.live_updates import LiveUpdates
     from tui_agent.ui.widgets.host import WidgetHost
 
 log = logging.getLogger("tui_agent.ui")
@@ -56,7 +57,7 @@ def _nothing() -> None:
 class AgentApp(AppActions, App[None]):
     TITLE = "tui-agent"
     CSS_PATH = [styles_dir() / "app.tcss"]
-    COMMANDS = App.COMMANDS | {AgentCommands, HistorySearch}
+    COMMANDS = App.COMMANDS | {AgentCommands, history_search}
     BINDINGS = [
         Binding("escape", "cancel_turn", "Cancel", id="app.cancel"),
         Binding("ctrl+b", "toggle_sidebar", "Sidebar", id="app.sidebar"),
@@ -100,6 +101,7 @@ class AgentApp(AppActions, App[None]):
         self.freeze_gc_after_preload = False  # set by run_app: tests keep the collector as it is
         self.idle_gc = IdleCollector(self)  # full collections between replies, not during them
         self.always_approve = False
+        self._cell_check_due = False  # a resize before the first frame: the cell is asked after it
         self.mcp = McpControl(self)
         # The conversation on screen: it gets what it needs of the app as callables (ui/host.ViewDeps).
         self.conversation_view = ConversationView(
@@ -207,9 +209,13 @@ class AgentApp(AppActions, App[None]):
             view.status_line.ready(profile.chat_model)
         # Not stored again: next start finds the same one (a write transaction saved on the first paint).
         await view.open_conversation(first.conversation_id, remember=False, page=first.page)
-        from tui_agent.ui.live_updates import follow
+        from tui_agent.core.store import changes
 
-        self.live_updates = follow(self)  # PostgreSQL: what other machines store shows here as it comes
+        self.live_updates: LiveUpdates | None = None
+        if changes.origin() is not None:  # PostgreSQL: what other machines store shows here as it comes
+            from tui_agent.ui.live_updates import follow  # (not imported for a SQLite store)
+
+            self.live_updates = follow(self)
         view.composer.focus()
         self.startup.ask_about_trust()  # a ./jj_vault not trusted yet: the dialog comes over the chat
         self.mcp.install_signal_handlers()
@@ -308,7 +314,16 @@ class AgentApp(AppActions, App[None]):
         await choose_model(self, self.vault)
 
     def on_resize(self) -> None:
-        """A resize may come with another cell size (a tmux client attached): images follow it."""
+        """A resize may come with another cell size (a tmux client attached): images follow it. One
+        before the first frame (Textual's own at start, or a client attached meanwhile) is looked at
+        once the frame is drawn: the thread that asks is not the first paint's."""
+        if self.startup.painted:
+            self._follow_cell()
+        elif not self._cell_check_due:
+            self._cell_check_due = True
+            self.startup.when_painted(self._follow_cell)
+
+    def _follow_cell(self) -> None:
         from tui_agent.ui.cell_follow import follow_cell
 
         self.run_worker(follow_cell(self), group="cell", exit_on_error=False)

@@ -3,12 +3,29 @@
 from __future__ import annotations
 
 from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from tui_agent.ui.history_search import HistorySearch
+if TYPE_CHECKING:
+    from tui_agent.ui.history_search import HistorySearch
 
-__all__ = ["ACTIONS", "HELP_EXTRA", "AgentCommands", "HistorySearch"]
+__all__ = ["ACTIONS", "HELP_EXTRA", "AgentCommands", "HistorySearch", "history_search"]
+
+
+def history_search() -> type[HistorySearch]:
+    """The history search provider, imported when the palette first opens (Textual calls a provider
+    given as a function then): the search and its readers are not the first paint's (5 dataclasses)."""
+    from tui_agent.ui.history_search import HistorySearch
+
+    return HistorySearch
+
+
+def __getattr__(name: str) -> Any:  # ``commands.HistorySearch`` still names the provider
+    if name == "HistorySearch":
+        return history_search()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 ACTIONS = [
     ("New conversation", "new_conversation", "Start an empty conversation (Ctrl+N)"),

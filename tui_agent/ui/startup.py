@@ -148,6 +148,11 @@ class Startup:
         # The Footer follows the client (_preload_finished), or a reply sent at once, whose first
         # words come first: built now, it shared the core with the import they wait for.
 
+    @property
+    def painted(self) -> bool:
+        """The first frame is on screen."""
+        return self.until_painted is None
+
     def when_painted(self, callback: Callable[[], object]) -> None:
         """``callback`` once the first frame is on screen (at once if it is). Textual's "after
         refresh" is not that at start-up: a widget mounted with the first page can see its

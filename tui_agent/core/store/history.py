@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tui_agent.core.store import backends, batch, branches
-from tui_agent.core.store import search as search_store
 from tui_agent.core.store.models import Attachment, Conversation, Message, MessageRevision, Setting, utcnow
 from tui_agent.core.store.rows import upsert
+
+if TYPE_CHECKING:  # the search is imported when one runs: not on the first paint's path
+    from tui_agent.core.store.search import Page
 
 LAST_CONVERSATION_KEY = "last_conversation"
 SQL_VARIABLES = 900  # per statement: older SQLite builds allow 999
@@ -224,18 +226,23 @@ def attachments_for(message_ids: Sequence[int]) -> dict[int, list[str]]:
     return result
 
 
-def search(query: str, *, before: int | None = None, limit: int = search_store.PAGE) -> search_store.Page:
+def search(query: str, *, before: int | None = None, limit: int | None = None) -> Page:
     """A page of full-text hits, newest first (see store/search.py); ``before``: the cursor of the
-    page before. Raises search_store.QueryError for a query with nothing to search for."""
-    return backends.current().search(query, before=before, limit=limit)
+    page before; ``limit``: search.PAGE unless given. Raises search.QueryError for a query with
+    nothing to search for."""
+    from tui_agent.core.store import search as search_store
+
+    return backends.current().search(query, before=before, limit=search_store.PAGE if limit is None else limit)
 
 
 def search_messages(query: str, limit: int = 50) -> list[tuple[int, int, str, str]]:
     """The first page of ``search``: (message id, conversation id, role, snippet); none for a query
     with nothing to search for."""
+    from tui_agent.core.store.search import QueryError
+
     try:
         page = search(query, limit=limit)
-    except search_store.QueryError:
+    except QueryError:
         return []
     return [(h.message_id, h.conversation_id, h.role, h.snippet) for h in page.hits]
 

@@ -7,6 +7,7 @@ no clock, no collector, no MCP). Widgets never look the app's attributes up by n
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -79,6 +80,22 @@ class _Plain:
 PLAIN: WidgetHost = _Plain()
 
 
+# WidgetHost's members: Python 3.12+ lists them; on 3.11 they are what the class defines and annotates.
+_MEMBERS: tuple[str, ...] = tuple(
+    sorted(
+        getattr(WidgetHost, "__protocol_attrs__", None)
+        or {name for name in vars(WidgetHost) if not name.startswith("_")} | set(WidgetHost.__annotations__)
+    )
+)
+_ABSENT = object()
+
+
 def host_of(app: object) -> WidgetHost:
-    """``app`` as a WidgetHost, or PLAIN when it is not one."""
-    return app if isinstance(app, WidgetHost) else PLAIN
+    """``app`` as a WidgetHost, or PLAIN when it is not one.
+
+    Checked without reading any member: ``isinstance`` on a runtime-checkable Protocol calls
+    ``hasattr`` on Python 3.11, which runs every property (the app's ``image_class`` imported
+    textual-image and Pillow on the first paint, ~0.1 s, when the composer asked for ``live_motion``)."""
+    if all(inspect.getattr_static(app, name, _ABSENT) is not _ABSENT for name in _MEMBERS):
+        return app  # type: ignore[return-value]
+    return PLAIN

@@ -17,12 +17,17 @@ __all__ = ["MemoryRunner", "SearchReader", "Store", "WriteBlocked", "backend_for
 
 
 def backend_for(url: StoreURL) -> type[Store]:
-    """The implementation that opens ``url`` (its ``name``, what it needs), without opening it."""
-    from tui_agent.core.store.backends.postgres import PostgresStore
-    from tui_agent.core.store.backends.sqlite import SqliteStore
+    """The implementation that opens ``url`` (its ``name``, what it needs), without opening it.
+    Only that one is imported: a SQLite user's start-up never loads the PostgreSQL backend."""
+    if url.kind == "postgresql":
+        from tui_agent.core.store.backends.postgres import PostgresStore
 
-    kinds: dict[str, type[Store]] = {"sqlite": SqliteStore, "postgresql": PostgresStore}
-    return kinds[url.kind]
+        return PostgresStore
+    if url.kind == "sqlite":
+        from tui_agent.core.store.backends.sqlite import SqliteStore
+
+        return SqliteStore
+    raise KeyError(url.kind)
 
 
 def open(url: StoreURL, *, target_version: int | None = None) -> Store:  # backends.open(url)
