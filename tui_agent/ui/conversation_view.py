@@ -30,7 +30,6 @@ from tui_agent.ui.errors import friendly, store_unavailable
 from tui_agent.ui.message_actions import STILL_RUNNING, MessageActions
 from tui_agent.ui.queued import SendQueue
 from tui_agent.ui.store_outage import StoreOutage
-from tui_agent.ui.typing_pace import TypingPace
 from tui_agent.ui.widgets.alternatives import AlternativesBar
 from tui_agent.ui.widgets.bubbles import ErrorCard, NoticeCard, UserBubble
 from tui_agent.ui.widgets.chat_log import ChatLog
@@ -70,7 +69,6 @@ class ConversationView(AttachActions, Vertical):
         self.send_queue = SendQueue(self)
         self.messages = MessageActions(self)
         self.outage = StoreOutage(self)
-        self.typing = TypingPace()  # a streaming reply's writes wait for a pause between keys
 
     def compose(self) -> ComposeResult:
         yield ChatLog(self.vault, id="chat-log")
@@ -80,13 +78,6 @@ class ConversationView(AttachActions, Vertical):
         yield Static("", id="pending-attachments", markup=False)
         # SlashHints (an OptionList) is mounted above the composer at the first "/": not on the first paint.
         yield Composer(id="composer")
-
-    def on_mount(self) -> None:
-        # The end of each layout and its frame (the costly part of a streamed reply's write).
-        self.screen.screen_layout_refresh_signal.subscribe(self, self._laid_out, immediate=True)
-
-    def _laid_out(self, _screen: object) -> None:
-        self.typing.frame_drawn()
 
     # ------------------------------------------------------------ what it holds
     @property
@@ -146,8 +137,6 @@ class ConversationView(AttachActions, Vertical):
     @on(Composer.Changed)
     async def _composer_changed(self) -> None:
         self.deps.input_seen()
-        self.typing.key()
-        self.call_after_refresh(self.typing.echoed)
         specs = self.composer.matches()
         for hints in self.query_children("#slash-hints").results(SlashHints):
             hints.show(specs)

@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from tui_agent.core.store.models import Profile
     from tui_agent.core.tools.registry import ToolRegistry
     from tui_agent.core.vault import Vault
-    from tui_agent.ui.typing_pace import TypingPace
     from tui_agent.ui.widgets.chat_log import ChatLog
     from tui_agent.ui.widgets.composer import Composer
     from tui_agent.ui.widgets.status import StatusLine
@@ -85,7 +84,6 @@ class TurnHost(Protocol):
 
     pending_attachments: list[str]
     turns: dict[int | None, Worker[Any]]
-    typing: TypingPace  # when the user types: a streaming reply's writes wait for a pause
 
     @property
     def vault(self) -> Vault: ...

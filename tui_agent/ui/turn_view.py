@@ -129,7 +129,7 @@ class TurnView:
         elif isinstance(event, ev.AssistantStarted):
             self.model, self.tokens, self.first_token_at = event.model, 0, None
             status.waiting(event.model, self.host.clock())
-            self.bubble = AssistantBubble(thinking=True, pace=self.host.typing.room)
+            self.bubble = AssistantBubble(thinking=True)
             await self._mount(self.bubble)
         elif isinstance(event, (ev.TextDelta, ev.ReasoningDelta)):
             (self._pending if isinstance(event, ev.TextDelta) else self._thoughts).append(event.text)
@@ -224,7 +224,6 @@ class TurnView:
 
     async def _flush_soon(self, delay: float) -> None:
         await asyncio.sleep(delay)
-        await self.host.typing.room(self._write_cost)  # a key typed meanwhile is drawn first
         self._flusher = None
         await self._write_pending()
 

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from textual.content import Content
 
     from tui_agent.ui.widgets.long_text import LongText
-    from tui_agent.ui.widgets.reply_markdown import Pace, ReplyMarkdown, ReplyStream
+    from tui_agent.ui.widgets.reply_markdown import ReplyMarkdown, ReplyStream
     from tui_agent.ui.widgets.thinking import ThinkingBlock
 
 LONG_LINES = 2_000  # replies longer than this are shown as windowed plain text, not Markdown
@@ -83,13 +83,10 @@ class AssistantBubble(Static):
         alternatives: list[int] | None = None,
         reasoning: str = "",
         preview: bool = False,
-        pace: Pace | None = None,
     ) -> None:
         """``preview``: a reply from history, drawn without Markdown where that changes nothing (see
         reply_preview). The others are Markdown from the start: drawn as text first and converted
-        after, they showed raw Markdown and made the log jump once per reply. ``pace``: a streamed
-        reply's costly steps wait on it for a pause in typing (ui/typing_pace)."""
-        self.pace = pace
+        after, they showed raw Markdown and made the log jump once per reply."""
         self.initial = text
         self.preview = preview
         self.reasoning = reasoning
@@ -212,7 +209,7 @@ class AssistantBubble(Static):
             from tui_agent.ui.widgets.reply_markdown import ReplyStream
 
             upgraded = bool(shown)  # Markdown from here on, built from the whole text so far (this fragment too)
-            self._stream = ReplyStream(self, await self.upgrade(), pace=self.pace)
+            self._stream = ReplyStream(self, await self.upgrade())
             if upgraded:
                 await spinners.remove()
                 return

@@ -11,8 +11,6 @@ length. Imported with the first Markdown (not on the first paint)."""
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Awaitable, Callable
 
 from textual.await_complete import AwaitComplete
 from textual.geometry import Size
@@ -86,8 +84,6 @@ class ReplyMarkdown(Markdown):
 
 SEAL_AFTER_BLOCKS = 16
 READY_POLL_S = 0.5
-# Waits until work that holds the event loop this long (s) fits in a pause of the user's typing.
-Pace = Callable[[float], Awaitable[None]]
 
 
 class ReplyStream:
@@ -110,10 +106,8 @@ class ReplyStream:
     append still ran, and an append started meanwhile parsed the lines that one was parsing (its
     blocks were mounted twice)."""
 
-    def __init__(self, bubble: Widget, first: ReplyMarkdown, *, pace: Pace | None = None) -> None:
+    def __init__(self, bubble: Widget, first: ReplyMarkdown) -> None:
         self.bubble = bubble
-        self.pace = pace  # freezing a part waits for a pause in typing (ui/typing_pace)
-        self._freeze_cost = 0.0  # what the last freeze held the loop for
         self.live = first
         self.parts = [first]
         self._pending: list[str] = []
@@ -197,11 +191,7 @@ class ReplyStream:
         # stops. Only the growing part's blocks are laid out at each write.
         sealed = self.parts[-2]
         await self.bubble.wait_for_refresh()
-        if self.pace is not None:
-            await self.pace(self._freeze_cost)
-        started = time.perf_counter()
         frozen = await freeze(sealed, into=self.frozen[-1] if self.frozen else None)
-        self._freeze_cost = time.perf_counter() - started
         if frozen is not None and frozen not in self.frozen:
             self.frozen.append(frozen)
 
