@@ -45,6 +45,16 @@ class Reply:
     tokens_per_s: float = 0.0  # pace the text pieces at this rate from the first (0: as fast as it can)
 
 
+def reencoded(png: bytes, kind: str) -> bytes:
+    """The picture ``png`` as a ``kind`` ("jpeg", "webp") file."""
+    from PIL import Image
+
+    out = io.BytesIO()
+    with Image.open(io.BytesIO(png)) as image:
+        image.convert("RGB").save(out, kind.upper())
+    return out.getvalue()
+
+
 def png_bytes(color: tuple[int, int, int] = (200, 30, 30), size: tuple[int, int] = (16, 12)) -> bytes:
     from PIL import Image
 
@@ -144,6 +154,9 @@ class FakeOpenAI(LoopbackServer):
         self.edit_requests: list[EditRequest] = []
         self.edit_answer = "b64_json"  # "url": served at /v1/files/<n>.png; "data_url": a data: URL
         self.edits_enabled = True  # False: /images/edits answers 404, like a server that only generates
+        # What /images/generations answers with: "png", or "jpeg" / "webp" as gpt-image models do when
+        # asked (OpenAI's API reference, Images: output_format "png", "jpeg" or "webp"; b64_json).
+        self.image_format = "png"
         self.served_files: dict[str, bytes] = {}
         self.headers: list[dict[str, str]] = []  # of every request, in order (GET and POST)
         self.first_request_at: float | None = None
@@ -235,6 +248,8 @@ class FakeOpenAI(LoopbackServer):
                     self._json(reply.status, {"error": {"message": reply.error_message}})
                     return
                 picture = demo_png(str(body.get("prompt", ""))) if fake.demo else png_bytes()
+                if fake.image_format != "png":
+                    picture = reencoded(picture, fake.image_format)
                 data = base64.b64encode(picture).decode()
                 self._json(200, {"created": int(time.time()), "data": [{"b64_json": data}] * int(body.get("n", 1))})
 

@@ -187,6 +187,24 @@ async def test_openai_images_backend(env, monkeypatch):
     assert not (env.vault.media / "sea/down.png").exists()
 
 
+@pytest.mark.parametrize("kind", ["jpeg", "webp"])
+async def test_an_images_api_answering_jpeg_or_webp_is_kept_as_the_png_it_was_asked_for(env, kind):
+    """gpt-image models answer JPEG or WebP when asked to (output_format): the picture is kept, as a PNG
+    of the same pixels under the .png name the model gave (it was refused as "not a valid PNG")."""
+    from PIL import Image
+
+    profiles.set_field(env.profile, "image_backend", "openai")
+    env.fake.image_format = kind
+    result = await generate(env, prompt="a lighthouse", path="sea/lighthouse.png", count=1)
+    assert result.is_ok, result.error
+    path = env.vault.media / "sea/lighthouse.png"
+    assert path.read_bytes().startswith(b"\x89PNG")
+    with Image.open(path) as image:
+        assert (image.format, image.size) == ("PNG", (16, 12))
+        red, green, blue = image.convert("RGB").getpixel((8, 6))
+        assert red > 150 and green < 80 and blue < 80  # png_bytes' red, through the lossy encoding
+
+
 def test_schema_is_fully_typed():
     schema = GenerateImageTool().schema()["function"]
     for name, spec in schema["parameters"]["properties"].items():

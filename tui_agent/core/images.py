@@ -41,6 +41,18 @@ def verify_image(path: Path, allowed_formats: tuple[str, ...] = ("PNG", "JPEG", 
     return fmt, width, height
 
 
+def to_png(path: Path) -> None:
+    """Rewrite ``path`` (a picture ``verify_image`` passed) as a PNG of the same pixels, in place."""
+    from PIL import Image
+
+    with Image.open(path) as opened:
+        opened.load()
+        image: Image.Image = opened
+        if image.mode not in ("RGB", "RGBA", "L", "LA", "P"):
+            image = image.convert("RGBA" if "A" in image.getbands() else "RGB")  # CMYK, YCbCr JPEGs
+        image.save(path, "PNG")
+
+
 # JPEG markers that start a frame and carry its size (SOF0-SOF15 but DHT, JPG and DAC).
 _JPEG_FRAMES = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
 _JPEG_BARE = frozenset(range(0xD0, 0xD9)) | {0x01}  # markers without a length (RSTn, SOI, EOI, TEM)

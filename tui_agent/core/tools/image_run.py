@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tui_agent.core import media_files
-from tui_agent.core.images import ImageCheckError, verify_image
+from tui_agent.core.images import ImageCheckError, to_png, verify_image
 from tui_agent.core.store.errors import StoreError
 from tui_agent.core.tools.base import Tool, ToolContext, ToolResult
 from tui_agent.core.tools.image_backends import GenerationError, ImageBackend
@@ -22,6 +22,7 @@ from tui_agent.core.tools.vault_paths import INVALID_PATH, MAX_NAME_BYTES, PathR
 
 MAX_COUNT = 4
 MAX_PARALLEL = 2
+ANSWERED_FORMATS = ("PNG", "JPEG", "WEBP")  # what a generator may answer (saved as PNG)
 # At most MAX_PARALLEL pictures at once per event loop, across both tools and concurrent calls.
 _SEMAPHORES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
 
@@ -116,9 +117,15 @@ class PictureTool(Tool):
             try:
                 await make(backend, tmp)
                 try:
-                    await asyncio.to_thread(verify_image, tmp, ("PNG",))
-                except ImageCheckError as exc:
-                    raise GenerationError(f"{backend.label} failed: output is not a valid PNG ({exc})") from None
+                    # gpt-image models answer JPEG or WebP when asked (output_format): kept as a PNG,
+                    # the name the model gave ends in .png.
+                    kind, _, _ = await asyncio.to_thread(verify_image, tmp, ANSWERED_FORMATS)
+                    if kind != "PNG":
+                        await asyncio.to_thread(to_png, tmp)
+                except (ImageCheckError, OSError) as exc:
+                    raise GenerationError(
+                        f"{backend.label} failed: output is not a valid PNG, JPEG or WebP picture ({exc})"
+                    ) from None
                 claimed.claim(tmp, target)
             finally:
                 tmp.unlink(missing_ok=True)
