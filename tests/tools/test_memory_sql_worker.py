@@ -203,7 +203,7 @@ def _children(pid: int) -> list[int]:
 def has_open(pid: int, path: Path) -> bool:
     """The worker opened ``path`` itself (after exec: a forked child also holds its parent's files)."""
     try:
-        if b"sql_child" not in Path(f"/proc/{pid}/cmdline").read_bytes():  # python -m ...sql_child
+        if b"sql_worker" not in Path(f"/proc/{pid}/cmdline").read_bytes():
             return False
         return any(os.readlink(fd) == str(path) for fd in Path(f"/proc/{pid}/fd").iterdir())
     except OSError:
