@@ -151,8 +151,22 @@ def terminal_command(name: str, vault: Path, workdir: Path) -> list[str]:
 CURSOR_PIXELS = 2 * 10 * 20  # two cells of the 10-point font: a blinking cursor is not a change
 
 
-def colours(image: Image.Image) -> int:
-    return len(image.getcolors(1 << 22) or [])
+PICTURE_PIXELS = 40_000  # about 3% of the 1400x900 screen: the smallest thumbnail covers twice that
+
+
+def picture_pixels(image: Image.Image, text_only: Image.Image) -> int:
+    """How many pixels of ``image`` have a colour the text-only screen ``text_only`` never shows.
+
+    Text, borders and the cursor reuse the start screen's few hundred colours; a picture brings its
+    own over tens of thousands of pixels. Counting the area, not the colours, does not depend on
+    how many registers a terminal's Sixel palette gave the picture (one stand-in picture quantises
+    to 130 colours, another to 250), so a picture is told from an empty box whatever it shows."""
+    known = {colour for _, colour in image_colours(text_only)}
+    return sum(count for count, colour in image_colours(image) if colour not in known)
+
+
+def image_colours(image: Image.Image) -> list[tuple[int, tuple[int, int, int]]]:
+    return image.convert("RGB").getcolors(1 << 24) or []
 
 
 def differing(image: Image.Image, other: Image.Image | None) -> int:
@@ -207,26 +221,27 @@ def run_terminal(name: str, display: Display, out: Path, base_url: str) -> list[
     def logged(text: str) -> bool:
         return any(text in p.read_text(errors="replace") for p in log.glob("*.log*")) if log.is_dir() else False
 
-    baseline: list[int] = []
+    baseline: list[Image.Image] = []  # the text-only start screen
     last: list[Image.Image | None] = [None]  # the last grab that settled
 
-    def settle(path: Path, picture: bool = False, timeout: float = 25.0, new: bool = True) -> int:
+    def settle(path: Path, picture: bool = False, timeout: float = 25.0, new: bool = True) -> Image.Image:
         """Wait until the screen has changed from the last settled grab (what a key or a resize
         does), then until it stops changing (and, for ``picture``, shows the image); the colours.
 
         A loaded machine draws late: a fixed sleep photographs half-drawn screens, or the screen
         before the key. Two consecutive grabs alike but for a blinking cursor mean the terminal has
-        settled; a picture adds well over a hundred colours to the text-only start screen. After
+        settled; a picture covers tens of thousands of pixels in colours the text-only start screen
+        never shows (``picture_pixels``). After
         ``timeout`` the last grab is kept as it is (a step that changes nothing waits that long;
-        ``new=False``: the screen may be the last settled one)."""
+        ``new=False``: the screen may be the last settled one). Returns the grab kept."""
         started = deadline = time.monotonic()
         deadline += timeout
         previous: Image.Image | None = None
         while True:
             pixels = display.grab()
             changed = not new or differing(pixels, last[0]) > CURSOR_PIXELS
-            count = colours(pixels) if picture or not baseline else 0
-            shown = not picture or not baseline or count > baseline[0] + 150
+            area = picture_pixels(pixels, baseline[0]) if picture and baseline else 0
+            shown = not picture or not baseline or area > PICTURE_PIXELS
             if changed and shown and differing(pixels, previous) <= CURSOR_PIXELS:
                 break
             if time.monotonic() > deadline:
@@ -237,13 +252,15 @@ def run_terminal(name: str, display: Display, out: Path, base_url: str) -> list[
         print(f"{path.name}: {time.monotonic() - started:.1f} s")
         pixels.save(path)
         last[0] = pixels
-        return count
+        if picture:
+            print(f"{path.name}: picture area {area} px")
+        return pixels
 
     def shot(label: str, picture: bool = False, new: bool = True) -> None:
         path = out / f"{name}-{label}.png"
-        count = settle(path, picture, new=new)
+        pixels = settle(path, picture, new=new)
         if not baseline:
-            baseline.append(count)
+            baseline.append(pixels)
         shots.append(path)
 
     def settle_unsaved() -> None:
@@ -294,6 +311,8 @@ def run_terminal(name: str, display: Display, out: Path, base_url: str) -> list[
             for text in line.read_text(errors="replace").splitlines():
                 if "image protocol" in text:
                     print(f"{name}: {text.strip()}")
+        if (vault / "logs").is_dir():  # the app's own log, next to its screenshots
+            shutil.copytree(vault / "logs", out / f"{name}-logs", dirs_exist_ok=True)
         shutil.rmtree(workdir, ignore_errors=True)  # the vault, the cache, the terminal's log
     return shots
 

@@ -42,6 +42,9 @@ def bouncer(pg_cluster: Cluster) -> Iterator[int]:
         "[pgbouncer]\n"
         f"listen_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n"
         "auth_type = any\npool_mode = transaction\ndefault_pool_size = 1\n"
+        # A client waiting longer than this for the one server connection fails (the default,
+        # 120 s, hid a connection held by an idle client as a slow test): see core/store/results.py.
+        "query_wait_timeout = 10\n"
         f"logfile = {folder / 'pgbouncer.log'}\npidfile = {folder / 'pgbouncer.pid'}\n"
     )
     process = subprocess.Popen(["runuser", "-u", "postgres", "--", program, str(config)])
@@ -73,7 +76,10 @@ def _log(folder: Path) -> str:
 
 def test_two_clients_sharing_one_server_connection_through_pgbouncer(pg_url, pg_cluster, bouncer):
     """The store set up (migrated) through PgBouncer, then two clients' statements alternating on
-    its one server connection."""
+    its one server connection. Each client's statements sent together must leave the connection
+    free when its answer is in: psycopg's pipeline sent a Flush after its Sync when the answer was
+    late (a loaded machine), PgBouncer gave that Flush the server connection after the Sync's
+    answer had released it, and the other client waited for it until ``query_wait_timeout``."""
     db = open_store(location.parse(pg_url.replace(f":{pg_cluster.port}/", f":{bouncer}/")))
     first, second = ThreadPoolExecutor(1), ThreadPoolExecutor(1)  # a connection each (peewee: per thread)
     try:

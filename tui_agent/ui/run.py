@@ -77,5 +77,8 @@ def run_app(vault_arg: str | None, profile_name: str | None) -> int:
     from tui_agent.core.store import worker
 
     worker.release_this_thread()  # from here on the store's own thread talks to it: one connection
+    from tui_agent.ui.terminal_probe import forget_stale_size
+
+    forget_stale_size()  # the terminal's own size, not one left in the environment
     app.run()
     return 0

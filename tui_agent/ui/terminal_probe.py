@@ -222,6 +222,27 @@ def served_in_browser() -> bool:
     return os.environ.get("TERM_PROGRAM") == "textual" or os.environ.get("TUI_AGENT_SERVED") == "1"
 
 
+def forget_stale_size() -> list[str]:
+    """Drop ``COLUMNS`` and ``LINES`` from the environment when the app draws in a real terminal;
+    the names dropped.
+
+    Textual's terminal driver asks ``shutil.get_terminal_size()``, which prefers those variables to
+    the terminal's own size, on start and on every resize: a value exported by a shell profile, or
+    set by GNU readline in whatever process started the terminal (pytest's, for one: a whole test
+    run's xterm screenshots were drawn 80 columns wide in a 150-column window), pinned the app to
+    that width and made it ignore every resize. In a browser (textual-serve, ``tui-agent serve``)
+    they are the page's size, which the web driver reads: kept there."""
+    if served_in_browser():
+        return []
+    stdout = sys.__stdout__
+    if stdout is None or not stdout.isatty():
+        return []
+    dropped = [name for name in ("COLUMNS", "LINES") if os.environ.pop(name, None) is not None]
+    if dropped:
+        log.info("%s in the environment ignored: the terminal's own size is used", " and ".join(dropped))
+    return dropped
+
+
 def probe(first_run: bool = False) -> Probe:
     """Ask the terminal (only when stdin and stdout are a tty); never after the first paint."""
     choice = (os.environ.get(IMAGE_ENV) or "auto").lower()

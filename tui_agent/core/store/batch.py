@@ -1,10 +1,11 @@
 """Statements sent together: one round trip to a PostgreSQL server far away (issue 35 item 3).
 
 ``together`` runs a list of statements and returns what each returned. On PostgreSQL they go in one
-psycopg pipeline: sent at once, answered at once (a server 50 ms away costs 50 ms for all of them,
-not 50 ms each); on SQLite (a file on this machine) one after the other. A statement may use what an
-earlier one wrote (the server runs them in order), not what it returned: that comes back only at the
-end. A statement with its parameters in a mapping names them ``{name}`` in its SQL (bound here by
+simple query (store/results.py says why not a pipeline): sent at once, answered at once (a server
+50 ms away costs 50 ms for all of them, not 50 ms each), in one transaction; on SQLite (a file on
+this machine) one after the other. A statement may use what an earlier one wrote (the server runs
+them in order), not what it returned: that comes back only at the end. A statement with its
+parameters in a mapping names them ``{name}`` in its SQL (bound here by
 ``Store.bind``: each backend writes its own placeholder); each backend runs them (``Store.together``).
 """
 

@@ -95,7 +95,7 @@ class PostgresStore(Store):
     def together(self, statements: Sequence[tuple[str, Any]], atomic: bool, *, repeatable: bool = False) -> list[Any]:
         from tui_agent.core.store import results
 
-        return results.pipelined(self.database, statements, atomic, repeatable=repeatable)
+        return results.in_one_query(self.database, statements, atomic, repeatable=repeatable)
 
     @contextmanager
     def lock_wait(self, milliseconds: int) -> Iterator[None]:
