@@ -93,6 +93,10 @@ def test_real_terminal_quit_and_sighup_leave_no_child(env, tmp_path, pids):
         f"cd {tmp_path} && FIXTURE_MCP_PIDS={pids} TUI_AGENT_VAULT={env.vault.root} TERM=xterm-256color "
         f"{sys.executable} -m tui_agent"
     )
+    # A session that outlives both runs keeps this test's tmux server up: when the app's session
+    # was its last, the server exited, and the next new-session could reach it while it was
+    # exiting ("server exited unexpectedly", a CI run under load).
+    subprocess.run(["tmux", "new-session", "-d", "-s", f"{session}-keep", "sleep 600"], check=True)
     for ending in ("C-q", "kill-session"):
         before = len(started_pids(pids))
         subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "40", command], check=True)

@@ -26,6 +26,7 @@ ALLOWED = {
     "core/store/migrations.py": "the SQLite backend's schema",
     "core/store/search.py": "the SQLite backend's search (FTS5)",
     "core/store/pg.py": "the PostgreSQL backend's opener (its peewee database, reconnecting)",
+    "core/store/pg_together.py": "the PostgreSQL backend's statements sent together (one simple query)",
     "core/store/search_pg.py": "the PostgreSQL backend's search (its own read-only connection)",
     "core/store/pg_listen.py": "the PostgreSQL backend's listener (LISTEN on a connection of its own)",
     "core/store/driver.py": "imports peewee without psycopg, and psycopg when a PostgreSQL store opens",

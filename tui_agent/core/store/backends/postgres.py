@@ -93,9 +93,9 @@ class PostgresStore(Store):
         return f"currval(pg_get_serial_sequence('{table}', 'id'))"
 
     def together(self, statements: Sequence[tuple[str, Any]], atomic: bool, *, repeatable: bool = False) -> list[Any]:
-        from tui_agent.core.store import results
+        from tui_agent.core.store import pg_together
 
-        return results.in_one_query(self.database, statements, atomic, repeatable=repeatable)
+        return pg_together.in_one_query(self.database, statements, atomic, repeatable=repeatable)
 
     @contextmanager
     def lock_wait(self, milliseconds: int) -> Iterator[None]:
