@@ -23,6 +23,7 @@ from tui_agent.ui.widgets.host import host_of
 from tui_agent.ui.widgets.log_release import KEEP, PAGE, Card, PageReleaseMixin, is_marker, message_id_of
 from tui_agent.ui.widgets.log_sizing import rows_filling
 from tui_agent.ui.widgets.message_cursor import CURSOR_BINDINGS, MessageCursorMixin
+from tui_agent.ui.widgets.own_styles import OwnFocusStyles
 
 if TYPE_CHECKING:
     from textual.timer import Timer
@@ -41,10 +42,11 @@ def result_status(content: str) -> str:
 __all__ = ["KEEP", "PAGE", "ChatLog", "message_id_of"]
 
 
-class ChatLog(PageReleaseMixin, MessageCursorMixin, VerticalScroll):
+class ChatLog(OwnFocusStyles, PageReleaseMixin, MessageCursorMixin, VerticalScroll):
     """Anchored to the bottom while the user has not scrolled away (``VerticalScroll.anchor``).
-    Focused, it has a message cursor (see message_cursor). It shows the conversation's active
-    branch (see store.branches)."""
+    Focused, it has a message cursor (see message_cursor); its focus restyles it alone, not the
+    conversation in it (own_styles). It shows the conversation's active branch (see
+    store.branches)."""
 
     BINDINGS = CURSOR_BINDINGS
 

@@ -11,6 +11,7 @@ from textual.message import Message
 from textual.widget import Widget
 
 from tui_agent.ui.widgets.alternatives import AlternativesBar
+from tui_agent.ui.widgets.own_styles import set_own_class
 
 
 class CursorAction(Message):
@@ -62,10 +63,10 @@ class MessageCursorMixin:
     def move_cursor_to(self, widget: Widget | None, *, scroll: bool = True, clicked: bool = False) -> None:
         self.clicked = clicked  # the letter commands follow a keyboard cursor only (the footer below)
         if self.cursor is not None and self.cursor is not widget:
-            self.cursor.remove_class("-cursor")
+            set_own_class(self.cursor, False, "-cursor")
         self.cursor = widget
         if widget is not None:
-            widget.add_class("-cursor")
+            set_own_class(widget, True, "-cursor")  # a long reply's own widgets are not restyled
             if scroll:
                 self.scroll_to_widget(widget, animate=False)  # type: ignore[attr-defined]
         self.refresh_bindings()  # type: ignore[attr-defined]  # the footer shows the cursor's keys only with one
@@ -131,7 +132,7 @@ class MessageCursorMixin:
         if self.screen is not self.app.screen:  # type: ignore[attr-defined]
             return  # a dialog opened over the log (the actions menu): the cursor stays
         if self.cursor is not None:
-            self.cursor.remove_class("-cursor")
+            set_own_class(self.cursor, False, "-cursor")
             self.cursor = None
 
     def on_click(self, event: events.Click) -> None:

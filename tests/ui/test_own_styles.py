@@ -1,0 +1,110 @@
+"""Moving between the chat log and the composer, and the message cursor landing on a long reply,
+restyle the widget whose state changed, not the reply's whole tree (ui/widgets/own_styles.py).
+
+Textual restyles a widget and every descendant when its focus or a class changes. With one
+8,000-token reply on screen (about 1,800 Markdown widgets) each move between the log and the
+composer took 1-3 s of CPU; typing after a click on a message (the keys go to the composer) waited
+for it. A rule that does style descendants by that state still works: the full walk runs then."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pytest
+from fake_openai import Reply, markdown_tokens
+from pilot_helpers import one_turn, send
+from textual.color import Color
+from textual.css.stylesheet import Stylesheet
+from textual.dom import DOMNode
+
+from tui_agent.ui.app import AgentApp
+from tui_agent.ui.widgets.bubbles import AssistantBubble
+from tui_agent.ui.widgets.own_styles import styles_descendants
+
+LONG_REPLY = "".join(markdown_tokens(1500)[:-1])
+
+
+def restyled(app: AgentApp) -> list[DOMNode]:
+    """The nodes restyled from now on, in order (a node once per restyle that touched it)."""
+    touched: list[DOMNode] = []
+    update_nodes = app.stylesheet.update_nodes
+
+    def counting(nodes: Iterable[DOMNode], animate: bool = False) -> None:
+        nodes = list(nodes)
+        touched.extend(nodes)
+        update_nodes(nodes, animate=animate)
+
+    app.stylesheet.update_nodes = counting  # type: ignore[method-assign]
+    return touched
+
+
+@pytest.mark.slow
+async def test_the_cursor_on_a_long_reply_and_back_to_the_composer_restyle_a_few_widgets(env):
+    async with one_turn(env, "a long one, please", LONG_REPLY) as (app, pilot):
+        log = app.conversation_view.chat_log
+        reply = log.query(AssistantBubble).last()
+        assert len(list(reply.walk_children())) > 150  # a reply of many Markdown widgets
+        touched = restyled(app)
+        await pilot.press("up")  # the message cursor, on the newest message: the reply
+        await pilot.pause()
+        assert app.focused is log and log.cursor is reply
+        assert reply.has_class("-cursor") and reply.styles.outline_left[0] == "thick"  # drawn as before
+        await pilot.press("x")  # a printable key goes to the composer, the cursor leaves
+        await pilot.pause()
+        assert app.focused is app.conversation_view.composer and log.cursor is None
+        assert not reply.has_class("-cursor") and reply.styles.outline_left[0] == ""
+        assert app.conversation_view.composer.text == "x"
+        inside = set(reply.walk_children())
+        # Textual's walk restyled every widget of the reply, each way; now the reply's own
+        # widgets are restyled by nothing (the reply itself twice: the cursor on, then off).
+        assert [node for node in touched if node in inside] == []
+        assert touched.count(reply) == 2
+
+
+class _FocusStylesTheReplies(AgentApp):
+    CSS = "ChatLog:focus .bubble { background: red; }"
+
+
+async def test_a_rule_that_styles_descendants_by_the_logs_focus_still_applies(env):
+    env.fake.script(Reply(text="short"))
+    settings = {"images": "halfcell", "clock": lambda: 0.0, "animate": False, "check_endpoint": False}
+    app = _FocusStylesTheReplies(env.vault, **settings)  # as pilot_helpers.make makes it, one rule more
+    async with app.run_test(size=(100, 30)) as pilot:
+        await send(app, pilot, "hi")
+        log = app.conversation_view.chat_log
+        reply = log.query(AssistantBubble).last()
+        red = Color.parse("red")
+        assert reply.styles.background != red
+        log.focus()
+        await pilot.pause()
+        assert reply.styles.background == red
+        app.conversation_view.composer.focus()
+        await pilot.pause()
+        assert reply.styles.background != red
+
+
+def _sheet(css: str) -> Stylesheet:
+    sheet = Stylesheet()
+    sheet.add_source(css, read_from=("test", ""))
+    sheet.parse()
+    return sheet
+
+
+@pytest.mark.parametrize(
+    ("css", "focus", "cursor"),
+    [
+        ("ChatLog:focus { background: red; }", False, False),  # the node's own state
+        ("ChatLog:focus .bubble { color: red; }", True, False),
+        ("ChatLog:focus > .bubble { color: red; }", True, False),
+        ("Screen ChatLog:focus { color: red; }", False, False),  # focus on the last part
+        (".-cursor { outline-left: thick red; }", False, False),
+        (".bubble.-cursor { color: red; }", False, False),
+        (".-cursor .reply { color: red; }", False, True),
+        ("ChatLog .bubble.-cursor > Static { color: red; }", False, True),
+        ("ChatLog:focus-within .bubble { color: red; }", False, False),  # Textual's own walk
+    ],
+)
+def test_which_rules_style_descendants_by_an_ancestors_state(css, focus, cursor):
+    sheet = _sheet(css)
+    assert styles_descendants(sheet, pseudo_class="focus") is focus
+    assert styles_descendants(sheet, class_name="-cursor") is cursor
