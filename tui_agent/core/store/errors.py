@@ -112,6 +112,12 @@ UNREACHABLE = (
     "the connection is closed",
     "consuming input failed",
     "cannot reach postgresql",
+    # PgBouncer, up while the server behind it is not (its own words, PgBouncer 1.18): a query that
+    # waited for a server connection, a server connection lost under a query, a login refused for a
+    # while after the server's had failed (tests/store/test_pgbouncer.py).
+    "query_wait_timeout",
+    "server conn crashed",
+    "server login has been failing",
 )
 
 
