@@ -313,6 +313,8 @@ def run_terminal(name: str, display: Display, out: Path, base_url: str) -> list[
                     print(f"{name}: {text.strip()}")
         if (vault / "logs").is_dir():  # the app's own log, next to its screenshots
             shutil.copytree(vault / "logs", out / f"{name}-logs", dirs_exist_ok=True)
+        if (workdir / "terminal.log").is_file():  # and the terminal's (what it said on stderr)
+            shutil.copy(workdir / "terminal.log", out / f"{name}-terminal.log")
         shutil.rmtree(workdir, ignore_errors=True)  # the vault, the cache, the terminal's log
     return shots
 

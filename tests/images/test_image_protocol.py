@@ -195,6 +195,11 @@ async def test_kitty_direct_placement_sends_the_file_and_places_it(env, monkeypa
         await pilot.press("right")
         await settle(pilot, carousel, "2 / 2")
         assert any(kitty_commands(w)[0][0] == {"a": "d", "d": "I", "i": str(image.image_id), "q": "2"} for w in written)
+        # A render that still comes for the replaced picture draws nothing and places nothing (it
+        # asked for its screen: NoScreen ended the app in a real kitty at the carousel's next).
+        assert not image.is_attached
+        blank = image.render_lines(Region(0, 0, 10, 4))
+        assert ["".join(segment.text for segment in strip) for strip in blank] == [" " * 10] * 4
 
 
 def test_forcing_kitty_on_an_old_kitty_keeps_direct_placement(monkeypatch):

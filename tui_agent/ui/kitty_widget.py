@@ -106,11 +106,16 @@ class KittyImage(Widget):
 
     def render_lines(self, crop: Region) -> list[Strip]:
         blank = [Strip([Segment(" " * crop.width, self.rich_style)], crop.width)] * crop.height
-        if not crop.height or not crop.width or not self.screen.is_active:
+        # A render can still come for a widget just removed (the carousel's next picture replaces
+        # it): its screen is gone, and asking for it raised NoScreen, which ended the app in kitty.
+        if not crop.height or not crop.width or not self.is_attached:
             return blank
         try:
-            region = self.screen.find_widget(self).visible_region
-        except Exception:  # not on screen (yet): nothing to place
+            screen = self.screen
+            region = screen.find_widget(self).visible_region
+        except Exception:  # not on a screen, or not on this one's map (yet): nothing to place
+            return blank
+        if not screen.is_active:
             return blank
         if not region.width or not region.height:
             return blank
@@ -123,7 +128,7 @@ class KittyImage(Widget):
             self._sent = True
         width, height = self._image_pixels()
         size = self.content_size
-        visible = self.content_region.intersection(self.screen.find_widget(self).visible_region)
+        visible = self.content_region.intersection(region)
         top = visible.y - self.content_region.y
         left = visible.x - self.content_region.x
         source = (
