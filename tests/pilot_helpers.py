@@ -13,13 +13,14 @@ if TYPE_CHECKING:
     from tui_agent.ui.app import AgentApp
 
 
-def make(env: Any, **kwargs: Any) -> AgentApp:
+def make(env: Any, app_class: type[AgentApp] | None = None, **kwargs: Any) -> AgentApp:
     """The app on a test's vault (the ``env`` fixture, or a Vault): deterministic (half-cell
-    pictures, a frozen clock, no animation) and with no endpoint check unless asked for."""
+    pictures, a frozen clock, no animation) and with no endpoint check unless asked for;
+    ``app_class``: a subclass of the app to make instead (one with more CSS, say)."""
     from tui_agent.ui.app import AgentApp
 
     settings: dict[str, Any] = {"images": "halfcell", "clock": lambda: 0.0, "animate": False, "check_endpoint": False}
-    return AgentApp(getattr(env, "vault", env), **(settings | kwargs))
+    return (app_class or AgentApp)(getattr(env, "vault", env), **(settings | kwargs))
 
 
 async def until(pilot: Any, condition: Callable[[], Any], timeout: float = 30.0, what: str = "") -> None:

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 import pytest
 from fake_openai import Reply, markdown_tokens
-from pilot_helpers import one_turn, send
+from pilot_helpers import make, one_turn, send
 from textual.color import Color
 from textual.css.stylesheet import Stylesheet
 from textual.dom import DOMNode
@@ -67,8 +67,7 @@ class _FocusStylesTheReplies(AgentApp):
 
 async def test_a_rule_that_styles_descendants_by_the_logs_focus_still_applies(env):
     env.fake.script(Reply(text="short"))
-    settings = {"images": "halfcell", "clock": lambda: 0.0, "animate": False, "check_endpoint": False}
-    app = _FocusStylesTheReplies(env.vault, **settings)  # as pilot_helpers.make makes it, one rule more
+    app = make(env, _FocusStylesTheReplies)
     async with app.run_test(size=(100, 30)) as pilot:
         await send(app, pilot, "hi")
         log = app.conversation_view.chat_log

@@ -43,10 +43,8 @@ __all__ = ["KEEP", "PAGE", "ChatLog", "message_id_of"]
 
 
 class ChatLog(OwnFocusStyles, PageReleaseMixin, MessageCursorMixin, VerticalScroll):
-    """Anchored to the bottom while the user has not scrolled away (``VerticalScroll.anchor``).
-    Focused, it has a message cursor (see message_cursor); its focus restyles it alone, not the
-    conversation in it (own_styles). It shows the conversation's active branch (see
-    store.branches)."""
+    """Anchored to the bottom unless the user scrolled away; focused, it has a message cursor
+    (message_cursor) and restyles itself alone (own_styles); it shows the active branch."""
 
     BINDINGS = CURSOR_BINDINGS
 
