@@ -128,6 +128,21 @@ def test_no_collection_runs_from_the_launcher_to_the_first_frame(tmp_path: Path)
                 if b"\x1b[c" in drawn:  # the image probe asks for the device attributes: answer
                     os.write(fd, b"\x1b[?1;2c")
                     drawn = drawn.replace(b"\x1b[c", b"")
+        # The report is written once the frame was written to the terminal, but the frame may be
+        # still unread here (a CI run under load read only its title): read on until the child
+        # has exited (EOF, or EIO on Linux).
+        drain = time.monotonic() + 20
+        while out.exists() and time.monotonic() < drain:
+            ready, _, _ = select.select([fd], [], [], 0.1)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except OSError:
+                break
+            if not chunk:
+                break
+            drawn += chunk
     finally:
         try:
             os.kill(pid, 9)
