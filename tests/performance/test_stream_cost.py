@@ -24,6 +24,7 @@ TOKENS = 2_400  # about 90 top-level blocks of headings, paragraphs, lists, code
 @dataclass
 class Costs:
     blocks: list[Widget] = field(default_factory=list)  # every block of the reply, in order
+    inner: list[Widget] = field(default_factory=list)  # every widget inside those blocks
     parts: list[ReplyMarkdown] = field(default_factory=list)
     # Keyed by the widgets themselves, not id(): a widget removed during the reply (a growing block
     # parsed again) was freed, and a later block could get its id and its counts (under load, when
@@ -100,6 +101,7 @@ async def _streamed(env, monkeypatch) -> Costs:
         costs.parts = list(bubble.query(ReplyMarkdown))
         costs.frozen_left = len(bubble.query(".reply-frozen")) + sum(not part.display for part in costs.parts)
         costs.blocks = [block for part in costs.parts for block in part.children]
+        costs.inner = [widget for block in costs.blocks for widget in block.query("*")]
     return costs
 
 
@@ -137,6 +139,11 @@ async def test_a_layout_near_the_end_of_a_long_reply_places_as_many_widgets_as_n
     # Per block: once or twice (mounted; marked last while it was), whatever number of blocks came
     # after it. With a :last-child rule, every block was restyled at each mount after it.
     assert max(costs.restyled[b] for b in blocks) <= 3
+    # What is inside a block (a list's items, a quote's paragraphs) is styled when it is mounted and
+    # not again when the block stops being the last (its ``-last`` class): that restyled all of it.
+    inner = costs.inner
+    assert len(inner) > len(blocks)
+    assert max(costs.restyled[w] for w in inner) <= 1
     # When it stops, the parts drawn as lines meanwhile show their blocks again: once each, at most.
     assert max(costs.restyled_at_finish[b] for b in blocks) <= 1
     # Drawn: once per write while it was growing, then not again for the rest of the reply: the

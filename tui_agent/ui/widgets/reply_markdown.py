@@ -19,6 +19,7 @@ from textual.widgets import Markdown
 
 from tui_agent.ui.markdown_text import parser
 from tui_agent.ui.widgets.frozen_part import FrozenPart, freeze
+from tui_agent.ui.widgets.own_styles import set_own_class
 
 LAST = "-last"
 
@@ -70,10 +71,12 @@ class ReplyMarkdown(Markdown):
         last = self.children[-1] if self.children and not self.sealed else None
         if last is self._last_block:
             return
+        # The block alone is restyled: a list or a table is dozens of widgets, and no rule styles
+        # what is inside a block by ``-last`` (set_own_class checks).
         if self._last_block is not None:
-            self._last_block.remove_class(LAST)
+            set_own_class(self._last_block, False, LAST)
         if last is not None:
-            last.add_class(LAST)
+            set_own_class(last, True, LAST)
         self._last_block = last
 
     def seal(self) -> None:
