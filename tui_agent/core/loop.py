@@ -385,3 +385,4 @@ class AgentLoop:
         finally:
             if stream is not None:
                 await close_stream(stream)  # a request still on its way (a cancel while its events were drawn) ends
+            await reply.drain()  # nothing of the turn is left running

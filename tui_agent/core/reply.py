@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import Coroutine
 from typing import Any
 
 from tui_agent.core import events as ev
@@ -29,7 +31,14 @@ def temperature(profile: Profile) -> float | None:
 
 
 class Reply:
-    """The assistant row of one streamed reply: created on the first piece, flushed now and then."""
+    """The assistant row of one streamed reply: created on the first piece, flushed now and then.
+
+    The row's writes never hold the stream up: each goes to the store's thread in the background,
+    one at a time (a flush falls due while one is on its way: the next piece after it starts the
+    next), so a store 50 ms away, or a server that went away behind a pooler that waits for it,
+    does not stop the words on screen. A write that failed is raised at the next piece (the turn's
+    store-failure path takes it as before); the reply's last write (``save``, ``finish``) waits for
+    the one on its way, so the writes reach the row in the order they were made."""
 
     def __init__(self, conversation_id: int, model: str, flush_interval_s: float = FLUSH_INTERVAL_S) -> None:
         self.flush_interval_s = flush_interval_s
@@ -39,6 +48,7 @@ class Reply:
         self.thoughts: list[str] = []
         self.row: Message | None = None
         self.last_flush = time.monotonic()
+        self._writing: asyncio.Task[None] | None = None  # the row's write on its way, if any
 
     @property
     def text(self) -> str:
@@ -60,23 +70,57 @@ class Reply:
         else:
             return None
         event: ev.Event = item
+        if self._writing is not None:
+            if not self._writing.done():
+                return event  # the next flush starts once this write is through
+            self._take_written()
         if self.row is None:
-            self.row = await worker.run(
-                history.add_message,
-                self.conversation_id,
-                "assistant",
-                self.text,
-                reasoning=self.reasoning or None,
-                model=self.model,
-                status="streaming",
-            )
-            self.last_flush = time.monotonic()
+            self._start(self._create(self.text, self.reasoning or None))
         elif time.monotonic() - self.last_flush > self.flush_interval_s:
-            await worker.run(history.update_message, self.row, content=self.text, reasoning=self.reasoning or None)
-            self.last_flush = time.monotonic()
+            self._start(self._update(self.row, self.text, self.reasoning or None))
         return event
 
+    def _start(self, write: Coroutine[Any, Any, None]) -> None:
+        self._writing = asyncio.ensure_future(write)
+        # Read here too: a turn that ends by another failure leaves no unread exception behind.
+        self._writing.add_done_callback(lambda done: done.cancelled() or done.exception())
+        self.last_flush = time.monotonic()
+
+    def _take_written(self) -> None:
+        """The write that went is through: its failure, if any, is the turn's now."""
+        writing, self._writing = self._writing, None
+        if writing is not None and not writing.cancelled() and (failure := writing.exception()) is not None:
+            raise failure
+
+    async def _settled(self) -> None:
+        """The write on its way (if any) is through; raises its failure."""
+        if self._writing is not None:
+            await asyncio.wait([self._writing])
+            self._take_written()
+
+    async def drain(self) -> None:
+        """The turn ends: the write on its way (if any) is through, whatever came of it (a failure
+        was the turn's already, or the turn ended for another reason)."""
+        if self._writing is not None:
+            await asyncio.wait([self._writing])
+            self._writing = None
+
+    async def _create(self, text: str, reasoning: str | None) -> None:
+        self.row = await worker.run(
+            history.add_message,
+            self.conversation_id,
+            "assistant",
+            text,
+            reasoning=reasoning,
+            model=self.model,
+            status="streaming",
+        )
+
+    async def _update(self, row: Message, text: str, reasoning: str | None) -> None:
+        await worker.run(history.update_message, row, content=text, reasoning=reasoning)
+
     async def save(self, status: str) -> Message | None:
+        await self._settled()
         if self.row is not None:
             row = self.row
             await worker.run(
@@ -91,6 +135,7 @@ class Reply:
     async def finish_with_alternatives(self, item: llm.Completion) -> tuple[Message, list[int]]:
         """The finished row, and its alternatives (ids, oldest first; [] when it is at no fork)
         read with it: one round trip to the store."""
+        await self._settled()
         return await worker.run(self._finish, self._final(item))
 
     def _finish(self, fields: dict[str, Any]) -> tuple[Message, list[int]]:
