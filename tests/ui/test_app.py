@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 
 import pytest
 from fake_openai import Reply, png_bytes
@@ -13,7 +14,7 @@ from pilot_helpers import children, one_turn, running, send, settle, until
 from textual.widgets import Collapsible, Input, ListView
 
 from tui_agent.core import profiles
-from tui_agent.core.store import history
+from tui_agent.core.store import history, worker
 from tui_agent.ui.screens.dialogs import ApprovalScreen
 from tui_agent.ui.widgets import chat_log as chat_log_module
 from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard, UserBubble
@@ -112,6 +113,30 @@ async def test_cancel_mid_stream_keeps_the_partial_reply(env):
         assert "(cancelled)" in str(bubble.query_one(".reply-status").render())
     (stored,) = rows(env.vault.db_path, "SELECT status, content FROM messages WHERE role = 'assistant'")
     assert stored[0] == "cancelled" and 0 < len(stored[1]) < 1500
+
+
+async def test_a_reply_cancelled_as_another_conversation_opens_leaves_that_one_ready(env):
+    """Esc, then at once another conversation: the cancelled turn ends after the other one is on
+    screen (its reply is saved first); its "cancelled" is not the other conversation's status."""
+    async with running(env, Reply(text="word " * 300, chunk_size=5, chunk_delay_s=0.02)) as (app, pilot):
+        await send(app, pilot, "long story", wait=False)
+        await until(pilot, lambda: any(len(b.text) > 20 for b in children(app, AssistantBubble)))
+        view = app.conversation_view
+        release = threading.Event()
+        holding = asyncio.ensure_future(worker.run(release.wait, 30))  # the reply's save waits for it
+        for turn in list(app.turns.values()):
+            turn.cancel()
+        await asyncio.wait_for(view.action_new_conversation(), 10)  # reads nothing from the store
+        assert app.turns  # the cancelled turn has not ended: it saves its reply first
+        release.set()
+        await holding
+        await until(pilot, lambda: not app.turns)
+        await settle(app, pilot)
+        assert view.conversation_id is None
+        line = str(app.query_one("#status").render())
+        assert "cancelled" not in line and line.endswith("· ready"), line
+    (stored,) = rows(env.vault.db_path, "SELECT status FROM messages WHERE role = 'assistant'")
+    assert stored == ("cancelled",)
 
 
 @pytest.mark.slow

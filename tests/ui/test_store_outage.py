@@ -17,6 +17,7 @@ from tui_agent.core.store import history, location
 from tui_agent.core.store.models import Message
 from tui_agent.ui.live_updates import RUNNING_ELSEWHERE
 from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard
+from tui_agent.ui.widgets.context_meter import ContextMeter
 
 ON_POSTGRESQL = pytest.mark.parametrize("store_backend", ["postgresql"], indirect=True)
 
@@ -60,6 +61,13 @@ async def test_enter_with_the_server_gone_keeps_the_message_and_sends_it_once_wh
             # away" card with the driver's words stood above it, seen in tmux over the 50 ms proxy).
             assert not app.query(ErrorCard), [card.text for card in app.query(ErrorCard)]
             assert "\n" not in line
+            # On the screen, beside the context meter, at 120 columns: the promise is read whole;
+            # what does not fit is the server's name, cut with an ellipsis (the promise was cut).
+            app.query_one(ContextMeter).show(61_234, 128_000, estimated=True)
+            await pilot.pause()
+            status = app.query_one("#status")
+            shown = "".join(segment.text for segment in status.render_line(0)).strip()
+            assert shown.startswith("waiting for the database server: your message is sent when it answers"), shown
             own_cluster.start()
             await until(pilot, lambda: "got it after the outage" in texts(app, AssistantBubble) and not app.turns)
             assert composer.text == ""

@@ -64,9 +64,10 @@ class StoreOutage:
             self.watcher = self.view.run_worker(self._watch(), group="store-outage", exit_on_error=False)
 
     def waiting_line(self) -> str:
-        # (short: the context meter shares the line)
+        # The context meter shares the line: the promise first, the server's name (any length) last,
+        # cut with an ellipsis where the line ends (#status does not wrap).
         sent = ": your message is sent when it answers" if self.kept else ""
-        return visible(f"waiting for the database server ({self.where}){sent}")
+        return visible(f"waiting for the database server{sent} · {self.where}")
 
     async def _watch(self) -> None:
         while True:

@@ -68,7 +68,8 @@ async def run_turn(
             await loop.aclose()
     except asyncio.CancelledError:
         await view.close_bubble("cancelled")
-        host.status_line.show("cancelled", state="error")
+        if view.attached:  # another conversation opened meanwhile has a status of its own
+            host.status_line.show("cancelled", state="error")
         raise
     except (LLMError, profiles.ProfileError) as exc:
         kind = getattr(exc, "kind", "model")
