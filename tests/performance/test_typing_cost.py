@@ -45,3 +45,51 @@ async def test_a_key_walks_no_more_widgets_with_a_long_reply_on_screen(env, monk
     empty = await _nodes_matched_per_key(env, monkeypatch, 0)
     long = await _nodes_matched_per_key(env, monkeypatch, 3_000)
     assert long <= empty + 5, (empty, long)
+
+
+async def test_a_key_typed_while_a_layout_is_due_is_drawn_before_that_layout(env, monkeypatch):
+    """A streamed write asks for a layout of the screen (100-150 ms with its frame while a long
+    reply streams). A key typed meanwhile is drawn first, alone, where the composer is: no layout
+    runs between the key changing the composer and the frame that shows it. Textual's update drew
+    the key in the frame after that layout."""
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(app, pilot, "hi")
+        bubble = AssistantBubble("".join(markdown_tokens(1_500)))
+        view = app.conversation_view
+        await view.chat_log.mount(bubble)
+        await pilot.pause(0.2)
+        view.composer.focus()
+        await pilot.pause()
+        screen = app.screen
+        events: list[tuple[str, str]] = []
+        real_layout, real_frame = type(screen)._refresh_layout, type(screen)._compositor_refresh
+
+        def layout(self, *args, **kwargs):
+            events.append(("layout", view.composer.text))
+            return real_layout(self, *args, **kwargs)
+
+        def frame(self):
+            events.append(("frame", view.composer.text))
+            return real_frame(self)
+
+        monkeypatch.setattr(type(screen), "_refresh_layout", layout)
+        monkeypatch.setattr(type(screen), "_compositor_refresh", frame)
+        for key in "abc":
+            view.chat_log.refresh(layout=True)  # as a streamed write does
+            await bubble.write(" more words")
+            await pilot.press(key)
+            await pilot.pause()
+            typed = view.composer.text
+            assert typed.endswith(key)
+            first_frame = events.index(("frame", typed))
+            assert ("layout", typed) not in events[:first_frame], events
+        assert any(kind == "layout" for kind, _ in events)  # the layouts asked for still ran
+        # A key that changes the composer's size (a new line) is placed by the layout first.
+        events.clear()
+        height = view.composer.size.height
+        await pilot.press("shift+enter")
+        await pilot.pause()
+        grown = view.composer.text
+        assert grown.endswith("\n") and view.composer.size.height == height + 1
+        assert events.index(("layout", grown)) < events.index(("frame", grown)), events

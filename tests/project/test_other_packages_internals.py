@@ -16,6 +16,7 @@ import inspect
 import json
 import os
 import sys
+from typing import Any
 
 import pytest
 from fake_openai import FakeOpenAI
@@ -117,6 +118,43 @@ async def test_screen_lays_out_through_refresh_layout_and_hears_resizes_in_scree
         await pilot.pause()
         assert Size(60, 20) in screen.resizes
         assert screen.size == Size(60, 20)
+
+
+class _Two(App[None]):
+    def compose(self) -> ComposeResult:
+        yield Static("one", id="one")
+        yield Static("two", id="two")
+
+
+async def test_screen_updates_draw_dirty_widgets_through_its_compositor():
+    """``Screen._on_timer_update()``, ``_layout_required``, ``_layout_widgets``, ``_dirty_widgets``,
+    ``_update_timer``, ``_compositor.update_widgets(widgets)``, ``_compositor_refresh()`` and
+    ``App._batch_count``: ui/chat_screen.py draws a typed key in the composer alone before a layout
+    due for the rest of the screen (tests/performance/test_typing_cost.py shows the order). If
+    this fails, a key typed while a reply streams waits for that layout again, or the override
+    calls Textual with names it no longer has."""
+    assert list(inspect.signature(Screen._on_timer_update).parameters) == ["self"]
+    assert list(inspect.signature(Screen._compositor_refresh).parameters) == ["self"]
+    app = _Two()
+    async with app.run_test(size=(40, 10)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert app._batch_count == 0 and screen._layout_required is False
+        assert isinstance(screen._dirty_widgets, set) and isinstance(screen._layout_widgets, dict)
+        assert callable(screen._update_timer.resume)
+        one, two = app.query_one("#one", Static), app.query_one("#two", Static)
+        drawn: list[str] = []
+
+        def display(_screen: Screen, update: Any) -> None:  # the headless driver writes nothing
+            drawn.append(update.render_segments(app.console))
+
+        app._display = display  # type: ignore[method-assign]
+        one.update("ONE")
+        screen._dirty_widgets.update({one, two})
+        screen._compositor.update_widgets({one})
+        screen._compositor_refresh()  # draws what update_widgets was given, and forgets every dirty widget
+        assert "ONE" in "".join(drawn) and "two" not in "".join(drawn)
+        assert screen._dirty_widgets == set()
 
 
 def test_strip_renders_through_its_render_cache_and_segments():

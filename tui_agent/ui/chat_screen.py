@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from textual.geometry import Size
 from textual.screen import Screen
+from textual.widget import Widget
 
 
 class ChatScreen(Screen[None]):
@@ -39,3 +40,44 @@ class ChatScreen(Screen[None]):
                 return
         for composer in self.query("#composer"):
             composer.focus()
+
+    _composer: Widget | None = None
+
+    def draw_typed(self, composer: Widget) -> None:
+        """A key just changed the composer (and not its size): it is drawn now, where the last
+        layout put it, not after the screen's next update (a few turns of the event loop later,
+        each behind whatever else waits, while a long reply streams) and its layout."""
+        if self.is_current and not self.app._batch_count and composer.region and composer.screen is self:
+            self._draw_alone(composer)
+
+    def _draw_alone(self, composer: Widget) -> None:
+        others = self._dirty_widgets - {composer}
+        self._dirty_widgets.clear()
+        self._compositor.update_widgets({composer})
+        self._compositor_refresh()  # draws the dirty regions: the composer's
+        self._dirty_widgets.update(others)
+
+    def _on_timer_update(self) -> None:
+        """A key's echo before the reply's layout: when the composer changed and a layout is due
+        for something else (a streamed write), the composer is drawn first, where the last layout
+        put it, and the layout follows at the next update. A layout with its full-screen frame
+        takes 100-150 ms while a long Markdown reply streams; the typed key waited for it."""
+        composer = self._typed_composer()
+        if composer is None:
+            super()._on_timer_update()
+            return
+        self._draw_alone(composer)
+        self._update_timer.resume()  # the layout at the next update
+
+    def _typed_composer(self) -> Widget | None:
+        """The composer, if it waits to be drawn ahead of a layout it did not ask for."""
+        if not self._layout_required or not self.is_current or self.app._batch_count:
+            return None
+        composer = self._composer
+        if composer is None or composer.screen is not self:
+            composer = self._composer = next(iter(self.query("#composer")), None)
+        if composer is None or composer not in self._dirty_widgets or not composer.region:
+            return None
+        if any(composer is ancestor or composer in asked for ancestor, asked in self._layout_widgets.items()):
+            return None  # the composer's own size changed (a new line): the layout places it first
+        return composer

@@ -124,7 +124,12 @@ class Composer(TextArea):
             self._recall_step(1)
             return
         self._recall_index = None
+        lines = self.virtual_size.height
         await super()._on_key(event)
+        if event.is_printable and self.virtual_size.height == lines:  # typed, and the same size
+            draw_typed = getattr(self.screen, "draw_typed", None)  # the chat screen's (ui/chat_screen.py)
+            if draw_typed is not None:
+                draw_typed(self)
 
     def _recall_step(self, step: int) -> None:
         index = len(self.recall) if self._recall_index is None else self._recall_index
