@@ -79,6 +79,32 @@ async def test_enter_with_the_server_gone_keeps_the_message_and_sends_it_once_wh
 
 @pytest.mark.slow
 @ON_POSTGRESQL
+async def test_an_outage_while_the_app_is_idle_shows_at_once_and_ends_by_itself(env, own_cluster):
+    """Nobody types: the live updates' connection ends with the server, and the status line says
+    so then (it said nothing until the next message); it is ready again once the server is back."""
+    db = _own_store(env)
+    try:
+        conversation = history.new_conversation()
+        history.add_message(conversation.id, "user", "before the outage")
+        app = make(env.vault)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await until(pilot, lambda: "ready" in status_text(app))
+            await until(pilot, lambda: app.live_updates is not None and app.live_updates.listener.connected.is_set())
+            own_cluster.stop("fast")
+            await until(pilot, lambda: "waiting for the database server" in status_text(app))
+            line = status_text(app)
+            assert "your message" not in line, line  # nothing was typed: nothing is promised
+            assert own_cluster.url("x").split("@")[1].split("/")[0] in line, line
+            assert not app.query(ErrorCard)
+            own_cluster.start()
+            await until(pilot, lambda: status_text(app).endswith("· ready"))
+            assert app.is_running
+    finally:
+        db.close()
+
+
+@pytest.mark.slow
+@ON_POSTGRESQL
 async def test_a_reply_cut_by_an_outage_is_marked_ended_when_the_server_returns(env, own_cluster):
     db = _own_store(env)
     try:

@@ -88,10 +88,32 @@ class LiveUpdates:
                 self.listener.stop(timeout=0)
 
     def _arrived(self, change: Change) -> None:
+        if change.kind == "lost":
+            self.app.run_worker(self._look_at_the_store(), group="live-lost", exit_on_error=False)
+            return
         self._changes.append(change)
         if not self._scheduled:
             self._scheduled = True
             self.app.call_later(self._sync)  # every change that came meanwhile, at once
+
+    async def _look_at_the_store(self) -> None:
+        """The listener's connection ended: if the store's server is away too, the status line says
+        so now, and the app waits for it as after a failed call (ui/store_outage.py). An idle app
+        said nothing until the user's next message."""
+        from tui_agent.core.store import recovery
+        from tui_agent.ui.errors import store_failure, store_where
+
+        try:
+            await worker.run(recovery.ping)
+            return  # the server answers: only the listener's connection went (it connects again)
+        except Exception as exc:
+            failure = store_failure(exc)
+            if failure is None or failure[0] != "store_away":
+                raise
+        view = getattr(self.app, "conversation_view", None)
+        if view is not None and self.app.is_running and not view.outage.away:
+            log.info("the store's server is away (the live updates' connection ended)")
+            view.store_away(None, store_where())
 
     async def _sync(self) -> None:
         async with self._drawing:  # one at a time: each reads what the one before drew

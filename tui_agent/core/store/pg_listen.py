@@ -29,8 +29,8 @@ CONNECT_TIMEOUT_S = 5
 @dataclass(frozen=True)
 class Change:
     """One announcement: ``kind`` "insert"/"update" (a message), "conversation" (``status``: insert,
-    update or delete), or "reconnected" (the connection was lost and made again: anything may have
-    changed meanwhile)."""
+    update or delete), "reconnected" (the connection was lost and made again: anything may have
+    changed meanwhile) or "lost" (the connection ended)."""
 
     conversation_id: int | None
     message_id: int | None
@@ -66,6 +66,11 @@ class Change:
     @classmethod
     def reconnected(cls) -> Change:
         return cls(None, None, "reconnected")
+
+    @classmethod
+    def lost(cls) -> Change:
+        """The connection ended (the server stopped, restarted or dropped it): the app looks."""
+        return cls(None, None, "lost")
 
 
 def _announces_schema(payload: str) -> bool:
@@ -180,6 +185,8 @@ class Listener:
                         self._check_schema(conn)
             except psycopg.Error as exc:
                 log.info("live updates: connection lost (%s)", str(exc).splitlines()[0] if str(exc) else exc)
+                if not self.stopping:
+                    self.deliver(Change.lost())
             except Exception:  # never expected here (_deliver keeps its own failures): listen again
                 log.exception("live updates: the listener failed")
             finally:
