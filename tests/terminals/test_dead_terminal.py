@@ -69,6 +69,7 @@ class Outcome:
     rows: list[tuple[Any, ...]] = field(default_factory=list)
     error: str = ""
     screen: str = ""  # the pane just before the ending (shown when the test fails)
+    late: str = ""  # not gone in time: its threads then, and whether it ended later (a hang or a slow end)
 
 
 def _tmux(socket_name: str, *args: str, check: bool = True) -> str:
@@ -161,7 +162,9 @@ def _run(moment: Moment, index: int, folder: Path, vault: Vault, fake: FakeOpenA
         deadline = started + GONE_WITHIN_S + SLACK_S
         while alive(pid) and time.monotonic() < deadline:
             time.sleep(0.02)
-        if not alive(pid):
+        if alive(pid):
+            outcome.late = _late(pid, started)
+        else:
             outcome.gone_after_s = time.monotonic() - started
             if moment.terminal_after:
                 shown = _tmux(socket_name, "display-message", "-p", "-t", "app", moment.terminal_after, check=False)
@@ -184,6 +187,31 @@ def _run(moment: Moment, index: int, folder: Path, vault: Vault, fake: FakeOpenA
     finally:
         conn.close()
     return outcome
+
+
+def _threads(pid: int) -> str:
+    """Each thread of ``pid``: name, state and the kernel function it waits in."""
+    found = []
+    for task in sorted(Path(f"/proc/{pid}/task").glob("*")):
+        try:
+            stat = (task / "stat").read_text()
+            wchan = (task / "wchan").read_text()
+        except OSError:
+            continue
+        name, rest = stat.split("(", 1)[1].rsplit(")", 1)
+        found.append(f"{name}:{rest.split()[0]}:{wchan or '-'}")
+    return " ".join(found)
+
+
+def _late(pid: int, started: float) -> str:
+    """What a process still alive at the deadline was doing, and whether it ended in the next 30 s:
+    a failure then says a hang from a slow end (the assertion stays the promise's)."""
+    threads = _threads(pid)
+    deadline = time.monotonic() + 30
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    ended = f"gone after {time.monotonic() - started:.1f} s" if not alive(pid) else "still running 30 s later"
+    return f"late ({ended}); threads at the deadline: {threads}"
 
 
 def _burner() -> subprocess.Popen[bytes]:
@@ -287,7 +315,7 @@ def test_the_app_ends_within_seconds_when_its_terminal_goes_away(tmp_path, monke
         for fake in fakes:
             fake.stop()
     report = "\n".join(
-        f"{o.name}: gone after {o.gone_after_s} s {o.error} {o.rows} MCP left: {o.children_left} {o.terminal_after}"
+        f"{o.name}: gone after {o.gone_after_s} s {o.late} {o.error} {o.rows} MCP left: {o.children_left} {o.terminal_after}"
         for o in outcomes
     )
     failed = "\n".join(f"--- {o.name}: {o.error}\n{o.screen}" for o in outcomes if o.error)

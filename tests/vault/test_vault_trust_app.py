@@ -29,7 +29,10 @@ def start_in(cloned: Clone, monkeypatch: pytest.MonkeyPatch):
 
 @pytest.mark.slow
 async def test_not_now_runs_nothing_and_sends_no_key(clone, monkeypatch):  # noqa: F811
-    monkeypatch.setattr(TrustScreen, "ARM_DELAY_S", 3.0)  # room for the typed-ahead key on a loaded machine
+    # The first dialog stays inert until the test arms it (as its timer would), so the key is typed
+    # ahead however slow the machine is: a fixed 3 s was a guess at a loaded machine's speed.
+    delay = TrustScreen.ARM_DELAY_S
+    monkeypatch.setattr(TrustScreen, "ARM_DELAY_S", 3600)
     app = start_in(clone, monkeypatch)
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: isinstance(app.screen, TrustScreen))
@@ -40,6 +43,8 @@ async def test_not_now_runs_nothing_and_sends_no_key(clone, monkeypatch):  # noq
         assert "start the MCP server cloned:" in text
         assert "run the image command" in text
         assert f"send your $CLONED_KEY (an API key) to {clone.fake.base_url}" in text
+        monkeypatch.setattr(TrustScreen, "ARM_DELAY_S", delay)  # the dialog asked again below waits as shipped
+        app.screen.arm()
         await until(pilot, lambda: app.screen.armed)
         await pilot.press("n")
         await until(pilot, lambda: not isinstance(app.screen, TrustScreen))
