@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import inspect
+import logging
 import os
 import pty
 import signal
@@ -212,6 +213,36 @@ def test_a_store_that_does_not_answer_does_not_hold_up_the_forced_end(tmp_path, 
     took = time.monotonic() - started
     hung.set()
     assert exits == [143] and took < 300  # not the hanging connection's 600 s: its own short wait
+
+
+def test_a_terminal_or_a_log_that_blocks_for_good_does_not_hold_up_the_forced_end(tmp_path, monkeypatch):
+    """The stuck main thread may hold a lock the forced end needs: the terminal's (it was writing to
+    a terminal nobody reads), or a log handler's. Giving the terminal back and logging then block for
+    good; the process ends all the same. (An app was seen alive 30 s after SIGTERM at start-up, its
+    two threads waiting on locks.)"""
+    stuck = threading.Event()
+
+    class Stuck(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            stuck.wait(600)
+
+    handler = Stuck()
+    logging.getLogger("tui_agent.ui").addHandler(handler)
+    monkeypatch.setattr(lifeline, "connect_quickly", lambda store: stuck.wait(600))
+    monkeypatch.setattr(lifeline, "end_children", lambda: None)
+    exits: list[int] = []
+    monkeypatch.setattr(lifeline.os, "_exit", exits.append)
+    line = lifeline.Lifeline(tmp_path / "db", None)
+    line.reason = "SIGTERM"
+    line.restore_terminal = lambda: stuck.wait(600)  # type: ignore[assignment]
+    ending = threading.Thread(target=line._force_exit, daemon=True)
+    try:
+        ending.start()
+        ending.join(60)  # the promise is 2 s; a minute leaves a loaded machine room
+        assert exits == [143]
+    finally:
+        stuck.set()
+        logging.getLogger("tui_agent.ui").removeHandler(handler)
 
 
 def _watched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[lifeline.Lifeline, dict[str, threading.Event]]:

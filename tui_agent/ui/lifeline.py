@@ -45,6 +45,10 @@ POLL_S = 0.25  # how often the watchdog looks at the tty when nothing woke it
 RESTORE = "\x1b[?1000l\x1b[?1003l\x1b[?1015l\x1b[?1006l\x1b[?2004l\x1b[<u\x1b[?1004l\x1b[?1049l\x1b[?25h"
 LOST = (errno.EIO, errno.EPIPE, errno.ENXIO, errno.EBADF, errno.ENOTTY)
 CANCEL_WAIT_S = 0.6  # the longest the forced end waits to store the reply as cancelled
+# The longest the forced end waits for all its tidying up (the reply, the children, the terminal,
+# the log): any of it may block for good on a lock the stuck main thread holds, or on a log or a
+# terminal nobody reads, and the process must end all the same.
+TIDY_S = CANCEL_WAIT_S + 0.4
 
 
 class Lifeline:
@@ -87,7 +91,7 @@ class Lifeline:
         while not self._woken.wait(POLL_S):
             if self.tty_fd is not None and not _tty_alive(self.tty_fd):
                 self.lost("terminal hung up")
-        log.warning("ending the app: %s", self.reason)
+        _in_background(log.warning, "ending the app: %s", self.reason)  # a handler may block (see TIDY_S)
         # Its connection is opened now: a PostgreSQL server has the whole deadline to answer.
         self._canceller = _Canceller(self.store).start()
         if self.terminal_lost and self.stop_input is not None:
@@ -100,7 +104,11 @@ class Lifeline:
         self._force_exit()
 
     def _force_exit(self) -> None:
-        log.warning("the app did not end within %.1f s (%s): stopping it", DEADLINE_S, self.reason)
+        tidying = _in_background(self._tidy_up)
+        tidying.join(TIDY_S)  # then the end, whatever it still waits for
+        os._exit(143 if self.reason == "SIGTERM" else 129)
+
+    def _tidy_up(self) -> None:
         # Waited for a short while only: a server that does not answer (PostgreSQL across a network)
         # must not hold the end past the promise.
         (self._canceller or _Canceller(self.store).start()).finish(CANCEL_WAIT_S)
@@ -108,9 +116,16 @@ class Lifeline:
         if not self.terminal_lost and self.restore_terminal is not None:
             with contextlib.suppress(Exception):
                 self.restore_terminal()  # SIGTERM with the terminal still there: leave it usable
+        log.warning("the app did not end within %.1f s (%s): stopping it", DEADLINE_S, self.reason)
         with contextlib.suppress(Exception):
             logging.shutdown()
-        os._exit(143 if self.reason == "SIGTERM" else 129)
+
+
+def _in_background(work: Callable[..., object], *args: object) -> threading.Thread:
+    """``work`` in a daemon thread of its own: the watchdog never waits on it unbounded."""
+    thread = threading.Thread(target=work, args=args, name="tui-agent-lifeline-tidy", daemon=True)
+    thread.start()
+    return thread
 
 
 def _tty_alive(fd: int) -> bool:
