@@ -161,6 +161,13 @@ class AgentApp(AppActions, App[None]):
         """The replies running, one per conversation (the idle collector waits for them)."""
         return self.conversation_view.turns
 
+    def store_seems_away(self, where: str) -> None:
+        """The store's server did not answer (the live updates found it): wait for it, as after a
+        failed call, unless the app waits already."""
+        view = self.conversation_view
+        if not view.outage.away:
+            view.store_away(None, where)
+
     @property
     def image_class(self) -> type:
         """The textual-image widget class (resolved on first use; the module is imported before run)."""

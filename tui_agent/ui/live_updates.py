@@ -48,6 +48,8 @@ class LiveHost(Protocol):
     @property
     def profile(self) -> Profile: ...
 
+    def store_seems_away(self, where: str) -> None: ...
+
 
 def follow(app: App[Any]) -> LiveUpdates | None:
     """Start following the store's changes if it is a PostgreSQL one (None for SQLite)."""
@@ -110,10 +112,9 @@ class LiveUpdates:
             failure = store_failure(exc)
             if failure is None or failure[0] != "store_away":
                 raise
-        view = getattr(self.app, "conversation_view", None)
-        if view is not None and self.app.is_running and not view.outage.away:
+        if self.app.is_running:
             log.info("the store's server is away (the live updates' connection ended)")
-            view.store_away(None, store_where())
+            self.host.store_seems_away(store_where())
 
     async def _sync(self) -> None:
         async with self._drawing:  # one at a time: each reads what the one before drew
