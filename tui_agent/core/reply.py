@@ -33,7 +33,7 @@ def temperature(profile: Profile) -> float | None:
 class Reply:
     """The assistant row of one streamed reply: created on the first piece, flushed now and then.
 
-    The row's writes never hold the stream up: each goes to the store's thread in the background,
+    The row's flushes never hold the stream up: each goes to the store's thread in the background,
     one at a time (a flush falls due while one is on its way: the next piece after it starts the
     next), so a store 50 ms away, or a server that went away behind a pooler that waits for it,
     does not stop the words on screen. A write that failed is raised at the next piece (the turn's
@@ -75,7 +75,18 @@ class Reply:
                 return event  # the next flush starts once this write is through
             self._take_written()
         if self.row is None:
-            self._start(self._create(self.text, self.reasoning or None))
+            # The row is made before the first words are passed on (a failure then, such as a full
+            # disk, is the turn's before anything was shown); only the flushes go in the background.
+            self.row = await worker.run(
+                history.add_message,
+                self.conversation_id,
+                "assistant",
+                self.text,
+                reasoning=self.reasoning or None,
+                model=self.model,
+                status="streaming",
+            )
+            self.last_flush = time.monotonic()
         elif time.monotonic() - self.last_flush > self.flush_interval_s:
             self._start(self._update(self.row, self.text, self.reasoning or None))
         return event
@@ -104,17 +115,6 @@ class Reply:
         if self._writing is not None:
             await asyncio.wait([self._writing])
             self._writing = None
-
-    async def _create(self, text: str, reasoning: str | None) -> None:
-        self.row = await worker.run(
-            history.add_message,
-            self.conversation_id,
-            "assistant",
-            text,
-            reasoning=reasoning,
-            model=self.model,
-            status="streaming",
-        )
 
     async def _update(self, row: Message, text: str, reasoning: str | None) -> None:
         await worker.run(history.update_message, row, content=text, reasoning=reasoning)
