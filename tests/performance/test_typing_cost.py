@@ -5,9 +5,12 @@ Markdown are a few thousand widgets, walked at every key."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from fake_openai import markdown_tokens
 from pilot_helpers import make, send
+from textual import events
 from textual.css import query as query_module
 
 from tui_agent.ui.widgets.bubbles import AssistantBubble
@@ -93,3 +96,82 @@ async def test_a_key_typed_while_a_layout_is_due_is_drawn_before_that_layout(env
         grown = view.composer.text
         assert grown.endswith("\n") and view.composer.size.height == height + 1
         assert events.index(("layout", grown)) < events.index(("frame", grown)), events
+
+
+async def test_a_key_typed_while_a_streamed_write_holds_a_batch_is_drawn_at_once(env):
+    """A streamed write holds a batch (no frame) across the awaits of its parse and mounts
+    (``Markdown.append``); a key handled meanwhile is drawn then, the composer's cells alone,
+    and what the batch is changing is drawn only when it ends. The key waited for the batch's
+    end and the next update."""
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(app, pilot, "hi")
+        view = app.conversation_view
+        bubble = AssistantBubble("".join(markdown_tokens(300)))
+        await view.chat_log.mount(bubble)
+        view.composer.focus()
+        await pilot.pause(0.2)
+        driver = app._driver
+        assert driver is not None
+        written: list[str] = []
+        type(driver).is_headless = property(lambda self: False)  # the headless driver writes nothing
+        try:
+            driver.write = written.append
+            with app.batch_update():
+                await bubble.write(" BATCHEDWORDS")
+                for key in "zqj":
+                    await pilot.press(key)
+                await pilot.pause()
+                assert view.composer.text.endswith("zqj")
+                shown = "".join(written)
+                assert "zqj" in shown  # drawn inside the batch
+                assert "BATCHEDWORDS" not in shown  # the write the batch holds, not yet
+            await pilot.pause(0.2)
+            assert "BATCHEDWORDS" in "".join(written)  # drawn once the batch ended
+        finally:
+            del type(driver).is_headless
+
+
+async def _turns_until_typed(app, *posted: events.Event) -> int:
+    """Post ``posted`` to the app as its driver does, at one go; the turns of the event loop until
+    the composer's text changed."""
+    composer = app.conversation_view.composer
+    before = composer.text
+    for event in posted:
+        app.post_message(event)
+    for turn in range(1, 100):
+        await asyncio.sleep(0)
+        if composer.text != before:
+            return turn
+    raise AssertionError(f"not typed: {posted}")
+
+
+async def test_a_key_for_the_composer_reaches_it_at_the_next_turn_and_in_order(env):
+    """A key posted to the app while the composer has the focus is in the composer's hands at the
+    next turn of the event loop (ui/input_turn.py), not after the app's own turn (each turn runs
+    whatever else is ready first: while a reply streams, a write's parse, mounts, a layout). Keys
+    stay in order with each other and with what the terminal sent before them."""
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        composer = app.conversation_view.composer
+        composer.focus()
+        await pilot.pause()
+        for key in "abc":
+            await pilot.pause()
+            assert await _turns_until_typed(app, events.Key(key, key)) == 1
+        assert composer.text == "abc"
+        # Editing keys go the same way, so a fast typist's corrections land where they were typed.
+        await pilot.pause()
+        await _turns_until_typed(app, events.Key("backspace", None), events.Key("x", "x"))
+        await pilot.pause()
+        assert composer.text == "abx"
+        # A paste waits in the app's queue: the keys after it wait behind it, not ahead.
+        await _turns_until_typed(app, events.Paste("P"), events.Key("y", "y"), events.Key("z", "z"))
+        await pilot.pause()
+        assert composer.text == "abxPyz"
+        # Focus elsewhere: the app's own way (typing in the chat log still reaches the composer).
+        app.conversation_view.chat_log.focus()
+        await pilot.pause()
+        await _turns_until_typed(app, events.Key("q", "q"))
+        await pilot.pause()
+        assert composer.text == "abxPyzq" and app.focused is composer

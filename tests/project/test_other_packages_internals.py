@@ -157,6 +157,84 @@ async def test_screen_updates_draw_dirty_widgets_through_its_compositor():
         assert screen._dirty_widgets == set()
 
 
+async def test_the_app_draws_nothing_while_a_batch_is_held():
+    """``App._batch_count``: ui/chat_screen.py's ``draw_typed`` sets it to 0 while it draws the
+    composer alone during a batch (a streamed write holds one across its awaits), then puts it
+    back. If this fails, Textual holds its frames some other way: a typed key waits for the
+    batch's end again, or (if the count is no longer what ``_display`` reads) draws mid-batch."""
+    app = _Two()
+    async with app.run_test(size=(40, 10)) as pilot:
+        await pilot.pause()
+        written: list[str] = []
+        driver = app._driver
+        assert driver is not None
+        type(driver).is_headless = property(lambda self: False)  # type: ignore[method-assign,assignment]
+        try:
+            driver.write = written.append  # type: ignore[method-assign]
+            screen, one = app.screen, app.query_one("#one", Static)
+            one.update("ONE")
+            with app.batch_update():
+                assert app._batch_count == 1
+                screen._compositor.update_widgets({one})
+                screen._compositor_refresh()
+                assert "ONE" not in "".join(written)  # held by the batch
+                held, app._batch_count = app._batch_count, 0
+                one.refresh()  # (the frame held above took the widget's repaint regions)
+                screen._compositor.update_widgets({one})
+                screen._compositor_refresh()
+                app._batch_count += held
+                assert "ONE" in "".join(written)  # drawn with the count at 0
+        finally:
+            del type(driver).is_headless
+        assert app._batch_count == 0
+
+
+async def test_a_driver_hands_events_to_its_app_through_its_app_and_loop():
+    """``Driver._app`` and ``Driver._loop``: ui/input_turn.py's driver posts each event with
+    ``self._loop.call_soon_threadsafe(self._app.post_message, event)``, one turn of the event loop
+    instead of Textual's three. Textual's own ``send_message`` reads the same two names; if this
+    fails they were renamed, and every key and click of the app is lost."""
+    assert "self._app._post_message(message), loop=self._loop" in inspect.getsource(Driver.send_message)
+    import asyncio
+    import threading
+
+    from textual.drivers.headless_driver import HeadlessDriver
+
+    from tui_agent.ui.input_turn import one_turn
+
+    app = _Two()
+    async with app.run_test(size=(40, 10)) as pilot:
+        await pilot.pause()
+        driver = one_turn(HeadlessDriver)(app)
+        assert driver._app is app and driver._loop is asyncio.get_running_loop()
+        posted: list[events.Event] = []
+        real_post = app.post_message
+
+        def post(message: Any) -> bool:
+            posted.append(message)
+            return real_post(message)
+
+        app.post_message = post  # type: ignore[method-assign]
+        seen_at_next_turn: list[list[Any]] = []
+        sent = [events.Key("a", "a"), events.Paste("pasted"), events.Key("b", "b")]
+
+        def from_the_drivers_thread() -> None:
+            for event in sent:
+                driver.send_message(event)
+            driver._loop.call_soon_threadsafe(lambda: seen_at_next_turn.append(list(posted)))
+
+        thread = threading.Thread(target=from_the_drivers_thread)
+        thread.start()
+        thread.join()
+        for _ in range(100):
+            if seen_at_next_turn:
+                break
+            await asyncio.sleep(0.01)
+        # In the app's queue, in order, before a callback the thread scheduled after them ran
+        # (Textual's driver: still on their way, a task each, at that callback).
+        assert seen_at_next_turn == [sent]
+
+
 def test_strip_renders_through_its_render_cache_and_segments():
     """``Strip._render_cache`` and ``Strip._segments``: ui/text_guard.py replaces ``Strip.render``
     to remove control characters from drawn text, and fills the cache Textual's own render fills.

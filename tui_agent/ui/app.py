@@ -15,6 +15,7 @@ from textual import events, on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.widgets import Header, Static
 from textual.worker import Worker
@@ -33,6 +34,7 @@ from tui_agent.ui.conversation_view import ConversationView
 from tui_agent.ui.errors import store_unavailable
 from tui_agent.ui.gc_tuning import IdleCollector
 from tui_agent.ui.host import ViewDeps
+from tui_agent.ui.input_turn import one_turn, straight_to_focus
 from tui_agent.ui.mcp_control import McpControl
 from tui_agent.ui.paths import styles_dir
 from tui_agent.ui.startup import Startup
@@ -41,6 +43,8 @@ from tui_agent.ui.widgets.message_cursor import route_typing
 from tui_agent.ui.widgets.sidebar_messages import ConversationsAction, ConversationSelected, ProfileChanged
 
 if TYPE_CHECKING:
+    from textual.driver import Driver
+
     from tui_agent.core.llm import LLMClient
     from tui_agent.core.tools.registry import ToolRegistry
     from tui_agent.ui.live_updates import LiveUpdates
@@ -134,11 +138,32 @@ class AgentApp(AppActions, App[None]):
             check_endpoint=lambda: self.check_endpoint,
         )
 
+    def get_driver_class(self) -> type[Driver]:
+        return one_turn(super().get_driver_class())  # a key reaches the app in one turn (ui/input_turn.py)
+
     # ----------------------------------------------------------------- layout
+    _handling_input = False  # on_event is handling an event from the terminal (ui/input_turn.py)
+
+    def post_message(self, message: Message) -> bool:
+        if (
+            isinstance(message, events.Key)
+            and self.is_running
+            and straight_to_focus(self, message, self.conversation_view.composer, self._handling_input)
+        ):
+            return True  # a key for the composer, passed on now (ui/input_turn.py)
+        return super().post_message(message)
+
     async def on_event(self, event: events.Event) -> None:
-        if isinstance(event, events.Key) and not event.is_forwarded:
+        if not isinstance(event, (events.InputEvent, events.Paste)) or event.is_forwarded:
+            await super().on_event(event)
+            return
+        if isinstance(event, events.Key):
             route_typing(self.focused, event)  # typing in the chat log: the composer first, keys in order
-        await super().on_event(event)
+        self._handling_input = True
+        try:
+            await super().on_event(event)
+        finally:
+            self._handling_input = False
 
     def compose(self) -> ComposeResult:
         yield Header()

@@ -46,9 +46,20 @@ class ChatScreen(Screen[None]):
     def draw_typed(self, composer: Widget) -> None:
         """A key just changed the composer (and not its size): it is drawn now, where the last
         layout put it, not after the screen's next update (a few turns of the event loop later,
-        each behind whatever else waits, while a long reply streams) and its layout."""
-        if self.is_current and not self.app._batch_count and composer.region and composer.screen is self:
+        each behind whatever else waits, while a long reply streams) and its layout.
+
+        It is drawn during a batch too: a streamed write holds one (``Markdown.append``) across the
+        awaits of its parse and mounts, and a key handled meanwhile waited for the batch's end and
+        the next update. Only the composer's cells are drawn, where the last layout put them; what
+        the batch is changing (the reply) is not drawn until the batch ends."""
+        if not (self.is_current and composer.region and composer.screen is self):
+            return
+        app = self.app
+        held, app._batch_count = app._batch_count, 0  # App._display draws nothing in a batch
+        try:
             self._draw_alone(composer)
+        finally:
+            app._batch_count += held
 
     def _draw_alone(self, composer: Widget) -> None:
         others = self._dirty_widgets - {composer}

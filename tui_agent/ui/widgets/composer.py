@@ -124,12 +124,29 @@ class Composer(TextArea):
             self._recall_step(1)
             return
         self._recall_index = None
+        if not event.is_printable and await self._run_own_binding(event):
+            return
         lines = self.virtual_size.height
         await super()._on_key(event)
         if event.is_printable and self.virtual_size.height == lines:  # typed, and the same size
             draw_typed = getattr(self.screen, "draw_typed", None)  # the chat screen's (ui/chat_screen.py)
             if draw_typed is not None:
                 draw_typed(self)
+
+    async def _run_own_binding(self, event: events.Key) -> bool:
+        """A key bound here (Backspace, Delete, the arrows, Ctrl+W...) is acted on here, as the
+        app would act on it once the key had bubbled up to it through every container: the keys
+        typed after it (already on their way to the composer) then land after its edit, not
+        before it. The composer is first in the focus chain, so its binding is the one the app
+        would choose too."""
+        active = self.screen.active_bindings.get(event.key)
+        if active is None or active.node is not self or not active.enabled:
+            return False
+        if not await self.app.run_action(active.binding.action, self):
+            return False
+        event.prevent_default()
+        event.stop()
+        return True
 
     def _recall_step(self, step: int) -> None:
         index = len(self.recall) if self._recall_index is None else self._recall_index

@@ -1,0 +1,67 @@
+"""Input reaches the app in one turn of the event loop, and a key for the composer reaches it in
+the next.
+
+Textual's driver reads the terminal in a thread of its own and hands each event to the app with
+``asyncio.run_coroutine_threadsafe(app._post_message(event))``: a callback that makes a task, the
+task's first step a turn later that puts the event in the app's queue, and the app's own task a
+turn after that, which passes a key on to the focused widget's queue for a fourth turn. Each turn
+runs everything else that is ready first: while a long reply streams, a write's Markdown parse,
+the mounts of its new blocks, a layout with its frame (tens of milliseconds each), so a typed key
+waited behind three or four of them before the composer saw it.
+
+- ``one_turn``: the driver's thread schedules ``app.post_message(event)`` itself
+  (``call_soon_threadsafe``), so the event is posted at the next turn, in the order the terminal
+  sent it (every event from the driver goes the same way: a key never overtakes a paste or a
+  click sent before it).
+- ``straight_to_focus``: a key posted to the app while the composer has the focus, and nothing
+  else is waiting for the app or being handled by it, is passed to the composer at once, as the
+  app's own handler would pass it a turn later (after the same checks: a priority binding, a
+  maximized widget, a tooltip). Anything else takes Textual's way; a key that follows a waiting
+  event takes it too, so keys stay in order with everything the terminal sent.
+
+Private names of Textual used here (``Driver._app``, ``Driver._loop``, ``Widget._forward_event``,
+``Screen._clear_tooltip``): tests/project/test_other_packages_internals.py checks that each still
+exists and does what is used here."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from textual import events
+
+if TYPE_CHECKING:
+    from textual.app import App
+    from textual.driver import Driver
+    from textual.message import Message
+    from textual.widget import Widget
+
+
+def one_turn(base: type[Driver]) -> type[Driver]:
+    """``base``, the driver Textual chose (the terminal's, or the browser's under ``serve``), with
+    its events posted to the app from its thread in one turn of the event loop."""
+
+    def send_message(self: Driver, message: Message) -> None:
+        self._loop.call_soon_threadsafe(self._app.post_message, message)
+
+    return type(base.__name__, (base,), {"send_message": send_message, "__module__": __name__, "__doc__": base.__doc__})
+
+
+def straight_to_focus(app: App[Any], message: Message, composer: Widget, app_busy: bool) -> bool:
+    """Pass ``message`` to ``composer`` now if it is a key the app would pass it anyway, and
+    nothing posted before it is still on its way (``app_busy``: the app is handling an input event).
+    Returns whether it was passed; if not, the caller posts it to the app as usual."""
+    if not isinstance(message, events.Key) or message.is_forwarded or app_busy or app.message_queue_size:
+        return False
+    if app.focused is not composer:
+        return False
+    screen = app.screen
+    if composer.screen is not screen or screen.maximized is not None:
+        return False
+    bound = screen.active_bindings.get(message.key)
+    if bound is not None and bound.binding.priority:
+        return False  # the app's priority bindings come first (Ctrl+Q)
+    if not app.app_focus:
+        app.app_focus = True
+    screen._clear_tooltip()
+    composer._forward_event(message)
+    return True
