@@ -45,8 +45,9 @@ def eventually(condition: Callable[[], Any], timeout: float = 40.0, what: str = 
     return found
 
 
-async def settle(app: AgentApp, pilot: Any, timeout: float = 30.0) -> None:
-    """Until no turn runs (then one more pause, for what the turn's end posted)."""
+async def settle(app: AgentApp, pilot: Any, timeout: float = 120.0) -> None:
+    """Until no turn runs (then one more pause, for what the turn's end posted). ``timeout`` only
+    bounds a test that fails: a long reply's turn took over 30 s on a loaded machine."""
     await until(pilot, lambda: not app.turns, timeout, "the turn did not finish")
     await pilot.pause()
 

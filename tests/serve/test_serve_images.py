@@ -237,9 +237,12 @@ def test_scrolling_and_the_message_cursor_move_the_picture_without_remnants(env,
         for _ in range(20):
             page.keyboard.press("ArrowUp")
             page.wait_for_timeout(250)
-        page.wait_for_timeout(800)
-        page.screenshot(path=str(shot))
-        assert no_remnants(shot)["sharp_rows"] == 160  # the first message is on screen, its picture whole
+
+        def whole_on_screen(path: Path) -> None:  # the first message is on screen, its picture whole
+            assert no_remnants(path)["sharp_rows"] == 160
+
+        # Waited for, not for a fixed time: a loaded machine handles the twenty keys later.
+        wait_for_picture(page, shot, whole_on_screen, timeout_s=60.0)
     finally:
         served.stop()
 

@@ -15,7 +15,6 @@ from textual import events, on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.widgets import Header, Static
 from textual.worker import Worker
@@ -34,7 +33,7 @@ from tui_agent.ui.conversation_view import ConversationView
 from tui_agent.ui.errors import store_unavailable
 from tui_agent.ui.gc_tuning import IdleCollector
 from tui_agent.ui.host import ViewDeps
-from tui_agent.ui.input_turn import one_turn, straight_to_focus
+from tui_agent.ui.input_turn import PromptInput
 from tui_agent.ui.mcp_control import McpControl
 from tui_agent.ui.paths import styles_dir
 from tui_agent.ui.startup import Startup
@@ -43,7 +42,7 @@ from tui_agent.ui.widgets.message_cursor import route_typing
 from tui_agent.ui.widgets.sidebar_messages import ConversationsAction, ConversationSelected, ProfileChanged
 
 if TYPE_CHECKING:
-    from textual.driver import Driver
+    from textual.widget import Widget
 
     from tui_agent.core.llm import LLMClient
     from tui_agent.core.tools.registry import ToolRegistry
@@ -58,7 +57,7 @@ def _nothing() -> None:
     """Run on the store's thread after everything given to it before (see on_unmount)."""
 
 
-class AgentApp(AppActions, App[None]):
+class AgentApp(AppActions, PromptInput, App[None]):
     TITLE = "tui-agent"
     CSS_PATH = [styles_dir() / "app.tcss"]
     COMMANDS = App.COMMANDS | {AgentCommands, history_search}
@@ -138,32 +137,14 @@ class AgentApp(AppActions, App[None]):
             check_endpoint=lambda: self.check_endpoint,
         )
 
-    def get_driver_class(self) -> type[Driver]:
-        return one_turn(super().get_driver_class())  # a key reaches the app in one turn (ui/input_turn.py)
-
     # ----------------------------------------------------------------- layout
-    _handling_input = False  # on_event is handling an event from the terminal (ui/input_turn.py)
-
-    def post_message(self, message: Message) -> bool:
-        if (
-            isinstance(message, events.Key)
-            and self.is_running
-            and straight_to_focus(self, message, self.conversation_view.composer, self._handling_input)
-        ):
-            return True  # a key for the composer, passed on now (ui/input_turn.py)
-        return super().post_message(message)
+    def typing_target(self) -> Widget:
+        return self.conversation_view.composer
 
     async def on_event(self, event: events.Event) -> None:
-        if not isinstance(event, (events.InputEvent, events.Paste)) or event.is_forwarded:
-            await super().on_event(event)
-            return
-        if isinstance(event, events.Key):
+        if isinstance(event, events.Key) and not event.is_forwarded:
             route_typing(self.focused, event)  # typing in the chat log: the composer first, keys in order
-        self._handling_input = True
-        try:
-            await super().on_event(event)
-        finally:
-            self._handling_input = False
+        await super().on_event(event)
 
     def compose(self) -> ComposeResult:
         yield Header()

@@ -35,6 +35,10 @@ if TYPE_CHECKING:
     from textual.message import Message
     from textual.widget import Widget
 
+    _App = App[Any]
+else:
+    _App = object
+
 
 def one_turn(base: type[Driver]) -> type[Driver]:
     """``base``, the driver Textual chose (the terminal's, or the browser's under ``serve``), with
@@ -65,3 +69,35 @@ def straight_to_focus(app: App[Any], message: Message, composer: Widget, app_bus
     screen._clear_tooltip()
     composer._forward_event(message)
     return True
+
+
+class PromptInput(_App):
+    """The app's side (a mixin before ``App``): its driver is wrapped by ``one_turn``, and a key
+    posted to it goes ``straight_to_focus`` when it can. ``typing_target`` is the composer."""
+
+    _handling_input = False  # on_event is handling an event from the terminal
+
+    def typing_target(self) -> Widget:
+        raise NotImplementedError
+
+    def get_driver_class(self) -> type[Driver]:
+        return one_turn(super().get_driver_class())
+
+    def post_message(self, message: Message) -> bool:
+        if (
+            isinstance(message, events.Key)
+            and self.is_running
+            and straight_to_focus(self, message, self.typing_target(), self._handling_input)
+        ):
+            return True
+        return super().post_message(message)
+
+    async def on_event(self, event: events.Event) -> None:
+        if not isinstance(event, (events.InputEvent, events.Paste)) or event.is_forwarded:
+            await super().on_event(event)
+            return
+        self._handling_input = True
+        try:
+            await super().on_event(event)
+        finally:
+            self._handling_input = False
