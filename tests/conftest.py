@@ -17,6 +17,19 @@ import pytest
 TESTS = Path(__file__).parent
 sys.path.insert(0, str(TESTS))
 
+
+def keep_compiled_code() -> None:
+    """The run keeps Python's compiled code (``__pycache__``, ignored by git) even where
+    ``PYTHONDONTWRITEBYTECODE`` is set (CI sets it): without it every test process rewrote the
+    assertions of all 150 test modules again (6 of a worker's 12 s of CPU to collect), and every
+    ``tui-agent``, memory_sql worker or MCP server a test starts compiled tui_agent's modules from
+    their source. The programs' own children still choose for themselves (sql_worker writes none)."""
+    sys.dont_write_bytecode = False
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
+keep_compiled_code()  # before the imports below: they are compiled too
+
 import pg_cluster as pg_cluster_module  # noqa: E402
 from fake_openai import FakeOpenAI  # noqa: E402
 
@@ -134,15 +147,32 @@ def pg_cluster() -> Iterator[pg_cluster_module.Cluster]:
     cluster.remove()
 
 
-@pytest.fixture
-def pg_url(pg_cluster: pg_cluster_module.Cluster, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """A new, empty PostgreSQL database for this test; ``$TUI_AGENT_DB`` names it, so that every
-    command and child process the test starts uses it."""
+@pytest.fixture(scope="session")
+def pg_store_template(pg_cluster: pg_cluster_module.Cluster) -> str:
+    """A database holding tui-agent's schema at its latest version and nothing else, made once per
+    test process; nobody connects to it (only copies of it are used: ``pg_store_url``)."""
+    import psycopg
+
+    from tui_agent.core.store import pg_migrations
+
+    name = pg_cluster.create_database()
+    with psycopg.connect(pg_cluster.url(name), autocommit=True) as conn:
+        pg_migrations.migrate(conn)
+    with psycopg.connect(pg_cluster.admin_url, autocommit=True) as conn:
+        conn.execute(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS false')
+    return name
+
+
+def database_for_test(
+    cluster: pg_cluster_module.Cluster, monkeypatch: pytest.MonkeyPatch, template: str | None = None
+) -> Iterator[str]:
+    """A new database for one test (a copy of ``template``, else empty), named by ``$TUI_AGENT_DB``
+    so that every command and child process the test starts uses it; dropped at the test's end."""
     from tui_agent.core.store.models import MODELS
 
     before = MODELS[0]._meta.database
-    name = pg_cluster.create_database()
-    url = pg_cluster.url(name)
+    name = cluster.create_database(template)
+    url = cluster.url(name)
     monkeypatch.setenv("TUI_AGENT_DB", url)
     yield url
     database = MODELS[0]._meta.database
@@ -153,7 +183,24 @@ def pg_url(pg_cluster: pg_cluster_module.Cluster, monkeypatch: pytest.MonkeyPatc
         # store would then write there).
         for model in MODELS:
             model._meta.set_database(before)
-    pg_cluster.drop_database(name)
+    cluster.drop_database(name)
+
+
+@pytest.fixture
+def pg_url(pg_cluster: pg_cluster_module.Cluster, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A new, empty PostgreSQL database for this test; ``$TUI_AGENT_DB`` names it, so that every
+    command and child process the test starts uses it."""
+    yield from database_for_test(pg_cluster, monkeypatch)
+
+
+@pytest.fixture
+def pg_store_url(
+    pg_cluster: pg_cluster_module.Cluster, pg_store_template: str, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[str]:
+    """A new PostgreSQL database for this test with tui-agent's schema in place (a copy of
+    ``pg_store_template``: what opening a store makes of ``pg_url``'s empty database, without
+    migrating each test's database again, which was half of a PostgreSQL test's set-up)."""
+    yield from database_for_test(pg_cluster, monkeypatch, pg_store_template)
 
 
 @pytest.fixture
@@ -185,7 +232,10 @@ def store_backend(request: pytest.FixtureRequest) -> str:
     # TUI_AGENT_TEST_STORE=postgresql runs every other test on PostgreSQL too (a whole-suite check).
     backend = getattr(request, "param", os.environ.get("TUI_AGENT_TEST_STORE", "sqlite"))
     if backend == "postgresql":
-        request.getfixturevalue("pg_url")
+        # A test whose store ``env`` opens at once gets it migrated already (the same schema);
+        # one that asks for ``pg_url`` itself, or has no ``env``, starts from an empty database.
+        migrated = "env" in request.fixturenames and "pg_url" not in request.fixturenames
+        request.getfixturevalue("pg_store_url" if migrated else "pg_url")
     return str(backend)
 
 

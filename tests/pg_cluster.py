@@ -64,12 +64,14 @@ class Cluster:
     def _run(self, *args: str) -> None:
         subprocess.run([*self.as_user, *args], check=True, capture_output=True, timeout=120)
 
-    def create_database(self) -> str:
+    def create_database(self, template: str | None = None) -> str:
+        """A new database: empty (a copy of template1), or a copy of ``template``."""
         import psycopg
 
         name = f"t_{uuid.uuid4().hex[:16]}"
+        copy = f' TEMPLATE "{template}"' if template else ""
         with psycopg.connect(self.admin_url, autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
+            conn.execute(f'CREATE DATABASE "{name}"{copy}')
         return name
 
     def drop_database(self, name: str) -> None:

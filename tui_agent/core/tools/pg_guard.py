@@ -23,8 +23,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from tui_agent.core.store.pg_memory import VIEW_COLUMNS
 from tui_agent.core.tools.pg_allow import FUNCTIONS, NODES, OPERATORS, TYPES, plain_name
+from tui_agent.core.tools.pg_names import VIEW_COLUMNS
 from tui_agent.core.tools.pg_scope import Resolver, Scope
 from tui_agent.core.tools.sql_guard import ALLOWED, QueryRefused, first_keywords
 

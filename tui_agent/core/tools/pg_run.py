@@ -21,8 +21,8 @@ import decimal
 import json
 from typing import Any
 
-from tui_agent.core.store.pg_memory import ROLE, RUN_SELECT, VIEWS, SetupMissing
 from tui_agent.core.tools.pg_guard import ID, NEW, OLD, ROLE_COLUMN, Checked, check
+from tui_agent.core.tools.pg_names import ROLE, RUN_SELECT, VIEWS, SetupMissing
 from tui_agent.core.tools.sql_guard import ALLOWED, QueryRefused
 from tui_agent.core.tools.sql_run import Limits, Request
 
