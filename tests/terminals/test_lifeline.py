@@ -189,6 +189,48 @@ def test_an_app_stuck_in_the_writer_queue_is_ended_at_the_deadline(tmp_path, sig
         os.kill(child, signal.SIGKILL)
 
 
+SLOW_END_APP = """
+import sys, threading, time
+from pathlib import Path
+from tui_agent.ui import lifeline
+line = lifeline.install(Path(sys.argv[1]))
+ended = threading.Event()
+line.exit_app = ended.set  # the app, asked to exit, does so the normal way
+
+
+class SlowEnd:
+    def __del__(self):
+        time.sleep(600)  # the interpreter's own end, with its daemon threads (the watchdog) stopped
+
+
+keep = SlowEnd()
+print("ready", flush=True)
+ended.wait()
+"""
+
+
+@pytest.mark.slow
+def test_an_app_whose_normal_end_is_slow_is_ended_by_the_kernel_timer(tmp_path):
+    """An app asked to end that gets to the interpreter's end before the deadline: the interpreter
+    stops the watchdog there, and nothing forced the end (a process lived on for as long as its end
+    took, exit code 0; 'streaming, kill-server' in test_dead_terminal ended so, near the deadline,
+    under load). The kernel timer armed at the wake ends it (SIGALRM), without the interpreter."""
+    app = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(SLOW_END_APP), str(tmp_path / "vault.db")],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert app.stdout is not None and app.stdout.readline() == "ready\n"
+        app.send_signal(signal.SIGTERM)
+        code = app.wait(timeout=120)  # not the slow end's 600 s (how soon: the machine's speed)
+    finally:
+        if app.poll() is None:
+            app.kill()
+    assert code == -signal.SIGALRM
+
+
 @BOTH_BACKENDS
 def test_cancel_streaming_touches_only_streaming_rows(tmp_path: Path, store_backend, request):
     table = MessagesTable(tmp_path, store_backend, request, "status TEXT")

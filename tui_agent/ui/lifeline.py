@@ -15,7 +15,12 @@ spun on end-of-file. So, here:
   is stored as cancelled, MCP servers stopped), and if the app has not ended after
   ``DEADLINE_S``, stores any still-streaming reply as cancelled (in the SQLite file or the
   PostgreSQL database the app uses, on a connection of its own that gives up quickly), ends the
-  child processes and exits the process.
+  child processes and exits the process;
+- once woken, it also arms a kernel timer (SIGALRM, default action: the process ends) for
+  ``BACKSTOP_S``: the watchdog runs Python, and Python may no longer run it. An app that ends the
+  normal way close to the deadline is in the interpreter's own end when the deadline comes, and
+  the interpreter stops its daemon threads there (the watchdog included: it never forces the end,
+  however long that end then takes); a loaded machine may give it no turn at the GIL in time.
 """
 
 from __future__ import annotations
@@ -49,12 +54,16 @@ CANCEL_WAIT_S = 0.6  # the longest the forced end waits to store the reply as ca
 # the log): any of it may block for good on a lock the stuck main thread holds, or on a log or a
 # terminal nobody reads, and the process must end all the same.
 TIDY_S = CANCEL_WAIT_S + 0.4
+# From the wake to the kernel's end of the process (SIGALRM): the forced end's whole time and a
+# second for a loaded machine to give the watchdog its turns; the forced end comes first when it can.
+BACKSTOP_S = DEADLINE_S + TIDY_S + 1.0
 
 
 class Lifeline:
-    def __init__(self, store: StoreURL | Path, tty_fd: int | None) -> None:
+    def __init__(self, store: StoreURL | Path, tty_fd: int | None, backstop_s: float | None = None) -> None:
         self.store = store  # the SQLite file, or the store's URL (PostgreSQL)
         self.tty_fd = tty_fd
+        self.backstop_s = backstop_s  # None: no kernel timer (a lifeline inside a test process)
         self.reason = ""
         self.exit_app: Callable[[], None] | None = None  # set once the app's loop runs (attach)
         self.stop_input: Callable[[], None] | None = None  # set by the driver
@@ -68,6 +77,8 @@ class Lifeline:
     def start(self) -> Lifeline:
         for signum in (signal.SIGHUP, signal.SIGTERM):
             signal.signal(signum, self._on_signal)
+        if self.backstop_s is not None:
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)  # the backstop's default action: the end
         self._thread.start()
         return self
 
@@ -91,6 +102,8 @@ class Lifeline:
         while not self._woken.wait(POLL_S):
             if self.tty_fd is not None and not _tty_alive(self.tty_fd):
                 self.lost("terminal hung up")
+        if self.backstop_s is not None:
+            signal.setitimer(signal.ITIMER_REAL, self.backstop_s)  # first: nothing below can hold it up
         _in_background(log.warning, "ending the app: %s", self.reason)  # a handler may block (see TIDY_S)
         # Its connection is opened now: a PostgreSQL server has the whole deadline to answer.
         self._canceller = _Canceller(self.store).start()
@@ -221,7 +234,7 @@ def install(store: StoreURL | Path) -> Lifeline:
     global _current
     stdin = sys.__stdin__
     tty_fd = stdin.fileno() if stdin is not None and stdin.isatty() else None
-    _current = Lifeline(store, tty_fd).start()
+    _current = Lifeline(store, tty_fd, BACKSTOP_S).start()
     return _current
 
 
