@@ -55,8 +55,9 @@ CANCEL_WAIT_S = 0.6  # the longest the forced end waits to store the reply as ca
 # terminal nobody reads, and the process must end all the same.
 TIDY_S = CANCEL_WAIT_S + 0.4
 # From the wake to the kernel's end of the process (SIGALRM): the forced end's whole time and a
-# second for a loaded machine to give the watchdog its turns; the forced end comes first when it can.
-BACKSTOP_S = DEADLINE_S + TIDY_S + 1.0
+# second and a half for a loaded machine to give the watchdog its turns (the forced end comes first
+# when it can: its exit code says SIGTERM or SIGHUP).
+BACKSTOP_S = DEADLINE_S + TIDY_S + 1.5
 
 
 class Lifeline:
