@@ -81,7 +81,7 @@ async def test_sigterm_ends_the_app_and_its_servers(env, pids):
         await until(pilot, lambda: app.mcp.states().get("fx", ("",))[0] == "ready", MCP_START_S)
         app.mcp.install_signal_handlers()  # run_test runs in the main thread's loop here
         os.kill(os.getpid(), signal.SIGTERM)
-        await until(pilot, lambda: not app.is_running or app._exit_renderables is not None, timeout=20)
+        await until(pilot, lambda: not app.is_running or app._exit_renderables is not None, timeout=60)
     assert wait_gone(started_pids(pids)) == []
 
 

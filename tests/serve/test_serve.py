@@ -85,7 +85,7 @@ def test_banner_prints_a_working_url_with_the_real_port_and_warns_off_loopback(e
         assert page.status_code == 200 and "data-session-websocket-url" in page.text
         assert eventually(lambda: "WARNING: listening on 0.0.0.0, not loopback" in server.text(), what="the warning")
         server.process.send_signal(signal.SIGINT)
-        assert server.process.wait(timeout=15) == 0
+        assert server.process.wait(timeout=60) == 0  # bounds a hang: a loaded machine ends slower
     finally:
         server.stop()
 
@@ -246,7 +246,6 @@ def test_browser_chat_image_two_sessions_and_clean_shutdown(env, served):
 
     descendants = children_of(served.process.pid)
     served.process.send_signal(signal.SIGINT)  # what Ctrl+C sends
-    assert served.process.wait(timeout=20) == 0
-    time.sleep(0.5)
-    assert [pid for pid in descendants if alive(pid)] == []
+    assert served.process.wait(timeout=60) == 0  # bounds a hang: a loaded machine ends slower
+    assert eventually(lambda: [pid for pid in descendants if alive(pid)] == [], what="the app processes gone")
     assert TOKEN not in served.text().split("Press Ctrl+C to stop.\n", 1)[1]
