@@ -16,15 +16,15 @@ spun on end-of-file. So, here:
   ``DEADLINE_S``, stores any still-streaming reply as cancelled (in the SQLite file or the
   PostgreSQL database the app uses, on a connection of its own that gives up quickly), ends the
   child processes and exits the process;
-- once woken, it also arms a kernel timer (SIGALRM, default action: the process ends) for
-  ``BACKSTOP_S``: the watchdog runs Python, and Python may no longer run it. An app that ends the
-  normal way close to the deadline is in the interpreter's own end when the deadline comes, and
-  the interpreter stops its daemon threads there (the watchdog included: it never forces the end,
-  however long that end then takes); a loaded machine may give it no turn at the GIL in time.
+- an app that was told to end and has ended the normal way ends the process at once (an
+  ``atexit`` hook): past that hook the interpreter stops its daemon threads, the watchdog
+  included, and nothing would bound how long the rest of its end takes (on a loaded machine the
+  normal way often takes about the deadline, so the two met there).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import logging
@@ -54,17 +54,12 @@ CANCEL_WAIT_S = 0.6  # the longest the forced end waits to store the reply as ca
 # the log): any of it may block for good on a lock the stuck main thread holds, or on a log or a
 # terminal nobody reads, and the process must end all the same.
 TIDY_S = CANCEL_WAIT_S + 0.4
-# From the wake to the kernel's end of the process (SIGALRM): the forced end's whole time and a
-# second and a half for a loaded machine to give the watchdog its turns (the forced end comes first
-# when it can: its exit code says SIGTERM or SIGHUP).
-BACKSTOP_S = DEADLINE_S + TIDY_S + 1.5
 
 
 class Lifeline:
-    def __init__(self, store: StoreURL | Path, tty_fd: int | None, backstop_s: float | None = None) -> None:
+    def __init__(self, store: StoreURL | Path, tty_fd: int | None) -> None:
         self.store = store  # the SQLite file, or the store's URL (PostgreSQL)
         self.tty_fd = tty_fd
-        self.backstop_s = backstop_s  # None: no kernel timer (a lifeline inside a test process)
         self.reason = ""
         self.exit_app: Callable[[], None] | None = None  # set once the app's loop runs (attach)
         self.stop_input: Callable[[], None] | None = None  # set by the driver
@@ -78,8 +73,7 @@ class Lifeline:
     def start(self) -> Lifeline:
         for signum in (signal.SIGHUP, signal.SIGTERM):
             signal.signal(signum, self._on_signal)
-        if self.backstop_s is not None:
-            signal.signal(signal.SIGALRM, signal.SIG_DFL)  # the backstop's default action: the end
+        atexit.register(self._at_exit)
         self._thread.start()
         return self
 
@@ -103,8 +97,6 @@ class Lifeline:
         while not self._woken.wait(POLL_S):
             if self.tty_fd is not None and not _tty_alive(self.tty_fd):
                 self.lost("terminal hung up")
-        if self.backstop_s is not None:
-            signal.setitimer(signal.ITIMER_REAL, self.backstop_s)  # first: nothing below can hold it up
         _in_background(log.warning, "ending the app: %s", self.reason)  # a handler may block (see TIDY_S)
         # Its connection is opened now: a PostgreSQL server has the whole deadline to answer.
         self._canceller = _Canceller(self.store).start()
@@ -117,10 +109,26 @@ class Lifeline:
         time.sleep(DEADLINE_S)  # the process ends before this when the app exits in time
         self._force_exit()
 
+    def _at_exit(self) -> None:
+        """The main thread at the interpreter's end: after an end the lifeline asked for, the process
+        ends here, with the forced end's exit code. The watchdog still runs meanwhile (a log handler
+        that blocks is bounded by its deadline); past this point it would not."""
+        if not self._woken.is_set():
+            return  # an ordinary quit: the interpreter ends as usual
+        for stream in (sys.stdout, sys.stderr):  # what the app printed as it ended (an error, say)
+            with contextlib.suppress(Exception):
+                stream.flush()
+        with contextlib.suppress(Exception):
+            logging.shutdown()
+        os._exit(self._exit_code())
+
+    def _exit_code(self) -> int:
+        return 143 if self.reason == "SIGTERM" else 129
+
     def _force_exit(self) -> None:
         tidying = _in_background(self._tidy_up)
         tidying.join(TIDY_S)  # then the end, whatever it still waits for
-        os._exit(143 if self.reason == "SIGTERM" else 129)
+        os._exit(self._exit_code())
 
     def _tidy_up(self) -> None:
         # Waited for a short while only: a server that does not answer (PostgreSQL across a network)
@@ -235,7 +243,7 @@ def install(store: StoreURL | Path) -> Lifeline:
     global _current
     stdin = sys.__stdin__
     tty_fd = stdin.fileno() if stdin is not None and stdin.isatty() else None
-    _current = Lifeline(store, tty_fd, BACKSTOP_S).start()
+    _current = Lifeline(store, tty_fd).start()
     return _current
 
 
