@@ -114,6 +114,8 @@ from tui_agent.ui import lifeline
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
 Path(sys.argv[2]).write_text(str(child.pid))
 where = sys.argv[1]
+if where.startswith("postgresql:"):
+    import psycopg  # noqa: F401  (an app on PostgreSQL has its driver loaded: its store runs on it)
 lifeline.install(location.parse(where) if where.startswith("postgresql:") else Path(where))
 full = queue.Queue(1)
 full.put("frame")
