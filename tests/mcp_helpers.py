@@ -17,6 +17,11 @@ from pg_cluster import free_port as free_port  # one free-port helper for every 
 from tui_agent.core.mcp import config as mcp_config
 
 FIXTURE = Path(__file__).parent / "mcp_servers" / "fixture_server.py"
+#: How long a test waits for an MCP server to start in the app: the fixture server loads the MCP SDK
+#: (1.8 s of CPU), 10-16 s at load 8 with two CPU burners, against the wait helper's 30 s. Longer than
+#: the product's own start limit (the profile's mcp_timeout_s, 60 s), so a start the product gives up
+#: on shows as its "failed" state, not as the test's timeout.
+MCP_START_S = 120.0
 
 
 def add_fixture(name: str = "fx", *flags: str, policy: str = "auto", timeout_s: float | None = None) -> None:

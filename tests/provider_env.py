@@ -45,6 +45,11 @@ class WebSearch(Recording):
     parameters: ClassVar[dict[str, Any]] = one_text_parameter("query", "Query.")
 
 
+#: The client's read timeout: no test here is about a timeout (the replay server never holds a reply),
+#: and 5 s was a guess at the machine's speed (a loaded one can take longer to send a turn's words).
+TIMEOUT_S = 60
+
+
 class Env:
     def __init__(self, vault: Vault, profile: Profile, replay: ReplayServer) -> None:
         self.vault = vault
@@ -52,7 +57,7 @@ class Env:
         self.replay = replay
 
     async def turn(self, text: str = "hi", conversation_id: int | None = None) -> list[Any]:
-        client = LLMClient(self.replay.base_url, "test-key", timeout=5, backoff_s=0.01)
+        client = LLMClient(self.replay.base_url, "test-key", timeout=TIMEOUT_S, backoff_s=0.01)
         loop = AgentLoop(self.vault, self.profile, ToolRegistry([GetWeather(), WebSearch()]), client=client)
         try:
             return [e async for e in loop.run_turn(conversation_id, text)]
@@ -72,7 +77,7 @@ def penv(tmp_path: Path) -> Iterator[Env]:
     vault = Vault(tmp_path / "vault").init()
     setup_logging(vault)
     db = open_database(vault.db_path)
-    profile = loopback_profile("replay", replay.base_url, 5)
+    profile = loopback_profile("replay", replay.base_url, TIMEOUT_S)
     Recording.calls.clear()
     yield Env(vault, profile, replay)
     db.close()

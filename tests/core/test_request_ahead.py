@@ -17,7 +17,7 @@ from tui_agent.core import events as ev
 from tui_agent.ui.widgets.context_meter import ContextMeter
 
 
-async def _until(condition, timeout: float = 10.0) -> bool:
+async def _until(condition, timeout: float = 60.0) -> bool:
     deadline = asyncio.get_running_loop().time() + timeout
     while not condition():
         if asyncio.get_running_loop().time() > deadline:

@@ -47,15 +47,12 @@ async def test_f3_opens_the_full_size_screen_and_moves_through_the_images(env):
         assert image.size.width > carousel_image.size.width  # bigger than in the chat
         assert "1 / 2 · shape-1.png" in str(viewer.query_one("#viewer-title").render())
         await pilot.press("right")
-        await pilot.pause(0.2)
-        assert viewer.current.name == "shape-2.png"
+        await until(pilot, lambda: viewer.current.name == "shape-2.png")
         assert "2 / 2 · shape-2.png" in str(viewer.query_one("#viewer-title").render())
         await pilot.press("left")
-        await pilot.pause(0.2)
-        assert viewer.current.name == "shape-1.png"
+        await until(pilot, lambda: viewer.current.name == "shape-1.png")
         await pilot.press("escape")
-        await pilot.pause(0.2)
-        assert not isinstance(app.screen, ImageViewerScreen)
+        await until(pilot, lambda: not isinstance(app.screen, ImageViewerScreen))
 
 
 @pytest.mark.slow
@@ -67,7 +64,7 @@ async def test_save_a_copy_names_the_real_file(env, tmp_path, monkeypatch):
         await open_viewer(app, pilot)
         await pilot.press("s")
         await pilot.press("s")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: sum(m.startswith("Saved a copy: ") for m in notifications(app)) == 2)
         source = (env.vault.media / "shapes/shape-1.png").read_bytes()
         assert (downloads / "shape-1.png").read_bytes() == source
         assert (downloads / "shape-1-1.png").read_bytes() == source  # the second save does not overwrite
@@ -83,7 +80,7 @@ async def test_save_into_an_unwritable_place_says_so(env, tmp_path, monkeypatch)
     async with running(env) as (app, pilot):
         await open_viewer(app, pilot)
         await pilot.press("s")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: any("copy" in m for m in notifications(app)))
         (message,) = [m for m in notifications(app) if "copy" in m]
         assert message.startswith("Could not save a copy of shape-1.png")
 
@@ -95,8 +92,7 @@ async def test_no_viewer_installed_says_so(env, monkeypatch, tmp_path):
     async with running(env) as (app, pilot):
         await open_viewer(app, pilot)
         await pilot.press("e")
-        await pilot.pause(0.2)
-        assert any(m.startswith("No external image viewer found") for m in notifications(app))
+        await until(pilot, lambda: any(m.startswith("No external image viewer found") for m in notifications(app)))
         assert not any("Saved" in m for m in notifications(app))
 
 

@@ -96,25 +96,27 @@ async def test_image_content_is_saved_shown_and_seen_by_the_vision_model(env, pi
 
 @pytest.mark.slow
 async def test_error_huge_and_slow_results(env, pids):
-    # 6 s: long enough that "huge" finishes on a loaded CI machine (3 s was not, once), short enough for "slow"
-    add_fixture(timeout_s=6)
+    # The server's own call timeout is what stops "slow" (2 s on "lazy"); "huge" runs on "fx" with a
+    # timeout far from any machine's speed (3 s, then 6 s of a shared limit were a guess: 3 s cut it once).
+    add_fixture("fx", timeout_s=600)
+    add_fixture("lazy", timeout_s=2)
     registry = ToolRegistry()
     async with running_manager(env, registry) as manager:
         env.fake.script(
-            Reply(tool_calls=[("broken", '{"reason": "on purpose"}'), ("huge", '{"size": 50000}')]),
-            Reply(tool_calls=[("slow", '{"seconds": 30}')]),
+            Reply(tool_calls=[("fx__broken", '{"reason": "on purpose"}'), ("fx__huge", '{"size": 50000}')]),
+            Reply(tool_calls=[("lazy__slow", '{"seconds": 3600}')]),
             Reply(text="done"),
         )
         events = await _turn(env, registry, "try them")
         results = {e.name: e.result for e in events if isinstance(e, ev.ToolFinished)}
-        assert not results["broken"].is_ok and "broken" in results["broken"].error
-        assert results["huge"].is_ok
-        assert len(results["huge"].data["content"]) == 20_000
-        assert "truncated: showing 20,000 of 50,000" in results["huge"].data["note"]
-        assert not results["slow"].is_ok and "timed out after 6s" in results["slow"].error
+        assert not results["fx__broken"].is_ok and "broken" in results["fx__broken"].error
+        assert results["fx__huge"].is_ok
+        assert len(results["fx__huge"].data["content"]) == 20_000
+        assert "truncated: showing 20,000 of 50,000" in results["fx__huge"].data["note"]
+        assert not results["lazy__slow"].is_ok and "timed out after 2s" in results["lazy__slow"].error
         assert done(events).status == "complete"
         # the server is still usable after a call timed out
-        assert (await manager.connections["fx"].call("echo", {"text": "still here"}, 10)).content[0].text == (
+        assert (await manager.connections["lazy"].call("echo", {"text": "still here"}, 600)).content[0].text == (
             "echo: still here"
         )
 

@@ -12,7 +12,7 @@ import time
 
 import pytest
 from fake_openai import Reply
-from mcp_helpers import add_fixture, alive, my_children_running, started_pids, wait_gone
+from mcp_helpers import MCP_START_S, add_fixture, alive, my_children_running, started_pids, wait_gone
 from pilot_helpers import running, send, send_approved, until
 from textual.widgets import Switch
 
@@ -34,7 +34,7 @@ async def test_servers_start_after_the_first_paint_and_calls_ask_in_the_modal(en
         "A blue picture.",
     ) as (app, pilot):
         assert app.mcp.states() == {}  # nothing started during the first paint
-        await until(pilot, lambda: app.mcp.states().get("fx", ("",))[0] == "ready")
+        await until(pilot, lambda: app.mcp.states().get("fx", ("",))[0] == "ready", MCP_START_S)
         assert "echo" in app.registry
         assert "Run tool 'echo' of MCP server 'fx'" in await send_approved(
             app, pilot, "echo please"
@@ -53,8 +53,8 @@ async def test_sidebar_lists_servers_and_the_switch_stops_one(env, pids):
     add_fixture()
     add_fixture("crashes", "--die-on-start")
     async with running(env, size=(140, 50)) as (app, pilot):
-        await until(pilot, lambda: app.mcp.states().get("fx", ("",))[0] == "ready")
-        await until(pilot, lambda: app.mcp.states().get("crashes", ("",))[0] == "failed")
+        await until(pilot, lambda: app.mcp.states().get("fx", ("",))[0] == "ready", MCP_START_S)
+        await until(pilot, lambda: app.mcp.states().get("crashes", ("",))[0] == "failed", MCP_START_S)
         await pilot.press("ctrl+b")
         await pilot.pause()
         fx_state = str(app.query_one("#mcp-state-fx").render())
@@ -78,10 +78,10 @@ async def test_sidebar_lists_servers_and_the_switch_stops_one(env, pids):
 async def test_sigterm_ends_the_app_and_its_servers(env, pids):
     add_fixture()
     async with running(env) as (app, pilot):
-        await until(pilot, lambda: app.mcp.states().get("fx", ("",))[0] == "ready")
+        await until(pilot, lambda: app.mcp.states().get("fx", ("",))[0] == "ready", MCP_START_S)
         app.mcp.install_signal_handlers()  # run_test runs in the main thread's loop here
         os.kill(os.getpid(), signal.SIGTERM)
-        await until(pilot, lambda: not app.is_running or app._exit_renderables is not None, timeout=20)
+        await until(pilot, lambda: not app.is_running or app._exit_renderables is not None, timeout=60)
     assert wait_gone(started_pids(pids)) == []
 
 
@@ -127,7 +127,7 @@ async def test_mcp_server_time_in_the_app(env):
     async with running(
         env, Reply(tool_calls=[("get_current_time", '{"timezone": "Asia/Tokyo"}')]), "It is late in Tokyo."
     ) as (app, pilot):
-        await until(pilot, lambda: app.mcp.states().get("time", ("",))[0] == "ready")
+        await until(pilot, lambda: app.mcp.states().get("time", ("",))[0] == "ready", MCP_START_S)
         assert len(my_children_running("mcp-server-time")) == 1
         assert "Run tool 'get_current_time' of MCP server 'time'" in await send_approved(
             app, pilot, "time in Tokyo?"

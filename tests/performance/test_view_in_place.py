@@ -42,7 +42,7 @@ async def test_the_page_above_loads_before_the_top_and_the_view_does_not_jump(en
         assert len(log.children) == before + PAGE  # loaded without reaching the top
         # What the user looked at stays put once the page is laid out (on a loaded machine that
         # layout comes a refresh or more later).
-        await until(pilot, lambda: watched.virtual_region.y - log.scroll_y == on_screen, 5, "the view back in place")
+        await until(pilot, lambda: watched.virtual_region.y - log.scroll_y == on_screen, what="the view back in place")
         assert not log.following
 
 
@@ -68,7 +68,7 @@ async def test_the_view_stays_put_when_the_page_above_is_laid_out_late(env, monk
         await app.workers.wait_for_complete()
         await log.loads_done()
         assert len(log.children) == before + PAGE  # the view never went up to the top: no more pages
-        await until(pilot, lambda: watched.virtual_region.y - log.scroll_y == on_screen, 5, "the view back in place")
+        await until(pilot, lambda: watched.virtual_region.y - log.scroll_y == on_screen, what="the view back in place")
         # The user scrolls on: the view is theirs again (a later layout does not put it back).
         log.scroll_to(y=log.scroll_y - 3, animate=False, immediate=True)
         await pilot.pause()

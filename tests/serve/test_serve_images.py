@@ -106,8 +106,9 @@ def conversation(env):
     return chat
 
 
-def wait_for_picture(page, shot: Path, check, timeout_s: float = 20.0) -> None:
-    """Screenshots until ``check(shot)`` holds (the picture comes right after the first paint)."""
+def wait_for_picture(page, shot: Path, check, timeout_s: float = 60.0) -> None:
+    """Screenshots until ``check(shot)`` holds (the picture comes right after the first paint; a
+    loaded machine takes seconds per screenshot: ``timeout_s`` only bounds a test that fails)."""
     deadline = time.monotonic() + timeout_s
     while True:
         page.screenshot(path=str(shot))

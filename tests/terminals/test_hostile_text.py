@@ -204,7 +204,7 @@ async def test_every_widget_of_the_hostile_conversation_renders_text_only(env):
         for block in app.query(Collapsible):
             block.collapsed = False
         shown = lambda: "thought T␛]0;PWNED-TITLE␇" in screen_text(app) and "<U+202E>evil" in screen_text(app)  # noqa: E731
-        await until(pilot, shown, 10, "the open blocks drawn")
+        await until(pilot, shown, what="the open blocks drawn")
         screen = screen_text(app)
         bad = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
         assert not bad.search(screen), screen
@@ -212,7 +212,7 @@ async def test_every_widget_of_the_hostile_conversation_renders_text_only(env):
         field.scroll_visible(animate=False)  # the profile's fields in the sidebar: a TextArea draws raw
         field.focus()
         # Scrolled into view and drawn (a loaded machine draws it later than a fixed pause).
-        await until(pilot, lambda: "prompt T␛]0;PWNED-TITLE␇" in screen_text(app), 10, "the prompt field drawn")
+        await until(pilot, lambda: "prompt T␛]0;PWNED-TITLE␇" in screen_text(app), what="the prompt field drawn")
         screen = screen_text(app)
         assert not bad.search(screen), screen
         app.conversation_view.composer.focus()  # leaving the field unchanged does not save the visible form over the value

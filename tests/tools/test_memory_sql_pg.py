@@ -149,10 +149,13 @@ SERVER_REFUSES = [
 @pytest.mark.parametrize(("kind", "query", "words"), SERVER_REFUSES)
 def test_the_server_alone_refuses_them_too(mem, monkeypatch, kind, query, words):
     """Defence in depth: with pglast switched off, the role's grants, the security-definer function
-    and the READ ONLY transaction stop them (tests/test_memory_sql_pg_barrier.py: the role's escapes)."""
+    and the READ ONLY transaction stop them (tests/test_memory_sql_pg_barrier.py: the role's escapes).
+    Only pg_sleep is stopped by the time limit (1 s); the others have a limit of their own, far from
+    any machine's speed: they are refused, never slow, and a loaded machine must not make them so."""
     monkeypatch.setattr(pg_run, "check", lambda sql: Checked(kind, sql))
     before = pg_dump()
-    answer = pg_run.run_guarded(postgres_request(query, Limits(time_limit_s=1)))
+    limit_s = 1 if "pg_sleep" in query else 600
+    answer = pg_run.run_guarded(postgres_request(query, Limits(time_limit_s=limit_s)))
     assert answer["ok"] is False and answer["error"].startswith(words), answer
     assert pg_dump() == before
     assert SECRET not in json.dumps(answer)
@@ -168,16 +171,19 @@ def test_the_server_hides_memory_rows_and_the_statement_runs_as_the_role_in_a_ti
     mem, monkeypatch
 ):
     monkeypatch.setattr(pg_run, "check", lambda sql: Checked("select", sql))
-    answer = pg_run.run_guarded(postgres_request("SELECT content FROM messages WHERE role = 'memory_tool'"))
+    # limits far from any machine's speed: how the limit reaches the server is checked, not how fast it is
+    answer = pg_run.run_guarded(
+        postgres_request("SELECT content FROM messages WHERE role = 'memory_tool'", Limits(time_limit_s=600))
+    )
     assert answer["ok"] and answer["rows"] == []
     query = (
         "SELECT current_user, session_user <> current_user, current_setting('transaction_read_only'), "
         "current_setting('statement_timeout'), current_setting('lock_timeout'), "
         "current_setting('idle_in_transaction_session_timeout'), current_setting('search_path')"
     )
-    answer = pg_run.run_guarded(postgres_request(query, Limits(time_limit_s=2.5)))
+    answer = pg_run.run_guarded(postgres_request(query, Limits(time_limit_s=600.5)))
     assert answer["rows"] == [
-        ["tui_agent_memory", True, "on", "2500ms", "1s", "4500ms", "tui_agent_memory, pg_catalog, pg_temp"]
+        ["tui_agent_memory", True, "on", "600500ms", "1s", "602500ms", "tui_agent_memory, pg_catalog, pg_temp"]
     ], answer
 
 

@@ -132,7 +132,9 @@ async def test_a_big_sort_spills_into_the_vault_not_the_system_temp_dir(env, pid
         await task
     spilled = [target for target in seen if "etilqs_" in target]
     assert spilled and all(target.startswith(str(vault_tmp)) for target in spilled), seen
-    assert list(elsewhere.iterdir()) == [] and list(vault_tmp.iterdir()) == []
+    # what was left, and where (failed once under two CPU burners, not reproduced)
+    left = (sorted(elsewhere.iterdir()), sorted(vault_tmp.iterdir()), sorted(seen))
+    assert list(elsewhere.iterdir()) == [] and list(vault_tmp.iterdir()) == [], left
     assert gone(pids[0])
 
 
@@ -272,10 +274,13 @@ async def test_the_time_limit_counts_the_query_not_the_start_up(env, tmp_path, m
     not the query's time. A worker whose start-up takes longer than the whole old deadline (the
     limit, the hard slack and five seconds for start-up) still answers a quick query; the limit
     starts at its READY line. (Under load 30 the PostgreSQL runner's imports alone crossed it, and
-    every memory_sql call answered "stopped: the query ran longer than the 3s time limit".)"""
+    every memory_sql call answered "stopped: the query ran longer than the 3s time limit".)
+    The query's own limit is 2 s, not the product's speed: a loaded machine takes more than 0.5 s
+    to open the store and write the answer (issue 38 item 2); the start-up still outlasts the old
+    deadline."""
     slow_start = tmp_path / "slow-start"
     slow_start.mkdir()
-    limits = Limits(time_limit_s=0.5)
+    limits = Limits(time_limit_s=2.0)
     start_up_s = limits.time_limit_s + sql_worker.HARD_SLACK_S + 5.0 + 1.0
     (slow_start / "sitecustomize.py").write_text(f"import time\ntime.sleep({start_up_s})\n")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(slow_start), os.environ.get("PYTHONPATH", "")]))

@@ -123,10 +123,11 @@ async def test_a_reply_cancelled_as_another_conversation_opens_leaves_that_one_r
         await until(pilot, lambda: any(len(b.text) > 20 for b in children(app, AssistantBubble)))
         view = app.conversation_view
         release = threading.Event()
-        holding = asyncio.ensure_future(worker.run(release.wait, 30))  # the reply's save waits for it
+        holding = asyncio.ensure_future(worker.run(release.wait, 600))  # the reply's save waits for it
         for turn in list(app.turns.values()):
             turn.cancel()
-        await asyncio.wait_for(view.action_new_conversation(), 10)  # reads nothing from the store
+        # reads nothing from the store: done long before the held store's 600 s, however slow the machine
+        await asyncio.wait_for(view.action_new_conversation(), 120)
         assert app.turns  # the cancelled turn has not ended: it saves its reply first
         release.set()
         await holding
@@ -333,9 +334,12 @@ async def test_log_panel_shows_the_image_tool_lines(env):
         from tui_agent.ui.screens.log_screen import LogScreen
 
         await pilot.press("ctrl+l")
-        await pilot.pause(0.7)
-        assert isinstance(app.screen, LogScreen)
-        text = "\n".join(app.screen.query_one("#log-view").lines)
+
+        def log_text() -> str:
+            return "\n".join(app.screen.query_one("#log-view").lines) if isinstance(app.screen, LogScreen) else ""
+
+        await until(pilot, lambda: "Selected model: flux2-test" in log_text(), what="the log's lines shown")
+        text = log_text()
         assert "[IMAGE TOOL]" in text and "Selected model: flux2-test" in text
         await pilot.press("escape")
         await pilot.pause()

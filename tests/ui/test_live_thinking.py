@@ -34,7 +34,8 @@ async def test_a_reply_from_another_machine_shows_its_thinking_without_reopening
                 "chat_model": "deepseek-reasoner",
                 "vision_model": "v",
                 "image_model": "i",
-                "request_timeout_s": 10,
+                # machine A reads nothing while the reply is held (until B shows it): no timeout is tested
+                "request_timeout_s": 600,
             },
         )
         conversation = history.new_conversation("shared")

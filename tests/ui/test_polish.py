@@ -117,11 +117,13 @@ async def test_closing_panels_and_modals_returns_focus_to_the_composer(env):
         assert app.conversation_view.composer.text == "hi" and app.profile.base_url == env.fake.base_url
         for key in ("ctrl+t", "ctrl+p", "ctrl+l"):
             await pilot.press(key)
-            await pilot.pause(0.2)
-            assert app.screen is not app.screen_stack[0]
+            await until(pilot, lambda: app.screen is not app.screen_stack[0], what=f"{key} opened nothing")
             await pilot.press("escape")
-            await pilot.pause(0.2)
-            assert app.focused is app.conversation_view.composer, key
+            await until(
+                pilot,
+                lambda: app.screen is app.screen_stack[0] and app.focused is app.conversation_view.composer,
+                what=f"after {key}, the composer has the focus again",
+            )
 
 
 # ------------------------------------------------------------------ 6. newer pages after a jump

@@ -10,7 +10,7 @@ import sys
 import pytest
 from backends import BOTH_BACKENDS
 from fake_openai import FakeOpenAI, Reply
-from mcp_helpers import FIXTURE
+from mcp_helpers import FIXTURE, MCP_START_S
 from pilot_helpers import until as wait_until
 
 from tui_agent.core import profiles
@@ -65,7 +65,7 @@ async def test_the_app_asks_before_a_changed_setting_runs(env, tmp_path, monkeyp
             await app.run_action("approve_settings")  # the palette asks again
             await wait_until(pilot, lambda: isinstance(app.screen, SettingsApprovalScreen) and app.screen.armed)
             await pilot.press("a")
-            await wait_until(pilot, lambda: app.mcp.states().get("evil", ("",))[0] == "ready")
+            await wait_until(pilot, lambda: app.mcp.states().get("evil", ("",))[0] == "ready", MCP_START_S)
             assert marker.exists()
             attacker.script(Reply(text="now it may"))
             app.conversation_view.composer.load_text("hi again")

@@ -11,6 +11,7 @@ import json
 
 import pytest
 from fake_openai import Reply
+from mcp_helpers import MCP_START_S
 from pilot_helpers import answer, send, until
 from test_vault_trust import SECRET, Clone, clone  # noqa: F401 - the fixture
 
@@ -65,7 +66,7 @@ async def test_not_now_runs_nothing_and_sends_no_key(clone, monkeypatch):  # noq
         await app.run_action("trust_vault")
         await until(pilot, lambda: isinstance(app.screen, TrustScreen) and app.screen.armed)
         await pilot.press("t")
-        await until(pilot, lambda: app.mcp.states().get("cloned", ("",))[0] == "ready")
+        await until(pilot, lambda: app.mcp.states().get("cloned", ("",))[0] == "ready", MCP_START_S)
         await pilot.press("enter")
         await until(pilot, lambda: len(clone.fake.chat_requests) == 1 and not app.turns)
         assert clone.keys_sent() == [f"authorization: Bearer {SECRET}"]
@@ -98,7 +99,7 @@ async def test_trust_it_starts_the_servers_and_sends_the_key_in_the_same_run(clo
         stored = clone.config / "tui-agent" / "trusted-vaults.json"
         assert json.loads(stored.read_text())["trusted"] == [str(clone.vault)]
         assert trust.untrusted_vault() is None
-        await until(pilot, lambda: app.mcp.states().get("cloned", ("",))[0] == "ready")
+        await until(pilot, lambda: app.mcp.states().get("cloned", ("",))[0] == "ready", MCP_START_S)
         assert clone.mcp_marker.exists()
         clone.fake.script(Reply(text="hello"))
         await send(app, pilot, "hi")

@@ -15,11 +15,16 @@ spun on end-of-file. So, here:
   is stored as cancelled, MCP servers stopped), and if the app has not ended after
   ``DEADLINE_S``, stores any still-streaming reply as cancelled (in the SQLite file or the
   PostgreSQL database the app uses, on a connection of its own that gives up quickly), ends the
-  child processes and exits the process.
+  child processes and exits the process;
+- an app that was told to end and has ended the normal way ends the process at once (an
+  ``atexit`` hook): past that hook the interpreter stops its daemon threads, the watchdog
+  included, and nothing would bound how long the rest of its end takes (on a loaded machine the
+  normal way often takes about the deadline, so the two met there).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import logging
@@ -68,6 +73,7 @@ class Lifeline:
     def start(self) -> Lifeline:
         for signum in (signal.SIGHUP, signal.SIGTERM):
             signal.signal(signum, self._on_signal)
+        atexit.register(self._at_exit)
         self._thread.start()
         return self
 
@@ -103,10 +109,26 @@ class Lifeline:
         time.sleep(DEADLINE_S)  # the process ends before this when the app exits in time
         self._force_exit()
 
+    def _at_exit(self) -> None:
+        """The main thread at the interpreter's end: after an end the lifeline asked for, the process
+        ends here, with the forced end's exit code. The watchdog still runs meanwhile (a log handler
+        that blocks is bounded by its deadline); past this point it would not."""
+        if not self._woken.is_set():
+            return  # an ordinary quit: the interpreter ends as usual
+        for stream in (sys.stdout, sys.stderr):  # what the app printed as it ended (an error, say)
+            with contextlib.suppress(Exception):
+                stream.flush()
+        with contextlib.suppress(Exception):
+            logging.shutdown()
+        os._exit(self._exit_code())
+
+    def _exit_code(self) -> int:
+        return 143 if self.reason == "SIGTERM" else 129
+
     def _force_exit(self) -> None:
         tidying = _in_background(self._tidy_up)
         tidying.join(TIDY_S)  # then the end, whatever it still waits for
-        os._exit(143 if self.reason == "SIGTERM" else 129)
+        os._exit(self._exit_code())
 
     def _tidy_up(self) -> None:
         # Waited for a short while only: a server that does not answer (PostgreSQL across a network)
