@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 from fake_openai import markdown_tokens
-from pilot_helpers import make, send
+from pilot_helpers import make, send, until
 from textual import events
 from textual.css import query as query_module
 
@@ -175,3 +175,33 @@ async def test_a_key_for_the_composer_reaches_it_at_the_next_turn_and_in_order(e
         await _turns_until_typed(app, events.Key("q", "q"))
         await pilot.pause()
         assert composer.text == "abxPyzq" and app.focused is composer
+
+
+async def test_keys_from_the_drivers_thread_reach_the_composer_in_order(env):
+    """The app's driver (``one_turn`` around the one Textual chose) posts from its input thread,
+    where no Textual context is set: every key gets to the composer, in the order sent, editing
+    keys included (the shortcut to the composer runs in that callback)."""
+    import threading
+
+    from textual.drivers.headless_driver import HeadlessDriver
+
+    from tui_agent.ui.input_turn import one_turn
+
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        composer = app.conversation_view.composer
+        composer.focus()
+        await pilot.pause()
+        driver = one_turn(HeadlessDriver)(app)
+        await asyncio.sleep(0.2)
+        # A typo, then fixed as a user would (each key its own event, as the terminal sends them).
+        keys = [(c, c) for c in "hello wrld"] + [("left", None)] * 3 + [("o", "o"), ("end", None), ("!", "!")]
+
+        def type_from_a_thread() -> None:
+            for key, character in keys:
+                driver.send_message(events.Key(key, character))
+
+        thread = threading.Thread(target=type_from_a_thread)
+        thread.start()
+        thread.join()
+        await until(pilot, lambda: composer.text == "hello world!", timeout=30)

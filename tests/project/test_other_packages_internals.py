@@ -235,6 +235,35 @@ async def test_a_driver_hands_events_to_its_app_through_its_app_and_loop():
         assert seen_at_next_turn == [sent]
 
 
+async def test_a_message_pump_holds_the_message_it_looked_at_out_of_its_queue():
+    """``MessagePump._pending_message``, ``Widget._forward_event`` and ``Screen._clear_tooltip``:
+    ui/input_turn.py passes a key straight to the composer only when nothing waits for the app,
+    neither in its queue nor the message it took out to look at (``_peek_message``, before it
+    handles the one ahead), and passes it on as the app's own handler does. If this fails, a key
+    could overtake one the app still holds, or the shortcut calls names Textual no longer has."""
+    assert list(inspect.signature(Screen._clear_tooltip).parameters) == ["self"]
+    assert "self.post_message(event)" in inspect.getsource(Static._forward_event)
+    app = _Two()
+    async with app.run_test(size=(40, 10)) as pilot:
+        await pilot.pause()
+        one = app.query_one("#one", Static)
+        assert one._pending_message is None
+        first, second = events.Key("a", "a"), events.Key("b", "b")
+        one._message_queue.put_nowait(first)
+        one._message_queue.put_nowait(second)
+        assert one.message_queue_size == 2
+        # (the pump's task may take them at the next turn: looked at here, in this turn)
+        assert one._peek_message() is first
+        assert one._pending_message is first and one.message_queue_size == 1
+        one._message_queue.values.clear()  # (only ``first`` stays, held: ``second`` is forwarded below)
+        assert one.message_queue_size == 0
+        app.screen._clear_tooltip()  # no tooltip: nothing to clear, no error
+        one._forward_event(second)  # posted: after ``first``, behind the one it holds
+        assert second.is_forwarded and one.message_queue_size == 1
+        await pilot.pause()
+        assert one._pending_message is None and one.message_queue_size == 0  # both handled
+
+
 def test_strip_renders_through_its_render_cache_and_segments():
     """``Strip._render_cache`` and ``Strip._segments``: ui/text_guard.py replaces ``Strip.render``
     to remove control characters from drawn text, and fills the cache Textual's own render fills.

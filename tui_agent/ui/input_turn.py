@@ -20,11 +20,12 @@ waited behind three or four of them before the composer saw it.
   event takes it too, so keys stay in order with everything the terminal sent.
 
 Private names of Textual used here (``Driver._app``, ``Driver._loop``, ``Widget._forward_event``,
-``Screen._clear_tooltip``): tests/project/test_other_packages_internals.py checks that each still
-exists and does what is used here."""
+``Screen._clear_tooltip``, ``MessagePump._pending_message``): tests/project/test_other_packages_internals.py
+checks that each still exists and does what is used here."""
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from textual import events
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
 else:
     _App = object
 
+log = logging.getLogger("tui_agent.ui")
+
 
 def one_turn(base: type[Driver]) -> type[Driver]:
     """``base``, the driver Textual chose (the terminal's, or the browser's under ``serve``), with
@@ -51,10 +54,14 @@ def one_turn(base: type[Driver]) -> type[Driver]:
 
 
 def straight_to_focus(app: App[Any], message: Message, composer: Widget, app_busy: bool) -> bool:
-    """Pass ``message`` to ``composer`` now if it is a key the app would pass it anyway, and
-    nothing posted before it is still on its way (``app_busy``: the app is handling an input event).
-    Returns whether it was passed; if not, the caller posts it to the app as usual."""
-    if not isinstance(message, events.Key) or message.is_forwarded or app_busy or app.message_queue_size:
+    """Can ``message`` go to ``composer`` now: a key the app would pass it anyway, with nothing
+    posted before it still on its way (``app_busy``: the app is handling an input event)? Only
+    looks: the caller passes it on."""
+    if not isinstance(message, events.Key) or message.is_forwarded or app_busy:
+        return False
+    # Waiting for the app: in its queue, or the one it took out to look at (``_peek_message``
+    # holds it in ``_pending_message`` while the message before it is handled).
+    if app.message_queue_size or app._pending_message is not None:
         return False
     if app.focused is not composer:
         return False
@@ -62,13 +69,7 @@ def straight_to_focus(app: App[Any], message: Message, composer: Widget, app_bus
     if composer.screen is not screen or screen.maximized is not None:
         return False
     bound = screen.active_bindings.get(message.key)
-    if bound is not None and bound.binding.priority:
-        return False  # the app's priority bindings come first (Ctrl+Q)
-    if not app.app_focus:
-        app.app_focus = True
-    screen._clear_tooltip()
-    composer._forward_event(message)
-    return True
+    return bound is None or not bound.binding.priority  # the app's priority bindings first (Ctrl+Q)
 
 
 class PromptInput(_App):
@@ -84,12 +85,19 @@ class PromptInput(_App):
         return one_turn(super().get_driver_class())
 
     def post_message(self, message: Message) -> bool:
-        if (
-            isinstance(message, events.Key)
-            and self.is_running
-            and straight_to_focus(self, message, self.typing_target(), self._handling_input)
-        ):
-            return True
+        if isinstance(message, events.Key) and self.is_running:
+            composer = self.typing_target()
+            try:
+                straight = straight_to_focus(self, message, composer, self._handling_input)
+            except Exception:  # never a key lost to this shortcut: Textual's way instead
+                log.warning("a key took Textual's way: the shortcut failed", exc_info=True)
+                straight = False
+            if straight:  # what the app's handler does before it passes a key on
+                if not self.app_focus:
+                    self.app_focus = True
+                self.screen._clear_tooltip()
+                composer._forward_event(message)
+                return True
         return super().post_message(message)
 
     async def on_event(self, event: events.Event) -> None:
