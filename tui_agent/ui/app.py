@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from textual import events, on
+from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -38,7 +38,6 @@ from tui_agent.ui.mcp_control import McpControl
 from tui_agent.ui.paths import styles_dir
 from tui_agent.ui.startup import Startup
 from tui_agent.ui.widgets.carousel import ImageCarousel
-from tui_agent.ui.widgets.message_cursor import route_typing
 from tui_agent.ui.widgets.sidebar_messages import ConversationsAction, ConversationSelected, ProfileChanged
 
 if TYPE_CHECKING:
@@ -140,11 +139,6 @@ class AgentApp(AppActions, PromptInput, App[None]):
     # ----------------------------------------------------------------- layout
     def typing_target(self) -> Widget:
         return self.conversation_view.composer
-
-    async def on_event(self, event: events.Event) -> None:
-        if isinstance(event, events.Key) and not event.is_forwarded:
-            route_typing(self.focused, event)  # typing in the chat log: the composer first, keys in order
-        await super().on_event(event)
 
     def compose(self) -> ComposeResult:
         yield Header()

@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 from textual import events
 
+from tui_agent.ui.widgets.message_cursor import route_typing
+
 if TYPE_CHECKING:
     from textual.app import App
     from textual.driver import Driver
@@ -104,6 +106,8 @@ class PromptInput(_App):
         if not isinstance(event, (events.InputEvent, events.Paste)) or event.is_forwarded:
             await super().on_event(event)
             return
+        if isinstance(event, events.Key):
+            route_typing(self.focused, event)  # typing in the chat log: the composer first, keys in order
         self._handling_input = True
         try:
             await super().on_event(event)
