@@ -21,6 +21,10 @@ ESCAPES = re.compile(
     rb"\x1b(\[[0-9;?<>=$]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[PX^_][^\x1b]*\x1b\\|[()][0-9A-Za-z]|[=>78MDEc])"
 )
 ROOT = Path(__file__).resolve().parent.parent
+# The app, from the tui_agent on PYTHONPATH when one is set (a checkout to compare with): ``-P`` keeps
+# the working directory off sys.path, where ``-m`` would put it first, so a benchmark run from this
+# checkout's root measured this checkout on both sides of a comparison.
+APP = (sys.executable, "-P", "-m", "tui_agent")
 
 
 ANSWERS = {b"\x1b[16t": b"\x1b[6;20;10t", b"\x1b[c": b"\x1b[?1;2c"}
@@ -45,7 +49,7 @@ class PtyApp:
 
     @classmethod
     def agent(cls, vault: Path, env: dict[str, str] | None = None) -> PtyApp:
-        return cls([sys.executable, "-m", "tui_agent"], {"TUI_AGENT_VAULT": str(vault), **(env or {})})
+        return cls([*APP], {"TUI_AGENT_VAULT": str(vault), **(env or {})})
 
     @classmethod
     def bare(cls, env: dict[str, str] | None = None) -> PtyApp:

@@ -27,7 +27,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 from fake_openai import FakeOpenAI, Reply, markdown_tokens  # noqa: E402
-from pty_app import READY, PtyApp, make_vault  # noqa: E402
+from pty_app import APP, READY, PtyApp, make_vault  # noqa: E402
 
 # Typed one key at a time after a marker no reply contains ("ZZA", then "ZZB", ...: the composer is
 # emptied every ROUND keys), so the composer showing the marker and the first n keys can only be
@@ -253,7 +253,7 @@ def cpu_per_thousand(screen: Screen, fake: FakeOpenAI, *, tokens: int, rate: flo
 def open_app(vault: Path, tmux: bool, pythonpath: str = "") -> Screen:
     env = {"TUI_AGENT_VAULT": str(vault), **({"PYTHONPATH": pythonpath} if pythonpath else {})}
     if tmux:
-        return TmuxScreen([sys.executable, "-m", "tui_agent"], {**env, "TERM": "xterm-256color"})
+        return TmuxScreen([*APP], {**env, "TERM": "xterm-256color"})
     return Screen(PtyApp.agent(vault, env))
 
 

@@ -11,6 +11,7 @@ length. Imported with the first Markdown (not on the first paint)."""
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 from textual.await_complete import AwaitComplete
 from textual.geometry import Size
@@ -18,8 +19,12 @@ from textual.widget import Widget
 from textual.widgets import Markdown
 
 from tui_agent.ui.markdown_text import parser
+from tui_agent.ui.widgets.column_arrange import arrange_size
 from tui_agent.ui.widgets.frozen_part import FrozenPart, freeze
 from tui_agent.ui.widgets.own_styles import set_own_class
+
+if TYPE_CHECKING:
+    from textual._arrange import DockArrangeResult
 
 LAST = "-last"
 
@@ -51,6 +56,11 @@ class ReplyMarkdown(Markdown):
         height = super().get_content_height(container, viewport, width)
         self._sealed_height = (key, height)
         return height
+
+    def arrange(self, size: Size, optimal: bool = False) -> DockArrangeResult:
+        """Arranged once per change to its blocks, not once per write to the reply around it
+        (column_arrange)."""
+        return super().arrange(arrange_size(self, size), optimal)
 
     def update(self, markdown: str) -> AwaitComplete:
         return self._then_mark_last(super().update(markdown))
