@@ -288,3 +288,22 @@ async def test_the_time_limit_counts_the_query_not_the_start_up(env, tmp_path, m
         Request(str(env.vault.db_path), "SELECT 41 + 1 AS answer", limits), memory_sql.temp_dir(env.vault)
     )
     assert answer["ok"] and answer["rows"] == [[42]], answer
+
+
+def test_a_worker_loads_what_it_runs_not_the_parent_s_asyncio():
+    """Each memory_sql call starts a worker: its start-up is paid at every call. The parent's side of
+    the worker is written with asyncio (about half of the worker's start-up when it was loaded
+    there too); the child's module loads the statement's runner and no event loop."""
+    import subprocess
+    import sys
+
+    shown = subprocess.run(
+        [sys.executable, "-c", "import sys, tui_agent.core.tools.sql_worker_child; print(sorted(sys.modules))"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    loaded = set(shown.stdout.strip().strip("[]").replace("'", "").split(", "))
+    assert "tui_agent.core.tools.sql_run" in loaded
+    assert not {"asyncio", "peewee", "tui_agent.core.tools.sql_worker"} & loaded

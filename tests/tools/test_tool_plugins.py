@@ -4,12 +4,15 @@ sends its schema to the model and runs the call the model makes (docs/tools.md: 
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 import sqlite3
 import subprocess
 import sys
 import textwrap
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -38,34 +41,49 @@ class ShoutTool(Tool):
         return ToolResult.ok({"shouted": arguments["text"].upper() + "!"})
 '''
 
-PYPROJECT = """
-[build-system]
-requires = ["hatchling"]
-build-backend = "hatchling.build"
-
-[project]
-name = "shout-tool"
-version = "1.0"
-
-[project.entry-points."tui_agent.tools"]
-shout = "shout_tool:ShoutTool"
+ENTRY_POINTS = """
+[tui_agent.tools]
+shout = shout_tool:ShoutTool
 """
+
+
+def _wheel(folder: Path) -> Path:
+    """The plugin as a wheel, the file its build would upload (PEP 427: the module, and a dist-info
+    with its metadata, its entry points and a RECORD of hashes). Built here, not by a build backend:
+    pip building from source fetched one (hatchling) into a fresh environment, half a minute."""
+    dist_info = "shout_tool-1.0.dist-info"
+    files = {
+        "shout_tool.py": textwrap.dedent(PLUGIN),
+        f"{dist_info}/METADATA": "Metadata-Version: 2.1\nName: shout-tool\nVersion: 1.0\n",
+        f"{dist_info}/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{dist_info}/entry_points.txt": textwrap.dedent(ENTRY_POINTS).lstrip(),
+    }
+    record = []
+    for name, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record.append(f"{name},sha256={digest},{len(text.encode())}")
+    record.append(f"{dist_info}/RECORD,,")
+    files[f"{dist_info}/RECORD"] = "\n".join(record) + "\n"
+    wheel = folder / "shout_tool-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+    return wheel
 
 
 @pytest.fixture(scope="module")
 def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The package written out and installed with pip into a folder of its own (put on PYTHONPATH)."""
-    source = tmp_path_factory.mktemp("shout-tool-src")
-    (source / "pyproject.toml").write_text(textwrap.dedent(PYPROJECT))
-    (source / "shout_tool.py").write_text(textwrap.dedent(PLUGIN))
+    """The plugin's wheel installed with pip into a folder of its own (put on PYTHONPATH)."""
+    wheel = _wheel(tmp_path_factory.mktemp("shout-tool-dist"))
     site = tmp_path_factory.mktemp("site")
-    subprocess.run(  # hatchling: the build backend this project's own install already fetched
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(source)],
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(site), str(wheel)],
         check=True,
         capture_output=True,
         env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
     )
     assert list(site.glob("shout_tool-1.0.dist-info/entry_points.txt"))
+    assert (site / "shout_tool.py").is_file()
     return site
 
 

@@ -2,8 +2,8 @@
 
 SQLite cannot interrupt a single long function call (a LIKE, GLOB or instr over megabytes runs
 for minutes between two progress-handler calls), so the statement runs in a child process:
-``python -m tui_agent.core.tools.sql_worker`` reads one JSON request on stdin and writes one JSON
-answer on stdout. The child limits itself (SQLite limits, a soft deadline through the progress
+``python -m tui_agent.core.tools.sql_worker_child`` reads one JSON request on stdin and writes one
+JSON answer on stdout. The child limits itself (SQLite limits, a soft deadline through the progress
 handler, SIGALRM as a hard deadline, address-space and file-size rlimits, death with its
 parent); the parent kills it on its own deadline and whenever the awaiting task is cancelled.
 """
@@ -11,7 +11,6 @@ parent); the parent kills it on its own deadline and whenever the awaiting task 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import os
 import sys
@@ -20,7 +19,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from tui_agent.core.tools.sql_run import Limits, Request
+from tui_agent.core.tools.sql_run import Request
+from tui_agent.core.tools.sql_worker_child import HARD_SLACK_S, READY
 
 #: PIDs of running workers (tests check that a cancelled or timed-out worker is gone).
 RUNNING: set[int] = set()
@@ -29,9 +29,6 @@ RUNNING: set[int] = set()
 START_TIMEOUT_S = 60.0
 #: Seconds the parent waits beyond the worker's own hard deadline (writing the answer).
 ANSWER_SLACK_S = 2.0
-READY = b"ready\n"
-#: Seconds the worker lives past its soft deadline before SIGALRM ends it.
-HARD_SLACK_S = 1.0
 _PASSED_ENV = frozenset({"PATH", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "LANG", "LC_ALL", "LC_CTYPE", "HOME"})
 
 
@@ -65,7 +62,7 @@ async def run_in_worker(
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "tui_agent.core.tools.sql_worker",
+        "tui_agent.core.tools.sql_worker_child",
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -123,51 +120,3 @@ async def _exchange(proc: asyncio.subprocess.Process, payload: bytes, deadline_s
     finally:
         if not errors.done():
             errors.cancel()
-
-
-def _limit_process(limits: Limits, parent: int | None) -> None:
-    """Bounds of the child itself: hard deadline, memory, temp file size, die with the parent."""
-    import resource
-    import signal
-
-    signal.setitimer(signal.ITIMER_REAL, limits.time_limit_s + HARD_SLACK_S)  # default action: terminate
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a too-big temp file becomes a write error
-    for which, value in ((resource.RLIMIT_AS, limits.memory_bytes), (resource.RLIMIT_FSIZE, limits.temp_bytes)):
-        _soft, hard = resource.getrlimit(which)
-        if hard != resource.RLIM_INFINITY:
-            value = min(value, hard)
-        try:
-            resource.setrlimit(which, (value, hard))
-        except (ValueError, OSError):  # some systems refuse RLIMIT_AS; the deadline still holds
-            pass
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-    if parent is not None and os.getppid() != parent:  # the parent died before prctl took effect
-        os._exit(1)
-
-
-def main() -> int:
-    raw = json.loads(sys.stdin.buffer.read())
-    limits = Limits(**raw.get("limits", {}))
-    runner = str(raw.get("runner") or "tui_agent.core.tools.sql_run")
-    if not runner.startswith("tui_agent.core.tools."):
-        return 2  # only the tool's own runners
-    for module in (*raw.get("preload", ()), runner):  # loaded before the deadlines start: they time the statement
-        importlib.import_module(str(module))
-    _limit_process(limits, raw.get("parent"))
-    request = Request(str(raw["db_path"]), str(raw["query"]), limits, raw.get("postgres"), runner)
-    run = importlib.import_module(runner).run_guarded
-    sys.stdout.buffer.write(READY)  # the parent's clock starts here
-    sys.stdout.buffer.flush()
-    answer = run(request)
-    sys.stdout.buffer.write(json.dumps(answer, ensure_ascii=False).encode("utf-8", "surrogatepass"))
-    sys.stdout.buffer.flush()
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
