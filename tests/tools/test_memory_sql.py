@@ -206,7 +206,7 @@ HOSTILE = [
 @BOTH_BACKENDS
 @pytest.mark.parametrize("query", HOSTILE)
 async def test_hostile_statements_are_refused_and_change_nothing(mem, query, monkeypatch):
-    # The shipped limit, not the tests' own (tests/tools/conftest.py): a runaway statement ends with an
+    # The shipped limit, not the tests' own (tests/conftest.py): a runaway statement ends with an
     # error however slow the machine is, and the limit is what ends it.
     monkeypatch.setattr(memory_sql, "TIME_LIMIT_S", 3.0)
     profiles.set_field(mem.profile, "sql_update_approval", "auto")
