@@ -8,7 +8,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from fake_openai import Reply, png_bytes
+from fake_openai import POLL_S, Reply, png_bytes
 from helpers import done, rows, run_turn
 
 from tui_agent.core import events as ev
@@ -47,7 +47,7 @@ class _Files(BaseHTTPRequestHandler):
 @pytest.fixture
 def http_files():
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Files)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(POLL_S,), daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}", _Files.routes
     server.shutdown()
     server.server_close()

@@ -11,7 +11,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from fake_openai import Reply, png_bytes
+from fake_openai import POLL_S, Reply, png_bytes
 from serve_helpers import app_processes, launch, needs_browser, open_app, start_serve, type_message
 
 pytestmark = pytest.mark.slow
@@ -64,7 +64,7 @@ class AttackerPage(BaseHTTPRequestHandler):
 @pytest.fixture
 def attacker():
     server = ThreadingHTTPServer(("127.0.0.1", 0), AttackerPage)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(POLL_S,), daemon=True)
     thread.start()
     yield server
     server.shutdown()

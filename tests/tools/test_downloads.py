@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_openai import png_bytes
+from fake_openai import POLL_S, png_bytes
 
 from tui_agent.core import attachments
 from tui_agent.core.attachments import AttachmentError, import_image
@@ -63,7 +63,7 @@ class Hostile(BaseHTTPRequestHandler):
 def hostile() -> Iterator[tuple[str, dict[str, Any]]]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
     server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(POLL_S,), daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}", Hostile.routes
     server.shutdown()
     server.server_close()
