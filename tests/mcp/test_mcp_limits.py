@@ -160,7 +160,7 @@ async def test_tool_count_and_schema_size_are_capped_with_a_note(env):
 
 
 async def test_the_approval_dialog_shows_every_argument_and_reveals_hidden_characters(env):
-    from pilot_helpers import screen_text
+    from pilot_helpers import screen_text, until
 
     from tui_agent.ui.screens.approval import ApprovalScreen
 
@@ -168,17 +168,17 @@ async def test_the_approval_dialog_shows_every_argument_and_reveals_hidden_chara
     question = approval_question("srv", "write", arguments)
     async with running(env, size=(100, 40)) as (app, pilot):
         app.push_screen(ApprovalScreen("write", question))
-        await pilot.pause(0.3)
+        await until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.query(".dialog-body"))
         body = app.screen.query_one(".dialog-body")
         shown = str(app.screen.query_one("#approval-question").render())
         assert shown.count("x") >= 5000  # nothing cut
         assert '"target": "invoice<U+202E>gpj.exe"' in shown and '"z<U+200B>key": "last value"' in shown
         assert "\u202e" not in shown and "\u200b" not in shown
+        await until(pilot, lambda: body.max_scroll_y > 0)  # scrollable, once laid out (slow under load)
         body.scroll_end(animate=False)
-        await pilot.pause(0.2)
-        assert body.max_scroll_y > 0  # scrollable, and the last argument is reached by scrolling
-        screen = screen_text(app)
-        assert '"z<U+200B>key": "last value"' in screen
+        # The last argument is reached by scrolling: on the screen once the scroll is drawn (waited
+        # for, not given 0.2 s: at load 12 on 2 cores it was not drawn yet).
+        await until(pilot, lambda: '"z<U+200B>key": "last value"' in screen_text(app))
 
 
 @pytest.mark.slow
