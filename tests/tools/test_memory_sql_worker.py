@@ -86,6 +86,26 @@ async def test_cancelling_the_tool_kills_its_worker(env, pids):
     assert gone(pids[0]) and not sql_worker.RUNNING
 
 
+async def test_cancels_while_the_worker_is_killed_still_reap_it_and_clear_running(tmp_path, env):
+    """A turn cancelled, then the app shut down: a second cancel lands in the wait for the kill."""
+    started: list[int] = []
+    db_path = str(env.vault.root / "x.db")
+    request = Request(db_path=db_path, query=INSTR_BOMB, limits=Limits(time_limit_s=600.0))
+    task = asyncio.create_task(sql_worker.run_in_worker(request, tmp_path / "tmp", on_start=started.append))
+    while not started:
+        await asyncio.sleep(0.01)
+    while not task.done():  # cancelled at every turn, so also while it waits for the kill
+        task.cancel()
+        await asyncio.sleep(0)
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for _ in range(400):
+        if gone(started[0]) and not sql_worker.RUNNING:
+            break
+        await asyncio.sleep(0.05)
+    assert gone(started[0]) and not sql_worker.RUNNING
+
+
 @pytest.mark.parametrize("key", ["escape", "ctrl+q"])
 async def test_escape_and_quit_in_the_app_kill_the_worker(env, pids, monkeypatch, key):
 
@@ -101,7 +121,7 @@ async def test_escape_and_quit_in_the_app_kill_the_worker(env, pids, monkeypatch
         await pilot.press(key)
         await until(pilot, lambda: gone(pids[0]) or not app.is_running)
     for _ in range(400):  # quit: the app's shutdown cancels the turn, which kills the worker
-        if gone(pids[0]):
+        if gone(pids[0]) and not sql_worker.RUNNING:
             break
         await asyncio.sleep(0.05)
     assert gone(pids[0]) and not sql_worker.RUNNING

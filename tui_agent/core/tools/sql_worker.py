@@ -24,6 +24,8 @@ from tui_agent.core.tools.sql_worker_child import HARD_SLACK_S, READY
 
 #: PIDs of running workers (tests check that a cancelled or timed-out worker is gone).
 RUNNING: set[int] = set()
+#: Waits for killed workers whose caller was cancelled before they were reaped (held until done).
+_REAPING: set[asyncio.Future[int]] = set()
 #: Seconds the worker may take to start (interpreter and imports): not the query's time, which is
 #: counted from the worker's READY line on, so a loaded machine does not cut a query short.
 START_TIMEOUT_S = 60.0
@@ -75,10 +77,7 @@ async def run_in_worker(
             on_start(proc.pid)
         out, err = await _exchange(proc, payload.encode(), request.limits.time_limit_s + HARD_SLACK_S + ANSWER_SLACK_S)
     finally:
-        if proc.returncode is None:
-            proc.kill()
-            await asyncio.shield(proc.wait())
-        RUNNING.discard(proc.pid)
+        await _end(proc)
     if proc.returncode != 0 or not out:
         if proc.returncode in (-14, -24, -9):  # SIGALRM (hard deadline), SIGXCPU, SIGKILL
             raise WorkerFailed("the query worker hit its hard deadline and was ended", timed_out=True)
@@ -91,6 +90,23 @@ async def run_in_worker(
     if not isinstance(answer, dict):
         raise WorkerFailed("the query worker gave an unreadable answer")
     return answer
+
+
+async def _end(proc: asyncio.subprocess.Process) -> None:
+    """Kill the worker if it still runs; it leaves ``RUNNING`` once reaped, even if we are cancelled again.
+
+    A second cancellation (a turn cancelled, then the app shutting down) interrupts the wait, not the
+    reaping: the wait goes on in its own task, and its callback takes the PID out of ``RUNNING``.
+    """
+    if proc.returncode is not None:
+        RUNNING.discard(proc.pid)
+        return
+    proc.kill()
+    reaped = asyncio.ensure_future(proc.wait())
+    _REAPING.add(reaped)
+    reaped.add_done_callback(lambda _: RUNNING.discard(proc.pid))
+    reaped.add_done_callback(_REAPING.discard)
+    await asyncio.shield(reaped)
 
 
 async def _exchange(proc: asyncio.subprocess.Process, payload: bytes, deadline_s: float) -> tuple[bytes, bytes]:
