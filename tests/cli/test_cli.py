@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import pytest
 from backends import BOTH_BACKENDS
+from cli_fork import tui_agent_argv
 from fake_openai import Reply
 
 pytestmark = BOTH_BACKENDS
 
 
 def cli(*args, vault=None, check=False, env=None):
-    argv = [sys.executable, "-m", "tui_agent", *args]
+    argv = [*tui_agent_argv(), *args]
     if vault is not None:
         argv += ["--vault", str(vault)]
     return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=check, env=env)
@@ -135,7 +135,7 @@ def test_first_run_uses_openai_env(tmp_path):
 
 
 def test_huge_message_is_refused_with_a_clear_error(env):
-    argv = [sys.executable, "-m", "tui_agent", "ask", "--vault", str(env.vault.root), "-"]
+    argv = [*tui_agent_argv(), "ask", "--vault", str(env.vault.root), "-"]
     result = subprocess.run(argv, input="x" * 200_001, capture_output=True, text=True, timeout=60)
     assert result.returncode == 1
     assert "message too long (200,001 characters; the limit is 200,000)" in result.stderr

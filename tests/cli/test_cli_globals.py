@@ -4,16 +4,16 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 
 import pytest
+from cli_fork import tui_agent_argv
 from fake_openai import FakeOpenAI
 
 from tui_agent.core import profiles
 
 
 def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "tui_agent", *args]
+    argv = [*tui_agent_argv(), *args]
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
 
 

@@ -5,13 +5,14 @@ not stdin's trailing newline."""
 from __future__ import annotations
 
 import subprocess
-import sys
+
+from cli_fork import tui_agent_argv
 
 from tui_agent.core.store import history
 
 
 def run(env, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "tui_agent", "--vault", str(env.vault.root), *args]
+    argv = [*tui_agent_argv(), "--vault", str(env.vault.root), *args]
     return subprocess.run(argv, capture_output=True, text=True, timeout=60, input=stdin)
 
 

@@ -6,6 +6,8 @@ import shlex
 import subprocess
 import sys
 
+from cli_fork import tui_agent_argv
+
 
 def test_profile_show_into_head_exits_quietly(env):
     command = f"{shlex.quote(sys.executable)} -m tui_agent --vault {shlex.quote(str(env.vault.root))} profile show"
@@ -33,7 +35,7 @@ def test_a_closed_pipe_is_not_a_traceback(env):
 
 
 def test_history_search_without_hits_says_so(env):
-    argv = [sys.executable, "-m", "tui_agent", "--vault", str(env.vault.root), "history", "search", "zebra"]
+    argv = [*tui_agent_argv(), "--vault", str(env.vault.root), "history", "search", "zebra"]
     result = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr.strip() == "no messages match 'zebra'"

@@ -12,11 +12,11 @@ import dataclasses
 import hashlib
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx2
 import pytest
+from cli_fork import tui_agent_argv
 from fake_openai import Reply
 from helpers import done, run_turn
 from mcp_helpers import running_manager
@@ -66,7 +66,7 @@ def texts(request) -> str:
 
 
 def cli(*args: str, vault: Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "tui_agent", *args, "--vault", str(vault)]
+    argv = [*tui_agent_argv(), *args, "--vault", str(vault)]
     return subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=cwd)
 
 

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 from backends import BOTH_BACKENDS
+from cli_fork import tui_agent_argv
 from fake_openai import Reply
 from mcp_helpers import FIXTURE, started_pids, wait_gone
 
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.slow
 
 
 def tui(vault, *args, stdin=None, env=None, timeout=120):
-    argv = [sys.executable, "-m", "tui_agent", "--vault", str(vault), *args]
+    argv = [*tui_agent_argv(), "--vault", str(vault), *args]
     return subprocess.run(
         argv,
         capture_output=True,
@@ -167,7 +168,7 @@ def test_sigterm_during_ask_stops_the_servers(env, tmp_path):
     pids = tmp_path / "pids.txt"
     add_fixture(vault, "fx", "--auto", "slow", "--env", "FIXTURE_MCP_PIDS=${FIXTURE_MCP_PIDS}")
     env.fake.script(Reply(tool_calls=[("slow", '{"seconds": 600}')]))
-    argv = [sys.executable, "-m", "tui_agent", "--vault", str(vault), "ask", "--new", "wait"]
+    argv = [*tui_agent_argv(), "--vault", str(vault), "ask", "--new", "wait"]
     process = subprocess.Popen(
         argv,
         stdin=subprocess.DEVNULL,
@@ -199,7 +200,7 @@ def test_interactive_ask_asks_on_the_terminal(env):
     add_fixture(vault)
     env.fake.script(Reply(tool_calls=[("echo", '{"text": "tty"}')]), Reply(text="Approved on the tty."))
     leader, follower = os.openpty()
-    argv = [sys.executable, "-m", "tui_agent", "--vault", str(vault), "ask", "--new", "use", "echo"]
+    argv = [*tui_agent_argv(), "--vault", str(vault), "ask", "--new", "use", "echo"]
     process = subprocess.Popen(argv, stdin=follower, stdout=subprocess.PIPE, stderr=follower, text=True)
     os.close(follower)
     seen = b""

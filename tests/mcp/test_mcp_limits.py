@@ -16,6 +16,7 @@ import sys
 import time
 
 import pytest
+from cli_fork import tui_agent_argv
 from fake_openai import Reply
 from helpers import done, make_loop
 from mcp_helpers import running_manager
@@ -150,7 +151,7 @@ async def test_tool_count_and_schema_size_are_capped_with_a_note(env):
         assert len(json.dumps(mcp_tools)) < MAX_SERVER_BYTES * 1.5
         assert "only 64 of 603 tools" in (env.vault.logs / "agent.log").read_text()
     result = subprocess.run(
-        [sys.executable, "-m", "tui_agent", "--vault", str(env.vault.root), "mcp", "test", "many"],
+        [*tui_agent_argv(), "--vault", str(env.vault.root), "mcp", "test", "many"],
         capture_output=True,
         text=True,
         timeout=90,
@@ -192,7 +193,7 @@ def test_ask_shows_the_approved_arguments_with_hidden_characters_revealed(env):
         Reply(tool_calls=[("echo", json.dumps({"text": "pay\u200b to\u202eeht\u202c"}, ensure_ascii=False))]),
         Reply(text="done"),
     )
-    argv = [sys.executable, "-m", "tui_agent", "--vault", str(env.vault.root), "ask", "--yes", "--raw", "--new", "go"]
+    argv = [*tui_agent_argv(), "--vault", str(env.vault.root), "ask", "--yes", "--raw", "--new", "go"]
     result = subprocess.run(argv, capture_output=True, text=True, timeout=90)
     assert result.returncode == 0, result.stderr
     assert '"text": "pay<U+200B> to<U+202E>eht<U+202C>"' in result.stderr

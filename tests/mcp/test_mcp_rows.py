@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 
+from cli_fork import tui_agent_argv
 from fake_openai import Reply
 from mcp_helpers import add_fixture
 
@@ -23,7 +23,7 @@ BAD_ROWS = {
 
 def cli(env, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tui_agent", "--vault", str(env.vault.root), *args],
+        [*tui_agent_argv(), "--vault", str(env.vault.root), *args],
         capture_output=True,
         text=True,
         timeout=90,

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_fork import tui_agent_argv
 from model_servers import STANDINS, OllamaStandin, Standin
 
 from tui_agent.core import profiles
@@ -41,7 +41,7 @@ def make_vault(tmp_path: Path, base_url: str, chat: str, vision: str) -> Path:
 
 
 def run(vault: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "tui_agent", *args, "--vault", str(vault)]
+    argv = [*tui_agent_argv(), *args, "--vault", str(vault)]
     return subprocess.run(argv, capture_output=True, text=True, timeout=120)
 
 

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_fork import tui_agent_argv
 from PIL import Image
 from repo_paths import ROOT
 
@@ -32,7 +33,7 @@ def demo(tmp_path):
 
 
 def tui(vault: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "tui_agent", "--vault", str(vault), *args]
+    argv = [*tui_agent_argv(), "--vault", str(vault), *args]
     environment = {k: v for k, v in os.environ.items() if k != "TUI_AGENT_DB"}
     return subprocess.run(argv, capture_output=True, text=True, timeout=120, env=environment)
 

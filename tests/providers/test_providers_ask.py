@@ -7,12 +7,12 @@ import os
 import pty
 import sqlite3
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_fork import tui_agent_argv
 from helpers import loopback_profile
 from sse_replay import ReplayServer
 
@@ -34,7 +34,7 @@ def replay_vault(tmp_path: Path) -> Iterator[tuple[ReplayServer, Path]]:
 
 
 def ask(vault: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "tui_agent", "ask", "--new", *args, "--vault", str(vault)]
+    argv = [*tui_agent_argv(), "ask", "--new", *args, "--vault", str(vault)]
     return subprocess.run(argv, capture_output=True, text=True, timeout=60)
 
 
@@ -84,7 +84,7 @@ def test_ask_reasoning_is_dimmed_when_stderr_is_a_terminal(replay_vault):
     replay, vault = replay_vault
     replay.script("vllm_reasoning.sse")
     leader, follower = pty.openpty()
-    argv = [sys.executable, "-m", "tui_agent", "ask", "--new", "hi", "--vault", str(vault)]
+    argv = [*tui_agent_argv(), "ask", "--new", "hi", "--vault", str(vault)]
     proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=follower, timeout=60, env={**os.environ})
     os.close(follower)
     captured = b""

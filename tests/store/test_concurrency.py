@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from backends import BOTH_BACKENDS
+from cli_fork import tui_agent_argv
 from fake_openai import FakeOpenAI, Reply
 from helpers import rows
 from pilot_helpers import running, until
@@ -25,7 +26,7 @@ WRITERS = 20
 
 def _ask(vault: Path, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "tui_agent", "ask", "--vault", str(vault), *args],
+        [*tui_agent_argv(), "ask", "--vault", str(vault), *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -56,9 +57,7 @@ def test_twenty_concurrent_asks_and_a_long_streaming_writer_lose_nothing(env, tm
         vault, vaults = env.vault.root, machines(env, tmp_path)
         streaming = subprocess.Popen(
             [
-                sys.executable,
-                "-m",
-                "tui_agent",
+                *tui_agent_argv(),
                 "ask",
                 "--vault",
                 str(vault),
@@ -108,7 +107,7 @@ def test_first_use_of_a_vault_by_many_processes_at_once(tmp_path, fake_llm):
     }
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "tui_agent", "ask", "--vault", str(vault), "--new", f"hello {i}"],
+            [*tui_agent_argv(), "ask", "--vault", str(vault), "--new", f"hello {i}"],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_fork import tui_agent_argv
 from fake_openai import Reply
 from helpers import make_loop, reply_id, run_turn
 
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.slow
 
 
 def cli(*args: str, vault: Path, stderr: Any = None) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "tui_agent", "--vault", str(vault), *args]
+    argv = [*tui_agent_argv(), "--vault", str(vault), *args]
     if stderr is not None:
         return subprocess.run(argv, stdout=subprocess.PIPE, stderr=stderr, text=True, timeout=120)
     return subprocess.run(argv, capture_output=True, text=True, timeout=120)
@@ -247,9 +248,7 @@ def test_progress_bar_on_a_terminal_and_a_count_at_the_end(env, tmp_path):
         dest = f"sqlite://{tmp_path / 'copy.db'}"
         process = subprocess.Popen(
             [
-                sys.executable,
-                "-m",
-                "tui_agent",
+                *tui_agent_argv(),
                 "--vault",
                 str(tmp_path),
                 "db",

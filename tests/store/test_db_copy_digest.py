@@ -6,11 +6,11 @@ from __future__ import annotations
 import hashlib
 import io
 import subprocess
-import sys
 from pathlib import Path
 
 import psycopg
 import pytest
+from cli_fork import tui_agent_argv
 
 from tui_agent.core.store import location
 from tui_agent.core.store.db import open_store
@@ -32,7 +32,7 @@ def png_bytes() -> bytes:
 
 
 def copy(source: str, destination: str, vault: Path) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "tui_agent", "--vault", str(vault), "db", "copy", source, destination]
+    argv = [*tui_agent_argv(), "--vault", str(vault), "db", "copy", source, destination]
     return subprocess.run(argv, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
 
 

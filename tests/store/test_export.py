@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import store_rows
 from backends import BOTH_BACKENDS
+from cli_fork import tui_agent_argv
 from fake_openai import Reply
 from media_helpers import remove_picture
 
@@ -17,7 +17,7 @@ pytestmark = BOTH_BACKENDS
 
 
 def cli(*args, vault, cwd=None, stdin=None):
-    argv = [sys.executable, "-m", "tui_agent", *args, "--vault", str(vault)]
+    argv = [*tui_agent_argv(), *args, "--vault", str(vault)]
     return subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=cwd, input=stdin)
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from backends import BOTH_BACKENDS
+from cli_fork import tui_agent_argv
 from fake_openai import Reply, png_bytes
 from helpers import rows
 
@@ -148,7 +148,7 @@ def test_every_malformed_file_is_one_line_and_writes_nothing(env, tmp_path):
     for index, (name, raw, expected) in enumerate(CORPUS):
         path = tmp_path / f"bad-{index}.json"
         path.write_bytes(raw)
-        argv = [sys.executable, "-m", "tui_agent", "--vault", str(env.vault.root), "history", "import", str(path)]
+        argv = [*tui_agent_argv(), "--vault", str(env.vault.root), "history", "import", str(path)]
         running.append((name, path, expected, subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)))
         if len(running) >= 4 or index == len(CORPUS) - 1:
             for name, path, expected, process in running:
@@ -163,7 +163,7 @@ def test_every_malformed_file_is_one_line_and_writes_nothing(env, tmp_path):
     good = tmp_path / "good.json"
     good.write_text(json.dumps(export()))
     done = subprocess.run(
-        [sys.executable, "-m", "tui_agent", "--vault", str(env.vault.root), "history", "import", str(good)],
+        [*tui_agent_argv(), "--vault", str(env.vault.root), "history", "import", str(good)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -187,7 +187,7 @@ def test_a_stored_bad_row_does_not_break_the_next_turn(env, tool_calls):
     history.add_message(conversation.id, "web_tool", '{"status": "ok"}', tool_name="web_search", tool_call_id="c1")
     history.add_message(conversation.id, "assistant", "an answer")
     env.fake.script(Reply(text="second answer"), Reply(text="third answer"))
-    argv = [sys.executable, "-m", "tui_agent", "--vault", str(env.vault.root), "ask", "--conversation"]
+    argv = [*tui_agent_argv(), "--vault", str(env.vault.root), "ask", "--conversation"]
     for text, answer in (("again", "second answer"), ("and again", "third answer")):
         result = subprocess.run([*argv, str(conversation.id), text], capture_output=True, text=True, timeout=60)
         assert result.returncode == 0, result.stderr

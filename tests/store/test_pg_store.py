@@ -4,11 +4,11 @@ and two vault folders (two machines) sharing one database."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import psycopg
 import pytest
+from cli_fork import tui_agent_argv
 
 from tui_agent.core.store import history, location, pg_migrations
 from tui_agent.core.store.errors import StoreError
@@ -16,7 +16,7 @@ from tui_agent.core.store.pg import open_postgres
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tui_agent", *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run([*tui_agent_argv(), *args], capture_output=True, text=True, timeout=60)
 
 
 def tables(url: str) -> set[str]:
@@ -114,7 +114,7 @@ def test_machines_starting_at_once_on_a_new_database_make_one_profile(pg_url: st
     waits for the one that does, and exactly one default profile is made."""
     processes = [
         subprocess.Popen(
-            [sys.executable, "-m", "tui_agent", "--vault", str(tmp_path / f"v{i}"), "profile", "list"],
+            [*tui_agent_argv(), "--vault", str(tmp_path / f"v{i}"), "profile", "list"],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

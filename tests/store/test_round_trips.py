@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pytest
 from backends import BOTH_BACKENDS
+from cli_fork import tui_agent_argv
 
 from tui_agent.core.loop import AgentLoop
 from tui_agent.core.store import history, location, pages, worker
@@ -171,7 +172,7 @@ def test_ask(meter, env, store_backend, length):
     sixty_messages(messages=length)
     before = meter.count
     done = subprocess.run(
-        [sys.executable, "-m", "tui_agent", "ask", "--vault", str(env.vault.root), "one more"],
+        [*tui_agent_argv(), "ask", "--vault", str(env.vault.root), "one more"],
         capture_output=True,
         text=True,
         timeout=120,

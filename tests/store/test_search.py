@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import sqlite3
 import subprocess
-import sys
 import threading
 from typing import Any
 
 import pytest
 from backends import BOTH_BACKENDS
+from cli_fork import tui_agent_argv
 from history_filler import QUASAR_EVERY, fill_store
 
 from tui_agent.core.store import backends, history, search_pg
@@ -293,7 +293,7 @@ def check_index() -> None:
 
 
 def cli(env, *args: str) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "tui_agent", "--vault", str(env.vault.root), "history", "search", *args]
+    argv = [*tui_agent_argv(), "--vault", str(env.vault.root), "history", "search", *args]
     return subprocess.run(argv, capture_output=True, text=True, timeout=60)
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import small_disk
+from cli_fork import tui_agent_argv
 from fake_openai import Reply
 from repo_paths import TESTS
 
@@ -80,9 +81,9 @@ def test_disk_already_full_is_a_message_and_loses_nothing(fake_llm):
 
 
 def _run(*args: str, vault: Path) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "tui_agent", *args, "--vault", str(vault)] if args else []
+    argv = [*tui_agent_argv(), *args, "--vault", str(vault)] if args else []
     if not args:  # the app itself
-        argv = [sys.executable, "-m", "tui_agent", "--vault", str(vault)]
+        argv = [*tui_agent_argv(), "--vault", str(vault)]
     return subprocess.run(argv, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
 
 

@@ -6,19 +6,17 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_fork import tui_agent_argv
 
 from tui_agent.core.store import location
 from tui_agent.core.store.errors import StoreError
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tui_agent", *args], capture_output=True, text=True, timeout=60, env=env
-    )
+    return subprocess.run([*tui_agent_argv(), *args], capture_output=True, text=True, timeout=60, env=env)
 
 
 def test_sqlite_urls_name_a_file(tmp_path: Path):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 import pytest
+from cli_fork import tui_agent_argv
 
 from tui_agent.core.store import location
 
@@ -23,7 +23,7 @@ CARRIERS = [
 
 def cli(vault, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tui_agent", "--vault", str(vault), *args],
+        [*tui_agent_argv(), "--vault", str(vault), *args],
         capture_output=True,
         text=True,
         timeout=60,

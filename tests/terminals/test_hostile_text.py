@@ -21,6 +21,7 @@ import sys
 import time
 
 import pytest
+from cli_fork import tui_agent_argv
 from fake_openai import Reply
 from mcp_servers.hostile_server import HOSTILE
 from pilot_helpers import running, until
@@ -76,7 +77,7 @@ def hostile_vault(env) -> int:
 
 
 def run_cli(env, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    argv = [sys.executable, "-m", "tui_agent", "--vault", str(env.vault.root), *args]
+    argv = [*tui_agent_argv(), "--vault", str(env.vault.root), *args]
     return subprocess.run(argv, capture_output=True, timeout=90, input=stdin)
 
 

@@ -12,10 +12,10 @@ import hashlib
 import json
 import re
 import subprocess
-import sys
 
 import pytest
 from backends import BOTH_BACKENDS
+from cli_fork import tui_agent_argv
 from memory_sql_helpers import answering, is_postgresql, pg_dump, sql
 
 from tui_agent.core import profiles
@@ -359,7 +359,7 @@ async def test_update_keeps_revisions_never_touches_memory_rows_and_can_be_resto
     if not is_postgresql():  # history search on PostgreSQL is issue 27 item 1, not this tool's
         assert history.search_messages("edited")
     listing = subprocess.run(
-        [sys.executable, "-m", "tui_agent", "history", "revisions", "--vault", str(mem.vault.root)],
+        [*tui_agent_argv(), "history", "revisions", "--vault", str(mem.vault.root)],
         capture_output=True,
         text=True,
         check=True,
@@ -367,7 +367,7 @@ async def test_update_keeps_revisions_never_touches_memory_rows_and_can_be_resto
     assert "message 1" in listing and "What is a 1T parameter model?" in listing
     revision_id = history.list_revisions(1)[0].id
     subprocess.run(
-        [sys.executable, "-m", "tui_agent", "history", "restore", str(revision_id), "--vault", str(mem.vault.root)],
+        [*tui_agent_argv(), "history", "restore", str(revision_id), "--vault", str(mem.vault.root)],
         check=True,
         capture_output=True,
     )

@@ -15,11 +15,11 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 import uuid
 
 import psycopg
 import pytest
+from cli_fork import tui_agent_argv
 from fake_openai import Reply
 from memory_sql_helpers import pg_dump
 
@@ -316,7 +316,7 @@ def test_a_scripted_model_through_ask_gets_refusals_and_no_secret(env):
         Reply(tool_calls=[("memory_sql", json.dumps({"query": query})) for query in attempts]), Reply(text="done")
     )
     done = subprocess.run(
-        [sys.executable, "-m", "tui_agent", "ask", "recall", "--vault", str(env.vault.root)],
+        [*tui_agent_argv(), "ask", "recall", "--vault", str(env.vault.root)],
         capture_output=True,
         text=True,
         timeout=120,

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import uuid
 
 import psycopg
 import pytest
+from cli_fork import tui_agent_argv
 
 from tui_agent.core import profiles
 from tui_agent.core.store import history, location, pg_memory
@@ -26,7 +26,7 @@ SECRET = "SECRET-MEMORY-ROW"
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tui_agent", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([*tui_agent_argv(), *args], capture_output=True, text=True, timeout=120)
 
 
 def test_print_shows_the_sql_for_a_dba_without_connecting(tmp_path):
@@ -57,7 +57,7 @@ def test_print_needs_no_postgresql_store_nor_db(tmp_path):
     assert "CREATE ROLE tui_agent_memory NOLOGIN NOINHERIT;" in done.stdout
     assert 'GRANT tui_agent_memory TO "ann";' in done.stdout and done.stderr == ""
     done = subprocess.run(
-        [sys.executable, "-m", "tui_agent", "db", "setup", "--print", "--vault", str(vault)],
+        [*tui_agent_argv(), "db", "setup", "--print", "--vault", str(vault)],
         capture_output=True,
         text=True,
         timeout=120,

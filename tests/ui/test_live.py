@@ -7,11 +7,11 @@ and the app goes on by itself once it is back."""
 from __future__ import annotations
 
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
+from cli_fork import tui_agent_argv
 from fake_openai import Reply
 from pilot_helpers import make, until
 
@@ -44,7 +44,7 @@ def other_machine(tmp_path: Path) -> Path:
 
 def ask(vault: Path, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "tui_agent", "ask", "--vault", str(vault), *args],
+        [*tui_agent_argv(), "ask", "--vault", str(vault), *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

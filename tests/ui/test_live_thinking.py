@@ -6,9 +6,9 @@ conversation open."""
 from __future__ import annotations
 
 import subprocess
-import sys
 
 import pytest
+from cli_fork import tui_agent_argv
 from sse_replay import ReplayServer, held
 from test_live import ON_POSTGRESQL, make, other_machine, statuses, texts, until
 
@@ -45,7 +45,7 @@ async def test_a_reply_from_another_machine_shows_its_thinking_without_reopening
         app = make(env.vault)
         async with app.run_test(size=(120, 40)) as pilot:
             await until(pilot, lambda: app.live_updates is not None and app.live_updates.listener.connected.is_set())
-            argv = [sys.executable, "-m", "tui_agent", "ask", "--vault", str(other_machine(tmp_path))]
+            argv = [*tui_agent_argv(), "ask", "--vault", str(other_machine(tmp_path))]
             machine_a = subprocess.Popen(
                 [*argv, "--profile", "reasoning", "--conversation", str(conversation.id), "which is greater?"],
                 stdout=subprocess.PIPE,

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from backends import BOTH_BACKENDS
+from cli_fork import tui_agent_argv
 from fake_openai import FakeOpenAI, Reply
 from mcp_helpers import FIXTURE
 
@@ -30,7 +31,7 @@ SECRET = "sk-this-machine-only-42"
 
 def cli(env, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tui_agent", "--vault", str(env.vault.root), *args],
+        [*tui_agent_argv(), "--vault", str(env.vault.root), *args],
         env={**os.environ, "MY_KEY": SECRET},
         capture_output=True,
         text=True,

@@ -8,11 +8,11 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
+from cli_fork import tui_agent_argv
 
 SECRET = "the-variable-s-value-77"
 
@@ -63,7 +63,7 @@ def hostile(tmp_path: Path):
 
 def run(repo: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tui_agent", *args],
+        [*tui_agent_argv(), *args],
         cwd=repo,
         env=env,
         capture_output=True,

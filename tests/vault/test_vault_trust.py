@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_fork import tui_agent_argv
 from fake_openai import FakeOpenAI, Reply
 from mcp_helpers import FIXTURE
 
@@ -97,7 +98,7 @@ class Clone:
 
     def cli(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "tui_agent", *args],
+            [*tui_agent_argv(), *args],
             cwd=self.repo,
             env=self.env,
             capture_output=True,
@@ -187,9 +188,7 @@ def test_trust_by_path_from_anywhere_also_by_the_project_folder(clone, tmp_path)
     elsewhere.mkdir()
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "tui_agent", *args], cwd=elsewhere, env=clone.env, capture_output=True, text=True
-        )
+        return subprocess.run([*tui_agent_argv(), *args], cwd=elsewhere, env=clone.env, capture_output=True, text=True)
 
     result = run("vault", "trust", str(clone.repo))  # the project folder: its jj_vault is meant
     assert result.stdout.startswith(f"trusted {clone.vault}:")
@@ -211,7 +210,7 @@ def test_the_same_vault_named_with_vault_is_trusted_and_other_folders_are_not(cl
     copy.mkdir()
     subprocess.run(["cp", "-a", str(clone.vault), str(copy / "jj_vault")], check=True)
     result = subprocess.run(
-        [sys.executable, "-m", "tui_agent", "ask", "hi"],
+        [*tui_agent_argv(), "ask", "hi"],
         cwd=copy,
         env=clone.env,
         capture_output=True,
@@ -266,7 +265,7 @@ def ask_at_a_terminal(clone: Clone, answer: str, *args: str) -> tuple[int, str, 
 
     leader, follower = pty.openpty()
     process = subprocess.Popen(
-        [sys.executable, "-m", "tui_agent", "ask", *args],
+        [*tui_agent_argv(), "ask", *args],
         cwd=clone.repo,
         env=clone.env,
         stdin=follower,

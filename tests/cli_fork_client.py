@@ -1,0 +1,53 @@
+"""``python -m tui_agent ARGS`` for tests, run by a fork of ``cli_fork_server.py`` when one is up.
+
+Started as ``python -I -S cli_fork_client.py SOCKET ARGS`` (no site: it starts in a few ms). It sends
+the fork server its arguments, environment, working directory and stdin, stdout and stderr; it
+forwards the signals it gets to the child and exits as the child did. Without a server (the
+socket gone) or when the server refuses the run, it execs
+``python -m tui_agent ARGS`` itself, so a test gets the same program either way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import struct
+import sys
+
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+
+
+def exec_python(args: list[str]) -> None:
+    os.execv(sys.executable, [sys.executable, "-m", "tui_agent", *args])
+
+
+def main(path: str, args: list[str]) -> None:
+    body = json.dumps({"args": args, "env": dict(os.environ), "cwd": os.getcwd()}).encode()
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(path)
+        socket.send_fds(conn, [struct.pack("!I", len(body))], [0, 1, 2])
+        conn.sendall(body)
+        reader = conn.makefile("r")
+        first = reader.readline().split()
+    except OSError:
+        first = []
+    if len(first) != 2 or first[0] != "pid":
+        conn.close()
+        exec_python(args)
+    child = int(first[1])
+    for number in FORWARDED:
+        signal.signal(number, lambda sig, _frame: os.kill(child, sig))
+    line = reader.readline().split()
+    code = int(line[1]) if len(line) == 2 and line[0] == "exit" else 1
+    if code < 0:  # died of a signal: so does this process, as a parent would see it
+        signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+        os._exit(128 - code)
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2:])
