@@ -173,3 +173,35 @@ async def test_textual_arranges_an_auto_height_column_the_same_at_any_height():
         ]
         assert all(p == placed[0] for p in placed)
         assert [region.height for region, _ in placed[0]] == [1, 2, 2, 2]
+
+
+@pytest.mark.parametrize("how", ["inline", "class", "mount", "display", "column"])
+async def test_the_answer_kept_for_a_column_changes_with_its_children_and_their_rules(how):
+    """``arrange_size`` keeps its answer between changes: each way a column stops being height-free
+    is seen at the next layout (a child's height by CSS or inline, a new child, a child shown, the
+    column's own rule)."""
+
+    class Column(ProbeColumn):
+        DEFAULT_CSS = "Column { height: auto; } Column > Static { height: auto; } Column > .fill { height: 1fr; }"
+
+    hidden = Static("hidden", classes="fill")
+    hidden.display = False
+    child = Static("b")
+    column = Column(Static("a"), child, hidden)
+    asked = Size(40, 17)
+    async with _Probe(column).run_test(size=(40, 20)) as pilot:
+        await pilot.pause()
+        assert arrange_size(column, asked) == Size(40, 0)
+        assert arrange_size(column, asked) == Size(40, 0)  # kept
+        if how == "inline":
+            child.styles.height = "1fr"
+        elif how == "class":
+            child.add_class("fill")
+        elif how == "mount":
+            await column.mount(Static("c", classes="fill"))
+        elif how == "display":
+            hidden.display = True
+        else:
+            column.styles.align_vertical = "bottom"
+        await pilot.pause()
+        assert arrange_size(column, asked) == asked

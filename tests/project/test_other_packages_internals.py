@@ -278,6 +278,48 @@ def test_strip_renders_through_its_render_cache_and_segments():
     assert strip._render_cache == "ab"  # the cache the guard fills (and Strip.join reads)
 
 
+@pytest.mark.parametrize("change", ["height inline", "height by class", "hidden", "shown", "mounted", "own rule"])
+async def test_a_columns_counters_grow_with_its_childrens_layouts_its_children_and_its_rules(change):
+    """``Widget._layout_updates``, ``NodeList._updates`` and ``RenderStyles._cache_key``:
+    ui/widgets/reply_markdown.py keeps a sealed part's height, and ui/widgets/column_arrange.py its
+    answer to "is this column height-free", until one of them changes. If this fails, a reply's part
+    keeps a stale height or arrangement after its blocks or their rules change."""
+    from textual.containers import Vertical
+
+    child = Static("b")
+    hidden = Static("c")
+    hidden.display = False
+    column = Vertical(Static("a"), child, hidden)
+
+    class Probe(App[None]):
+        CSS = ".tall { height: 3; }"
+
+        def compose(self) -> ComposeResult:
+            yield column
+
+    def key() -> tuple[int, int, int]:
+        return (column._layout_updates, column._nodes._updates, column.styles._cache_key)
+
+    async with Probe().run_test(size=(40, 10)) as pilot:
+        await pilot.pause()
+        before = key()
+        if change == "height inline":
+            child.styles.height = 3
+        elif change == "height by class":
+            child.add_class("tall")
+        elif change == "hidden":
+            child.display = False
+        elif change == "shown":
+            hidden.display = True
+        elif change == "mounted":
+            await column.mount(Static("d"))
+        else:
+            column.styles.align_vertical = "bottom"
+        await pilot.pause()
+        after = key()
+        assert after != before and all(a >= b for a, b in zip(after, before, strict=True))
+
+
 # --- textual-serve ---------------------------------------------------------------------------
 
 
