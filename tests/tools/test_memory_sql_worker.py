@@ -51,7 +51,6 @@ def pids(monkeypatch) -> list[int]:
         return await real(request, temp_dir, on_start=started.append)
 
     monkeypatch.setattr(memory_sql, "run_in_worker", spy)
-    monkeypatch.setattr(memory_sql, "TIME_LIMIT_S", 1.0)
     return started
 
 
@@ -62,7 +61,10 @@ async def run(env, query):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("query", [INSTR_BOMB, LIKE_BOMB])
-async def test_a_runaway_function_call_stops_at_the_deadline_and_its_worker_is_gone(env, pids, query):
+async def test_a_runaway_function_call_stops_at_the_deadline_and_its_worker_is_gone(env, pids, query, monkeypatch):
+    # 1 s for this test only: the other tests here get the tests' own 600 s (tests/conftest.py), so a
+    # loaded machine never ends their quick query, or the sort before it spills, at the deadline.
+    monkeypatch.setattr(memory_sql, "TIME_LIMIT_S", 1.0)
     result = await run(env, query)
     assert result.error.startswith("stopped: the query ran longer than the 1s time limit"), result.error
     assert len(pids) == 1 and gone(pids[0])
@@ -107,9 +109,7 @@ async def test_cancels_while_the_worker_is_killed_still_reap_it_and_clear_runnin
 
 
 @pytest.mark.parametrize("key", ["escape", "ctrl+q"])
-async def test_escape_and_quit_in_the_app_kill_the_worker(env, pids, monkeypatch, key):
-
-    monkeypatch.setattr(memory_sql, "TIME_LIMIT_S", 600.0)
+async def test_escape_and_quit_in_the_app_kill_the_worker(env, pids, key):
     async with running(env, Reply(tool_calls=[("memory_sql", json.dumps({"query": INSTR_BOMB}))]), "Done.") as (
         app,
         pilot,
@@ -152,7 +152,7 @@ async def test_a_big_sort_spills_into_the_vault_not_the_system_temp_dir(env, pid
         await task
     spilled = [target for target in seen if "etilqs_" in target]
     assert spilled and all(target.startswith(str(vault_tmp)) for target in spilled), seen
-    # what was left, and where (failed once under two CPU burners, not reproduced)
+    # what was left, and where (failed once under two CPU burners, when this test's limit was 1 s)
     left = (sorted(elsewhere.iterdir()), sorted(vault_tmp.iterdir()), sorted(seen))
     assert list(elsewhere.iterdir()) == [] and list(vault_tmp.iterdir()) == [], left
     assert gone(pids[0])
