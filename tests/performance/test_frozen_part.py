@@ -4,7 +4,7 @@ and its blocks come back as they were. Also the contract of Textual's private ``
 
 from __future__ import annotations
 
-from pilot_helpers import make, send
+from pilot_helpers import make, send, until
 
 from tui_agent.ui.widgets.bubbles import AssistantBubble
 from tui_agent.ui.widgets.frozen_part import FrozenPart, draw, freeze
@@ -17,6 +17,18 @@ TEXT = (
 )
 
 
+async def steady_screen(app, pilot) -> str:
+    """The screen once two frames in a row are the same: the mount's layout and the scroll done."""
+    shots = [app.export_screenshot()]
+
+    def steady() -> bool:
+        shots.append(app.export_screenshot())
+        return shots[-1] == shots[-2]
+
+    await until(pilot, steady)
+    return shots[-1]
+
+
 async def test_a_frozen_part_shows_the_same_screen_as_its_blocks_and_thaws_back(env):
     app = make(env)
     async with app.run_test(size=(100, 50)) as pilot:
@@ -25,18 +37,18 @@ async def test_a_frozen_part_shows_the_same_screen_as_its_blocks_and_thaws_back(
         await app.conversation_view.chat_log.mount(bubble)
         await pilot.pause()
         app.conversation_view.chat_log.scroll_end(animate=False)
-        await pilot.pause(0.2)
         part = bubble.query_one(ReplyMarkdown)
-        before = app.export_screenshot()
+        await until(pilot, lambda: part.region.height > 0)
+        before = await steady_screen(app, pilot)
         lines = draw(part)
         assert len(lines) == part.region.height and lines[0].cell_length == part.region.width
         frozen = await freeze(part)
         assert isinstance(frozen, FrozenPart) and not part.display
-        await pilot.pause(0.2)
+        await until(pilot, lambda: frozen.region.height == len(lines))  # laid out in the part's place
         assert app.export_screenshot() == before
         frozen.thaw()
-        await pilot.pause(0.2)
-        assert part.display and not bubble.query(FrozenPart)
+        await until(pilot, lambda: not bubble.query(FrozenPart) and part.region.height == len(lines))
+        assert part.display
         assert app.export_screenshot() == before
 
 
@@ -46,13 +58,12 @@ async def test_a_frozen_part_thaws_when_the_width_changes(env):
         await send(app, pilot, "hi")
         bubble = AssistantBubble(TEXT)
         await app.conversation_view.chat_log.mount(bubble)
-        await pilot.pause(0.2)
         part = bubble.query_one(ReplyMarkdown)
+        await until(pilot, lambda: part.region.height > 0)
         assert await freeze(part) is not None
         await pilot.pause()
         await pilot.resize_terminal(80, 50)
-        await pilot.pause(0.3)
-        assert part.display and not bubble.query(FrozenPart)
+        await until(pilot, lambda: part.display and not bubble.query(FrozenPart))
 
 
 async def test_a_streaming_reply_with_frozen_parts_becomes_the_long_plain_view_whole(env, monkeypatch):
@@ -96,17 +107,19 @@ async def test_parts_frozen_one_after_another_share_one_stand_in_that_looks_like
             ReplyMarkdown("Then **more**.\n\n- a\n- b\n", classes="reply"),
         )
         await bubble.mount_all([first, second])
-        await pilot.pause(0.2)
+        await until(pilot, lambda: first.region.height > 0 and second.region.height > 0)
         app.conversation_view.chat_log.scroll_end(animate=False)
-        await pilot.pause(0.2)
-        before = app.export_screenshot()
+        before = await steady_screen(app, pilot)
+        heights = first.region.height + second.region.height
         frozen = await freeze(first)
         assert frozen is not None and await freeze(second, into=frozen) is frozen
         assert len(bubble.query(FrozenPart)) == 1 and frozen.parts == [first, second]
         assert not first.display and not second.display
-        await pilot.pause(0.2)
+        await until(pilot, lambda: frozen.region.height == heights)  # laid out in the parts' place
         assert app.export_screenshot() == before
         frozen.thaw()
-        await pilot.pause(0.2)
-        assert first.display and second.display and not bubble.query(FrozenPart)
+        await until(
+            pilot, lambda: not bubble.query(FrozenPart) and first.region.height + second.region.height == heights
+        )
+        assert first.display and second.display
         assert app.export_screenshot() == before

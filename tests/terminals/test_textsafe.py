@@ -159,13 +159,11 @@ async def test_tool_arguments_results_and_approval_questions_are_shown_safely(en
     )
     async with running(env) as (app, pilot):
         await pilot.press("ctrl+o")  # expand: the command and the raw output are on screen
-        await pilot.pause(0.3)
-        screen = screen_text(app)
-        assert "␛]0;ARGS␇" in screen and "␛]0;ERR␇" in screen and ESC not in screen
+        await until(pilot, lambda: all(shown in screen_text(app) for shown in ("␛]0;ARGS␇", "␛]0;ERR␇")))
+        assert ESC not in screen_text(app)
         app.push_screen(ApprovalScreen(f"memory{ESC}]0;T{BEL}", f"change 1 row{ESC}[2J?"))
-        await pilot.pause(0.3)
-        screen = screen_text(app)
-        assert "change 1 row␛[2J?" in screen and ESC not in screen
+        await until(pilot, lambda: "change 1 row␛[2J?" in screen_text(app))
+        assert ESC not in screen_text(app)
 
 
 def test_bidi_invisible_and_clipboard_forms():
