@@ -35,6 +35,23 @@ from typing import Any
 
 HEADER = struct.Struct("!I")
 STARTUP_PREFIXES = ("PYTHON", "LANG", "LC_")
+#: Loaded by a run rather than at import (PostgreSQL's driver, the HTTP client's transport and TLS,
+#: the config folders): most runs load some of them.
+PRELOAD = (
+    "psycopg",
+    "pglast.parser",
+    "httpcore2",
+    "h11",
+    "anyio",
+    "anyio.streams.tls",
+    "anyio.streams.memory",
+    "anyio.streams.stapled",
+    "anyio._core._streams",
+    "anyio._core._sockets",
+    "platformdirs",
+    "truststore",
+    "encodings.idna",
+)
 
 
 def startup_environment(env: dict[str, str]) -> dict[str, str]:
@@ -49,8 +66,8 @@ def preload() -> None:
 
     driver.import_peewee()
     openai_import.load()
-    importlib.import_module("psycopg")
-    importlib.import_module("pglast.parser")
+    for name in PRELOAD:
+        importlib.import_module(name)
     import tui_agent.commands
     import tui_agent.core
 
