@@ -103,18 +103,21 @@ class Reply:
         if writing is not None and not writing.cancelled() and (failure := writing.exception()) is not None:
             raise failure
 
-    async def _settled(self) -> None:
-        """The write on its way (if any) is through; raises its failure."""
+    async def _through(self) -> None:
+        """Until the write on its way (if any) is through, whatever came of it."""
         if self._writing is not None:
             await asyncio.wait([self._writing])
-            self._take_written()
+
+    async def _settled(self) -> None:
+        """The write on its way (if any) is through; raises its failure."""
+        await self._through()
+        self._take_written()
 
     async def drain(self) -> None:
         """The turn ends: the write on its way (if any) is through, whatever came of it (a failure
         was the turn's already, or the turn ended for another reason)."""
-        if self._writing is not None:
-            await asyncio.wait([self._writing])
-            self._writing = None
+        await self._through()
+        self._writing = None
 
     async def _update(self, row: Message, text: str, reasoning: str | None) -> None:
         await worker.run(history.update_message, row, content=text, reasoning=reasoning)
