@@ -45,6 +45,19 @@ def eventually(condition: Callable[[], Any], timeout: float = 40.0, what: str = 
     return found
 
 
+async def steady_screen(app: Any, pilot: Any, timeout: float = 30.0) -> str:
+    """Wait for the screen to be laid out and still (never for a fixed time): until two frames in a
+    row, a pause apart, are the same (mounts, layout and scrolls done); that screen, as the SVG export."""
+    shots: list[str] = []
+
+    def steady() -> bool:  # the first shot is taken at the first check: the next one after a pause
+        shots.append(app.export_screenshot())
+        return len(shots) > 1 and shots[-1] == shots[-2]
+
+    await until(pilot, steady, timeout, "the screen never held still")
+    return shots[-1]
+
+
 async def settle(app: AgentApp, pilot: Any, timeout: float = 120.0) -> None:
     """Until no turn runs (then one more pause, for what the turn's end posted). ``timeout`` only
     bounds a test that fails: a long reply's turn took over 30 s on a loaded machine."""

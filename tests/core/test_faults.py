@@ -9,11 +9,11 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 from fake_openai import Reply
 from helpers import EchoTool, done, rows, run_turn
+from pilot_helpers import eventually
 
 from tui_agent.core import events as ev
 from tui_agent.core import profiles
@@ -146,7 +146,15 @@ def test_sigkill_mid_stream_leaves_a_consistent_database(env, tmp_path):
     assert proc.stdout is not None
     received = proc.stdout.read(40)
     assert received.startswith(b"word")
-    time.sleep(0.8)  # long enough for at least one periodic flush of the partial reply
+
+    def flushed() -> bool:  # at least one periodic flush of the partial reply is stored
+        try:
+            stored = rows(env.vault.db_path, "SELECT content FROM messages WHERE role = 'assistant'")
+        except sqlite3.OperationalError:
+            return False
+        return bool(stored) and (stored[0][0] or "").startswith("word word")
+
+    eventually(flushed, 60, "a periodic flush of the partial reply")
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     conn = sqlite3.connect(env.vault.db_path)

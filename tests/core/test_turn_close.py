@@ -92,7 +92,7 @@ async def test_an_unset_api_key_is_reported_and_the_welcome_line_comes_back(env,
     """The profile names an API key variable that is not set: the app starts and says so (it
     crashed right after the first paint), and a message that cannot go keeps its text and the
     empty conversation's welcome line."""
-    from pilot_helpers import children, send
+    from pilot_helpers import children, send, until
 
     from tui_agent.ui.widgets.bubbles import UserBubble
 
@@ -103,7 +103,7 @@ async def test_an_unset_api_key_is_reported_and_the_welcome_line_comes_back(env,
     profiles.set_field(env.profile, "api_key_env", "TUI_TEST_UNSET_KEY")
     async with running(env) as (app, pilot):
         (welcome,) = app.conversation_view.chat_log.query(".welcome")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: "TUI_TEST_UNSET_KEY is not set" in str(app.conversation_view.status_line.render()))
         assert "TUI_TEST_UNSET_KEY is not set" in str(
             app.conversation_view.status_line.render()
         )  # said at start, no crash

@@ -35,13 +35,22 @@ def image_conversation(env, sizes=((64, 40), (40, 64)), missing: int | None = No
 
 
 async def settle(pilot, carousel: ImageCarousel, counter: str | None = None) -> None:
-    for _ in range(100):
-        await pilot.pause(0.05)
+    """Until the carousel shows one picture (or why it cannot), laid out, at ``counter`` if given,
+    and its layout holds still: never a fixed time (a loaded machine lays it out later)."""
+
+    def shown() -> bool:
         images = carousel.query(".carousel-image, .carousel-missing")
-        shown = counter is None or str(carousel.query_one(".counter").render()) == counter
-        if shown and len(images) == 1 and images.first().size.height > 0:
-            break
-    await pilot.pause(0.1)
+        counted = counter is None or str(carousel.query_one(".counter").render()) == counter
+        return counted and len(images) == 1 and images.first().size.height > 0
+
+    await until(pilot, shown, what=f"the carousel never showed one picture {counter or ''}")
+    boxes: list[tuple[int, int, int] | None] = []
+
+    def still() -> bool:  # the same layout at two checks a pause apart
+        boxes.append(shown_box(carousel) if shown() else None)
+        return len(boxes) > 1 and boxes[-1] is not None and boxes[-1] == boxes[-2]
+
+    await until(pilot, still, what="the carousel's layout never held still")
 
 
 def image_box(carousel: ImageCarousel) -> tuple[int, int, int]:
@@ -49,6 +58,11 @@ def image_box(carousel: ImageCarousel) -> tuple[int, int, int]:
     slot = carousel.query_one(".carousel-slot")
     image = carousel.query_one(".carousel-image, .carousel-missing")
     return slot.size.height, image.size.width, image.size.height
+
+
+def shown_box(carousel: ImageCarousel) -> tuple[int, int, int] | None:
+    """``image_box`` while the carousel shows one picture; None while it changes it."""
+    return image_box(carousel) if len(carousel.query(".carousel-image, .carousel-missing")) == 1 else None
 
 
 def test_fit_keeps_the_aspect_ratio_and_the_limits():
@@ -81,13 +95,17 @@ async def test_right_left_resize_and_reopen_keep_the_image_size(env):
         assert image_box(carousel) == (slot, cols, rows)
         # a wider, taller terminal gives a bigger image (aspect ratio kept)
         await pilot.resize_terminal(200, 60)
-        await pilot.pause(0.3)
+        await until(
+            pilot,
+            lambda: (box := shown_box(carousel)) is not None and box[1] > cols and box[2] > rows,
+            what="the image never grew with the terminal",
+        )
         await settle(pilot, carousel, "1 / 2")
         big_slot, big_cols, big_rows = image_box(carousel)
         assert big_slot >= big_rows
         assert big_cols > cols and big_rows > rows
         await pilot.resize_terminal(*SIZE)
-        await pilot.pause(0.3)
+        await until(pilot, lambda: shown_box(carousel) == (slot, cols, rows), what="the image never came back")
         await settle(pilot, carousel, "1 / 2")
         assert image_box(carousel) == (slot, cols, rows)
         # reopen the conversation: same size again
@@ -221,7 +239,6 @@ async def test_pictures_on_the_first_page_are_decoded_after_the_first_paint(env,
 async def test_the_screen_keeps_drawing_while_the_pictures_are_decoded(env, monkeypatch):
     """The pictures are decoded in a thread; meanwhile the screen goes on drawing what is typed
     (awaited among the screen's after-refresh callbacks, the decoding held its updates back)."""
-    import asyncio
     import threading
 
     from tui_agent.ui.chat_screen import ChatScreen
@@ -250,7 +267,7 @@ async def test_the_screen_keeps_drawing_while_the_pictures_are_decoded(env, monk
         async with app.run_test(size=SIZE) as pilot:
             await until(None, started.is_set)  # not the pilot's pauses: they wait for every widget's queue
             await app._press_keys(["h", "i"])
-            await asyncio.sleep(0.3)
+            await until(None, lambda: "hi" in updates, what="no frame drawn with the keys")
             assert "hi" in updates  # a frame was drawn with the keys, the decoding still going on
             assert not app.conversation_view.chat_log.query(".carousel-image")
             release.set()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 from PIL import Image
-from pilot_helpers import running
+from pilot_helpers import running, until
 from rich.control import Control
 from sixel_decode import decode
 from test_carousel import image_conversation, settle
@@ -112,7 +112,12 @@ async def test_the_sixel_widget_draws_the_image_it_shows(env):
     async with running(env, images="sixel") as (app, pilot):
         carousel = app.conversation_view.chat_log.query_one(ImageCarousel)
         await settle(pilot, carousel)
-        await pilot.pause(0.3)
+
+        def drawn() -> bool:  # the Sixel widget's inner one laid out (later than a fixed pause on a loaded machine)
+            images = carousel.query(".carousel-image")
+            return bool(images and images.first().children and images.first().children[0].size.height > 0)
+
+        await until(pilot, drawn, what="the Sixel picture never laid out")
         image = carousel.query_one(".carousel-image")
         impl = image.children[0]
         lines = impl.render_lines(Region(0, 0, impl.size.width, impl.size.height))
@@ -183,12 +188,13 @@ async def test_kitty_direct_placement_sends_the_file_and_places_it(env, monkeypa
         )
         assert [keys["a"] for keys, _ in again if "a" in keys] == ["p"]
         # the command palette covers it: the placement (and the data: kitty may evict it) goes away
+        deleted = {"a": "d", "d": "I", "i": str(image.image_id), "q": "2"}
         await pilot.press("ctrl+p")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: any(kitty_commands(w)[0][0] == deleted for w in written), what="never deleted")
         assert any(kitty_commands(w)[0][0] == {"a": "d", "d": "I", "i": str(image.image_id), "q": "2"} for w in written)
         written.clear()
         await pilot.press("escape")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: image._placed, what="never placed again")
         assert image._placed  # placed again once the chat screen is back on top
         # the next image replaces it: the old one is freed
         carousel.focus()

@@ -4,7 +4,7 @@ and its blocks come back as they were. Also the contract of Textual's private ``
 
 from __future__ import annotations
 
-from pilot_helpers import make, send, until
+from pilot_helpers import make, send, steady_screen, until
 
 from tui_agent.ui.widgets.bubbles import AssistantBubble
 from tui_agent.ui.widgets.frozen_part import FrozenPart, draw, freeze
@@ -15,18 +15,6 @@ TEXT = (
     "- one\n- two\n  - nested\n\n1. first\n2. second\n\n```python\nprint('hi')\n```\n\n"
     "| a | b |\n|---|---|\n| 1 | 2 |\n\n> a quote\n\nThe end.\n"
 )
-
-
-async def steady_screen(app, pilot) -> str:
-    """The screen once two frames in a row are the same: the mount's layout and the scroll done."""
-    shots = [app.export_screenshot()]
-
-    def steady() -> bool:
-        shots.append(app.export_screenshot())
-        return shots[-1] == shots[-2]
-
-    await until(pilot, steady)
-    return shots[-1]
 
 
 async def test_a_frozen_part_shows_the_same_screen_as_its_blocks_and_thaws_back(env):

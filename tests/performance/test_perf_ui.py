@@ -42,7 +42,7 @@ async def test_user_bubble_shows_before_the_openai_import_finishes(env, held_war
     release = held_warmup
     async with running(env, "pong") as (app, pilot):
         await send(app, pilot, "ping", wait=False)
-        await pilot.pause(0.2)
+        await until(pilot, lambda: children(app, UserBubble), what="the user bubble never shown")
         assert not warmup.done()
         (bubble,) = children(app, UserBubble)
         assert bubble.text == "ping" and bubble.message_id is None
@@ -144,7 +144,7 @@ async def test_a_long_sitting_releases_the_top_and_a_new_turn_still_shows(env):
         await send(app, pilot, "are you there?")
         assert [b.text for b in children(app, AssistantBubble)][-1] == "still here"
         log.scroll_home(animate=False, immediate=True)
-        await pilot.pause(0.05)
+        await until(pilot, lambda: released_above - 1 in _ids(app), what="the released page never came back")
         await app.workers.wait_for_complete()
         ids = _ids(app)
         assert ids[0] < released_above and released_above - 1 in ids  # the released page came back
@@ -318,7 +318,16 @@ async def test_the_footer_is_built_after_the_first_paint_with_every_key(env, mon
         assert (slot.region.y, slot.region.height) == (39, 1)  # the row is kept: nothing moves later
         assert not app.query(Footer)
         await app.startup.mount_footer()
-        await pilot.pause(0.1)
+        await until(
+            pilot,
+            lambda: (
+                not app.query("#footer-slot")
+                and app.query(Footer)
+                and app.query_one(Footer).region.y == 39
+                and {"ctrl+q", "ctrl+b", "ctrl+n", "f1"} <= {key.key for key in app.query_one(Footer).query(FooterKey)}
+            ),
+            what="the Footer never laid out with its keys",
+        )
         assert not app.query("#footer-slot")
         footer = app.query_one(Footer)
         assert footer.region.y == 39
@@ -451,14 +460,25 @@ async def test_a_long_last_paragraph_is_written_less_often_so_a_long_reply_costs
 async def test_opening_a_conversation_again_cancels_the_page_load_the_first_opening_planned(env, monkeypatch):
     """Each opening plans to load the page above half a second after its paint; opened again (at
     start-up and then by the user, or two quick switches), only the last opening's load runs."""
+    from tui_agent.ui.widgets import chat_log as chat_log_module
+
     conversation = _long_conversation(3 * PAGE)
     fired: list[ChatLog] = []
     monkeypatch.setattr(ChatLog, "_prefetch_older", lambda self: fired.append(self))
+    # 3 s, not 0.5: the second opening must come before the first one's load is due, which a loaded
+    # machine's second opening (reading the store again) did not always do in 0.5 s
+    monkeypatch.setattr(chat_log_module, "PREFETCH_AFTER_S", 3.0)
     async with running(env) as (app, pilot):
+        chat_log = app.conversation_view.chat_log
         await app.conversation_view.open_conversation(conversation)
+        await until(pilot, lambda: chat_log._prefetch is not None, what="the first opening planned no load")
+        first = chat_log._prefetch
         await app.conversation_view.open_conversation(conversation)
-        await pilot.pause(4 * PREFETCH_AFTER_S)
-        assert fired == [app.conversation_view.chat_log]
+        await until(pilot, lambda: chat_log._prefetch not in (None, first), what="the second opening planned none")
+        after: list[bool] = []
+        chat_log.set_timer(3.0, lambda: after.append(True))  # due after every load planned before it
+        await until(pilot, lambda: after, what="the timer after the planned loads never ran")
+        assert fired == [chat_log]
 
 
 @pytest.mark.parametrize("words", [True, False])
@@ -477,5 +497,7 @@ async def test_the_footer_comes_after_the_first_words_of_a_message_sent_at_once(
         finally:
             release.set()
         await settle(app, pilot)
-        await pilot.pause(0.1)
+        await until(
+            pilot, lambda: app.query(Footer) and app.query_one(Footer).region.y == 39, what="no Footer on row 39"
+        )
         assert app.query_one(Footer).region.y == 39

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import pytest
 from fake_openai import markdown_tokens
-from pilot_helpers import make, send
+from pilot_helpers import make, send, until
 from textual.layouts.vertical import VerticalLayout
 from textual.widget import Widget
 
@@ -214,7 +214,8 @@ async def test_a_streamed_reply_in_parts_looks_like_the_same_reply_in_one_widget
         whole = AssistantBubble("".join(tokens))
         await app.conversation_view.chat_log.mount(whole)
         await pilot.pause()
-        await pilot.pause(0.2)
+        # Laid out (the whole reply's Markdown blocks mounted): later than a fixed pause on a loaded machine.
+        await until(pilot, lambda: streamed.outer_size == whole.outer_size, what="the whole reply never laid out alike")
         assert len(whole.query(ReplyMarkdown)) == 1
         assert streamed.outer_size == whole.outer_size
 

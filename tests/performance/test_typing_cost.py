@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 from fake_openai import markdown_tokens
-from pilot_helpers import make, send, until
+from pilot_helpers import make, send, steady_screen, until
 from textual import events
 from textual.css import query as query_module
 
@@ -25,7 +25,7 @@ async def _nodes_matched_per_key(env, monkeypatch, reply_tokens: int) -> float:
         if reply_tokens:
             bubble = AssistantBubble("".join(markdown_tokens(reply_tokens)))
             await app.conversation_view.chat_log.mount(bubble)
-        await pilot.pause(0.2)
+        await steady_screen(app, pilot)  # the reply laid out before the keys are counted
         matched = 0
         real_match = query_module.match
 
@@ -61,7 +61,7 @@ async def test_a_key_typed_while_a_layout_is_due_is_drawn_before_that_layout(env
         bubble = AssistantBubble("".join(markdown_tokens(1_500)))
         view = app.conversation_view
         await view.chat_log.mount(bubble)
-        await pilot.pause(0.2)
+        await steady_screen(app, pilot)  # the reply laid out before the keys are watched
         view.composer.focus()
         await pilot.pause()
         screen = app.screen
@@ -110,7 +110,7 @@ async def test_a_key_typed_while_a_streamed_write_holds_a_batch_is_drawn_at_once
         bubble = AssistantBubble("".join(markdown_tokens(300)))
         await view.chat_log.mount(bubble)
         view.composer.focus()
-        await pilot.pause(0.2)
+        await steady_screen(app, pilot)  # the reply laid out before the writes are watched
         driver = app._driver
         assert driver is not None
         written: list[str] = []
@@ -126,7 +126,7 @@ async def test_a_key_typed_while_a_streamed_write_holds_a_batch_is_drawn_at_once
                 shown = "".join(written)
                 assert "zqj" in shown  # drawn inside the batch
                 assert "BATCHEDWORDS" not in shown  # the write the batch holds, not yet
-            await pilot.pause(0.2)
+            await until(pilot, lambda: "BATCHEDWORDS" in "".join(written), what="the batched write never drawn")
             assert "BATCHEDWORDS" in "".join(written)  # drawn once the batch ended
         finally:
             del type(driver).is_headless

@@ -36,7 +36,7 @@ async def test_the_page_above_loads_before_the_top_and_the_view_does_not_jump(en
         log = app.conversation_view.chat_log
         before = len(log.children)
         watched, on_screen = await _scroll_up_a_little(app, pilot)
-        await pilot.pause(0.05)
+        await until(pilot, lambda: len(log.children) > before, what="the page above never loaded")
         await app.workers.wait_for_complete()
         await log.loads_done()
         assert len(log.children) == before + PAGE  # loaded without reaching the top
@@ -59,7 +59,7 @@ async def test_the_view_stays_put_when_the_page_above_is_laid_out_late(env, monk
         before = len(log.children)
         with app.batch_update():
             watched, on_screen = await _scroll_up_a_little(app, pilot)
-            await pilot.pause(0.05)
+            await until(pilot, lambda: len(log.children) > before, what="the page above never loaded")
             await app.workers.wait_for_complete()
             await log.loads_done()
             assert len(log.children) == before + PAGE

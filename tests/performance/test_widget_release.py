@@ -8,7 +8,7 @@ import weakref
 from collections.abc import Iterator
 
 import pytest
-from pilot_helpers import running
+from pilot_helpers import running, until
 from test_perf_ui import _long_conversation
 from textual.widget import Widget
 
@@ -91,12 +91,16 @@ async def test_switching_conversations_frees_the_one_shown_before(env, young_col
     history.remember_conversation(first)
     async with running(env) as (app, pilot):
         await pilot.pause(1.0)
+        await until(pilot, lambda: app.conversation_view.chat_log.children, what="the conversation never shown")
         refs = _refs(list(app.conversation_view.chat_log.children))
         assert refs
         _promote()
         await app.conversation_view.chat_log.show_conversation(second)
-        for _ in range(3):
-            await pilot.pause(0.05)
+        await until(
+            pilot,
+            lambda: [w.text for w in app.conversation_view.chat_log.children if hasattr(w, "text")] == ["hello"],
+            what="the second conversation never shown",
+        )
         assert [w.text for w in app.conversation_view.chat_log.children if hasattr(w, "text")] == ["hello"]
         alive = await _alive_after_young_collections(pilot, refs)
         assert alive <= len(refs) // 4, f"{alive} of {len(refs)} widgets of the last conversation alive"

@@ -220,7 +220,7 @@ async def test_every_widget_of_the_hostile_conversation_renders_text_only(env):
         await pilot.pause(0.2)
         assert profiles.active_profile().system_prompt == f"prompt {HOSTILE}"
         await pilot.press("ctrl+up")  # recall an earlier message into the composer
-        await pilot.pause(0.2)
+        await until(pilot, lambda: "second T]0;PWNED-TITLE" in app.conversation_view.composer.text, what="no recall")
         recalled = app.conversation_view.composer.text  # the clipboard's rule: controls but tab and newline removed
         assert "second T]0;PWNED-TITLE" in recalled and not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", recalled)
         for widget in app.screen.query("*"):

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
 from fake_openai import Reply
+from pilot_helpers import until
 from repo_paths import TESTS
 
 from tui_agent.core import profiles
@@ -90,7 +90,15 @@ async def test_timeout_kills_the_process_group_and_leaves_no_file(env, tmp_path)
     # Killed, not waited for: the run (it sleeps 60 s) started and never reached its end.
     assert [run[0] for run in flux_runs(tmp_path)] == ["start"]
     pid = int(flux_runs(tmp_path)[0][1])
-    time.sleep(0.1)
+
+    def gone() -> bool:  # a killed process ends a moment later: later on a loaded machine
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
+    await until(None, gone, what="the killed flux2 run never ended")
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     assert files_under(env.vault.media) == set()

@@ -108,6 +108,24 @@ async def test_cancels_while_the_worker_is_killed_still_reap_it_and_clear_runnin
     assert gone(started[0]) and not sql_worker.RUNNING
 
 
+async def test_a_killed_worker_leaves_nothing_in_the_vault_and_a_finished_one_neither(env, pids):
+    """Each worker spills into a folder of its own, removed once it is reaped: a worker killed while
+    SQLite had a spill file not yet unlinked (seen once under load) leaves nothing behind."""
+    vault_tmp = memory_sql.temp_dir(env.vault)
+    assert (await run(env, "SELECT 1")).is_ok
+    assert list(vault_tmp.iterdir()) == []
+    task = asyncio.create_task(run(env, INSTR_BOMB))
+    while len(pids) < 2:
+        await asyncio.sleep(0.01)
+    work = Path(os.readlink(f"/proc/{pids[1]}/cwd"))
+    assert work.parent == vault_tmp.resolve()
+    (work / "etilqs_left_behind").write_bytes(b"x" * 4096)  # as a spill file not yet unlinked
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert gone(pids[1]) and list(vault_tmp.iterdir()) == []
+
+
 @pytest.mark.parametrize("key", ["escape", "ctrl+q"])
 async def test_escape_and_quit_in_the_app_kill_the_worker(env, pids, key):
     async with running(env, Reply(tool_calls=[("memory_sql", json.dumps({"query": INSTR_BOMB}))]), "Done.") as (

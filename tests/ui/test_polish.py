@@ -303,12 +303,16 @@ def test_conversation_titles_are_not_slash_commands():
     assert _title_from("/attach media/uploads/a.png what is this") == "what is this"
     assert _title_from("/etc/hosts is a file") == "/etc/hosts is a file"
     assert _title_from("hello") == "hello"
+    # a command's name is a word like any other without its slash
+    assert _title_from("show me a long markdown answer") == "show me a long markdown answer"
+    assert _title_from("Help with my essay") == "Help with my essay"
 
 
 async def test_the_theme_chosen_is_remembered(env):
     async with running(env) as (app, pilot):
         app.theme = "nord"
-        await pilot.pause(0.2)
+        # Remembered on the store's thread: a loaded machine writes it later than a fixed pause.
+        await until(pilot, lambda: settings.get_setting(settings.THEME_KEY) == "nord", what="the theme never saved")
     assert settings.get_setting(settings.THEME_KEY) == "nord"
     again = make(env)
     async with again.run_test(size=(120, 40)) as pilot:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from pilot_helpers import running, settle
+from pilot_helpers import running, settle, until
 from textual.app import App, ComposeResult
 from textual.widgets import Markdown
 
@@ -88,7 +88,15 @@ def cells(app, region) -> list[list[tuple[str, object, object, bool, bool]]]:
 async def test_an_exact_preview_draws_what_markdown_draws(text):
     app = Side(text)
     async with app.run_test(size=(70, 30)) as pilot:
-        await pilot.pause(0.2)
+
+        def drawn_alike() -> bool:  # both laid out and drawn (a loaded machine draws them later)
+            with_preview, with_markdown = app.query(AssistantBubble)
+            if not (markdown := with_markdown.query(".reply")):
+                return False
+            shown, markdown = with_preview.content_region, markdown.first(Markdown)
+            return shown.size == markdown.size and shown.height > 0 and cells(app, shown) == cells(app, markdown.region)
+
+        await until(pilot, drawn_alike, what="the preview never drew what Markdown draws")
         with_preview, with_markdown = app.query(AssistantBubble)
         assert not with_preview.children  # the bubble draws the text itself: one widget
         markdown = with_markdown.query_one(".reply", Markdown)
@@ -161,7 +169,16 @@ async def test_the_first_words_show_before_markdown_is_imported(monkeypatch):
         for word in words:
             await live.write(word)
             await reference.write(word)
-        await pilot.pause(0.2)
+        await until(
+            pilot,
+            lambda: (
+                live.query(".reply")
+                and not live.query(".thinking")
+                and cells(app, live.query_one(".reply").region)
+                == cells(app, reference.query_one(".reply", Markdown).region)
+            ),
+            what="the preview never drew what Markdown draws",
+        )
         shown = live.query_one(".reply")
         assert isinstance(shown, ReplyPreview) and not live.query(Markdown)
         assert not live.query(".thinking")  # the spinner went with the first words
@@ -170,7 +187,7 @@ async def test_the_first_words_show_before_markdown_is_imported(monkeypatch):
         await live.write("\n\n- then a list")  # not something a preview draws exactly: Markdown now
         assert not live.query(ReplyPreview)
         await live.write(" item")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: live.query("MarkdownBulletList"), what="the list never drawn")
         assert live.query_one(".reply", Markdown).source == "Here are **the** first `words`.\n\n- then a list item"
         assert len(live.query("MarkdownBulletList")) == 1
 
@@ -188,7 +205,11 @@ async def test_a_preview_becomes_markdown_once_it_is_imported(monkeypatch):
         ready = True
         await live.write(", then more")
         await live.write(" and the end.")
-        await pilot.pause(0.2)
+        await until(
+            pilot,
+            lambda: not live.query(ReplyPreview) and live.query(Markdown),
+            what="the preview never became Markdown",
+        )
         assert not live.query(ReplyPreview)
         assert live.query_one(".reply", Markdown).source == "plain start, then more and the end."
 
@@ -221,7 +242,11 @@ async def test_a_reply_drawn_alone_moves_its_text_into_a_child_when_something_jo
             await bubble.finish("cancelled")
         else:
             await bubble.upgrade()
-        await pilot.pause(0.1)
+        await until(
+            pilot,
+            lambda: bubble.query(".reply") and cells(app, bubble.query_one(".reply").region) == before,
+            what="the text never drawn by the child as it was",
+        )
         reply = bubble.query_one(".reply")
         assert cells(app, reply.region) == before
         assert screen_text(app).count("Plain words only") == 1

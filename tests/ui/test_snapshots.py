@@ -9,7 +9,7 @@ import json
 
 from fake_openai import Reply, png_bytes
 from media_helpers import picture_tool_row
-from pilot_helpers import make, until
+from pilot_helpers import make, steady_screen, until
 
 from tui_agent.core import events as ev
 from tui_agent.core import profiles
@@ -34,7 +34,7 @@ print(items[::-1])
 async def wait_idle(pilot, app=None) -> None:
     app = app or pilot.app
     await until(pilot, lambda: not app.turns)
-    await pilot.pause(0.2)
+    await steady_screen(app, pilot)
 
 
 def tool_conversation(env, images: int = 0) -> int:
@@ -69,7 +69,7 @@ def test_empty_first_run(env, snap_compare):
 
     async def run_before(pilot):
         await until(pilot, lambda: pilot.app.conversation_view.chat_log.query(".setup-card"))
-        await pilot.pause(0.1)
+        await steady_screen(pilot.app, pilot)
 
     assert snap_compare(make(env, check_endpoint=True), terminal_size=SIZE, run_before=run_before)
 
@@ -120,7 +120,7 @@ def test_carousel_three_images_after_right(env, snap_compare):
                 str(carousel.query_one(".counter").render()) == "2 / 3" and len(carousel.query(".carousel-image")) == 1
             ),
         )
-        await pilot.pause(0.2)
+        await steady_screen(pilot.app, pilot)
 
     assert snap_compare(make(env), terminal_size=SIZE, run_before=run_before)
 
@@ -142,7 +142,7 @@ def test_generating_placeholder(env, snap_compare):
         await view.handle(
             ev.ToolStarted("c1", "generate_image", "{}", "generate_image imagine/lighthouse.png: a lighthouse at night")
         )
-        await pilot.pause(0.1)
+        await steady_screen(pilot.app, pilot)
 
     assert snap_compare(make(env), terminal_size=SIZE, run_before=run_before)
 
@@ -172,7 +172,7 @@ def test_sidebar_validation_error(env, snap_compare):
         field.focus()
         await pilot.press("enter")
         pilot.app.query_one("#profile-editor").scroll_to_widget(field, animate=False)
-        await pilot.pause(0.1)
+        await steady_screen(pilot.app, pilot)
 
     assert snap_compare(make(env), terminal_size=SIZE, run_before=run_before)
 
@@ -189,7 +189,7 @@ def test_approval_modal(env, snap_compare):
         pilot.app.conversation_view.composer.load_text("correct my first message to Paris")
         await pilot.press("enter")
         await until(pilot, lambda: type(pilot.app.screen).__name__ == "ApprovalScreen" and pilot.app.screen.armed)
-        await pilot.pause(0.1)
+        await steady_screen(pilot.app, pilot)
 
     assert snap_compare(make(env), terminal_size=SIZE, run_before=run_before)
 
@@ -211,6 +211,6 @@ def test_conversation_list(env, snap_compare):
 
     async def run_before(pilot):
         await pilot.press("ctrl+b")
-        await pilot.pause(0.2)
+        await steady_screen(pilot.app, pilot)
 
     assert snap_compare(make(env), terminal_size=SIZE, run_before=run_before)

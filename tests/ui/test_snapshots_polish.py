@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from fake_openai import png_bytes
-from pilot_helpers import make
+from pilot_helpers import make, steady_screen
 
 from tui_agent.core import events as ev
 from tui_agent.core.store import history
@@ -68,7 +68,7 @@ def status_snapshot(env, snap_compare, events) -> None:
         for event in events:
             await view.handle(event)
         await view.flush()
-        await pilot.pause(0.1)
+        await steady_screen(app, pilot)
 
     assert snap_compare(make(env), terminal_size=SIZE, run_before=run_before)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pilot_helpers import make
+from pilot_helpers import make, screen_text, steady_screen, until
 
 from tui_agent.core.store import history
 
@@ -33,6 +33,7 @@ def test_thinking_expanded(env, snap_compare):
     async def run_before(pilot):
         await pilot.pause()
         pilot.app.conversation_view.chat_log.query_one("ThinkingBlock").collapsed = False
-        await pilot.pause(0.2)
+        await until(pilot, lambda: "So 9.8 is greater." in screen_text(pilot.app), what="the reasoning never shown")
+        await steady_screen(pilot.app, pilot)
 
     assert snap_compare(make(env), terminal_size=SIZE, run_before=run_before)

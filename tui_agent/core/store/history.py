@@ -278,7 +278,7 @@ def _title_from(content: str) -> str:
     command, _, rest = line.partition(" ")
     if line.startswith("//"):
         line = line[1:]
-    elif command.lower().lstrip("/") in _slash_names():
+    elif command.startswith("/") and command.lower()[1:] in _slash_names():
         # "/imagine a red fox" is titled "a red fox"; "/generate-image 3 castles" "castles"
         rest = rest.strip()
         if command == "/generate-image":

@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -47,9 +49,12 @@ async def run_in_worker(
 ) -> dict[str, Any]:
     """Run the request in a fresh worker; kill it on the deadline or when this task is cancelled."""
     temp_dir.mkdir(parents=True, exist_ok=True)
+    # A folder of its own, removed once the worker is reaped: a worker killed while SQLite had a
+    # spill file open but not yet unlinked leaves nothing behind in the vault.
+    work = Path(tempfile.mkdtemp(prefix="worker-", dir=temp_dir))
     # no API keys; libpq's own PG* variables (PGPASSFILE, PGSSLMODE...) for a PostgreSQL store
     env = {key: value for key, value in os.environ.items() if key in _PASSED_ENV or key.startswith("PG")}
-    env.update(SQLITE_TMPDIR=str(temp_dir), TMPDIR=str(temp_dir), PYTHONDONTWRITEBYTECODE="1")
+    env.update(SQLITE_TMPDIR=str(work), TMPDIR=str(work), PYTHONDONTWRITEBYTECODE="1")
     payload = json.dumps(
         {
             "db_path": request.db_path,
@@ -61,23 +66,27 @@ async def run_in_worker(
             "preload": list(request.preload),
         }
     )
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "tui_agent.core.tools.sql_worker_child",
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        cwd=str(temp_dir),
-        env=env,
-    )
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "tui_agent.core.tools.sql_worker_child",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=str(work),
+            env=env,
+        )
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
     RUNNING.add(proc.pid)
     try:
         if on_start is not None:
             on_start(proc.pid)
         out, err = await _exchange(proc, payload.encode(), request.limits.time_limit_s + HARD_SLACK_S + ANSWER_SLACK_S)
     finally:
-        await _end(proc)
+        await _end(proc, work)
     if proc.returncode != 0 or not out:
         if proc.returncode in (-14, -24, -9):  # SIGALRM (hard deadline), SIGXCPU, SIGKILL
             raise WorkerFailed("the query worker hit its hard deadline and was ended", timed_out=True)
@@ -92,19 +101,25 @@ async def run_in_worker(
     return answer
 
 
-async def _end(proc: asyncio.subprocess.Process) -> None:
-    """Kill the worker if it still runs; it leaves ``RUNNING`` once reaped, even if we are cancelled again.
+async def _end(proc: asyncio.subprocess.Process, work: Path) -> None:
+    """Kill the worker if it still runs; once it is reaped, it leaves ``RUNNING`` and its folder is
+    removed, even if we are cancelled again.
 
     A second cancellation (a turn cancelled, then the app shutting down) interrupts the wait, not the
-    reaping: the wait goes on in its own task, and its callback takes the PID out of ``RUNNING``.
+    reaping: the wait goes on in its own task, and its callbacks do the rest.
     """
-    if proc.returncode is not None:
+
+    def ended(_: object = None) -> None:
         RUNNING.discard(proc.pid)
+        shutil.rmtree(work, ignore_errors=True)
+
+    if proc.returncode is not None:
+        ended()
         return
     proc.kill()
     reaped = asyncio.ensure_future(proc.wait())
     _REAPING.add(reaped)
-    reaped.add_done_callback(lambda _: RUNNING.discard(proc.pid))
+    reaped.add_done_callback(ended)
     reaped.add_done_callback(_REAPING.discard)
     await asyncio.shield(reaped)
 
