@@ -112,9 +112,12 @@ def test_the_same_queries_find_the_same_hits_on_both_backends(tmp_path, pg_url):
 
 
 @ONLY_POSTGRESQL
-def test_a_window_reads_the_gin_index(env):
+def test_a_window_reads_the_gin_index(env, monkeypatch):
     """A rare word's window is a bitmap of the index messages_search (ANDed with the id range),
     not a pass over the messages that computes each one's words."""
+    from tui_agent.core.store import search as store_search
+
+    monkeypatch.setattr(store_search, "BUDGET_S", 600.0)  # a full page whatever the machine's load
     fill_store(20_000)
     tsquery = "'quasar'"
     with Message._meta.database.connection().cursor() as cursor:

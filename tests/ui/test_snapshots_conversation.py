@@ -3,11 +3,24 @@ snapshots/test_snapshots_conversation/). Plain `def` tests: snap_compare runs it
 
 from __future__ import annotations
 
-from pilot_helpers import make
+from pilot_helpers import make, screen_text, steady_screen, until
 
 from tui_agent.core.store import branches, history
 
 SIZE = (100, 30)
+
+
+def after(*keys: str, shown_before: tuple[str, ...], shown_after: tuple[str, ...]):
+    """``run_before``: the keys once the conversation is on screen, then until what they bring is
+    drawn and the screen holds still (pressed at once, a loaded machine took the snapshot before)."""
+
+    async def run_before(pilot) -> None:
+        await until(pilot, lambda: all(text in screen_text(pilot.app) for text in shown_before))
+        await pilot.press(*keys)
+        await until(pilot, lambda: all(text in screen_text(pilot.app) for text in shown_after))
+        await steady_screen(pilot.app, pilot)
+
+    return run_before
 
 
 def regenerated(env) -> None:
@@ -37,7 +50,8 @@ def test_message_cursor_on_a_user_message(env, snap_compare):
     conversation = history.new_conversation("fruit")
     history.add_message(conversation.id, "user", "Pick a fruit.")
     history.add_message(conversation.id, "assistant", "An apple.")
-    assert snap_compare(make(env), terminal_size=SIZE, press=["up", "up"])
+    run_before = after("up", "up", shown_before=("An apple.",), shown_after=("Actions",))
+    assert snap_compare(make(env), terminal_size=SIZE, run_before=run_before)
 
 
 def test_alternatives_carousel(env, snap_compare):
@@ -50,7 +64,8 @@ def test_alternatives_carousel(env, snap_compare):
 def test_alternatives_carousel_after_left(env, snap_compare):
     """You should see the first answer 'Blue, like the sky.' with '◀ 1 / 2 ▶' above it."""
     regenerated(env)
-    assert snap_compare(make(env), terminal_size=SIZE, press=["up", "left"])
+    run_before = after("up", "left", shown_before=("Green",), shown_after=("Blue", "1 / 2"))
+    assert snap_compare(make(env), terminal_size=SIZE, run_before=run_before)
 
 
 def test_branch_marker(env, snap_compare):
@@ -82,10 +97,12 @@ def test_light_theme(env, snap_compare):
 
     themed_conversation(env)
     save_theme("textual-light")
-    assert snap_compare(make(env), terminal_size=SIZE, press=["up"])
+    run_before = after("up", shown_before=("Start the server.",), shown_after=("Actions",))
+    assert snap_compare(make(env), terminal_size=SIZE, run_before=run_before)
 
 
 def test_dark_theme(env, snap_compare):
     """The same conversation in the default dark theme."""
     themed_conversation(env)
-    assert snap_compare(make(env), terminal_size=SIZE, press=["up"])
+    run_before = after("up", shown_before=("Start the server.",), shown_after=("Actions",))
+    assert snap_compare(make(env), terminal_size=SIZE, run_before=run_before)
