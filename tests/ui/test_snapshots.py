@@ -9,7 +9,7 @@ import json
 
 from fake_openai import Reply, png_bytes
 from media_helpers import picture_tool_row
-from pilot_helpers import make, steady_screen, until
+from pilot_helpers import make, screen_text, steady_screen, until
 
 from tui_agent.core import events as ev
 from tui_agent.core import profiles
@@ -96,7 +96,14 @@ def test_tool_block_collapsed(env, snap_compare):
 def test_tool_block_expanded(env, snap_compare):
     """You should see the memory_sql block expanded: the command with its SQL and the raw JSON output."""
     tool_conversation(env)
-    assert snap_compare(make(env), terminal_size=SIZE, press=["ctrl+o"])
+
+    async def run_before(pilot):  # the key once the block is drawn, then until it is open
+        await until(pilot, lambda: "Here you go." in screen_text(pilot.app))
+        await pilot.press("ctrl+o")
+        await until(pilot, lambda: "SELECT count(*)" in screen_text(pilot.app))
+        await steady_screen(pilot.app, pilot)
+
+    assert snap_compare(make(env), terminal_size=SIZE, run_before=run_before)
 
 
 def test_carousel_one_image(env, snap_compare):
