@@ -21,6 +21,7 @@ from fake_openai import Reply
 from helpers import done, run_turn
 from mcp_helpers import running_manager
 from media_helpers import damage_picture, remove_picture
+from pilot_helpers import until
 from serve_helpers import TOKEN, start_serve
 from store_rows import value
 
@@ -204,11 +205,13 @@ async def test_a_damaged_or_missing_stored_picture_is_one_clear_line_in_b(env, t
         assert "is damaged" in first
         carousel.focus()
         await pilot.press("right")
-        for _ in range(100):
-            await pilot.pause(0.05)
-            second = str(carousel.query_one(".carousel-missing").render())
-            if "fox-2" in second:
-                break
+
+        def missing_text() -> str:
+            found = carousel.query(".carousel-missing")
+            return str(found.first().render()) if found else ""
+
+        await until(pilot, lambda: "fox-2" in missing_text(), what="the second picture's note never came")
+        second = missing_text()
         assert "media/animals/fox-2.png is neither in this vault nor in the database" in second
     # The model: a note in place of each picture.
     profiles.set_field(env.profile, "chat_accepts_images", "yes")

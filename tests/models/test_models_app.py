@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from model_servers import OllamaStandin
-from pilot_helpers import make, send, settle
+from pilot_helpers import make, send, settle, until
 from textual.widgets import Button, OptionList
 
 from tui_agent.core import profiles
@@ -52,11 +52,15 @@ def ollama_env(tmp_path: Path) -> Iterator[tuple[Env, OllamaStandin]]:
 
 
 async def picker_rows(app, pilot) -> list[str]:  # type: ignore[no-untyped-def]
-    for _ in range(200):
-        await pilot.pause(0.05)
-        if isinstance(app.screen, ModelPicker) and app.screen.query_one(OptionList).option_count == 2:
-            if "models" in str(app.screen.query_one("#models-status").render()):
-                break
+    def listed() -> bool:
+        if not isinstance(app.screen, ModelPicker):
+            return False
+        options, status = app.screen.query(OptionList), app.screen.query("#models-status")
+        return (
+            bool(options and status) and options.first().option_count == 2 and "models" in str(status.first().render())
+        )
+
+    await until(pilot, listed, what="the picker never listed the server's two models")
     options = app.screen.query_one(OptionList)
     return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
 

@@ -149,13 +149,10 @@ async def test_switching_conversations_while_a_reply_streams(env):
     async with running(env, Reply(text="streamed " * 100, chunk_size=9, chunk_delay_s=0.01)) as (app, pilot):
         assert app.conversation_id == first.id
         await send(app, pilot, "stream please", wait=False)
-        for _ in range(100):
-            await pilot.pause(0.05)
-            bubbles = children(app, AssistantBubble)
-            if bubbles and bubbles[0].text:
-                break
+        await until(pilot, lambda: any(b.text for b in children(app, AssistantBubble)), what="no streamed text")
         await app.conversation_view.open_conversation(other.id)
-        await pilot.pause(0.2)
+        await until(pilot, lambda: [b.text for b in children(app, AssistantBubble)] == ["old answer"])
+        await pilot.pause(0.2)  # and the stream still running elsewhere does not come into it
         assert [b.text for b in children(app, AssistantBubble)] == ["old answer"]
         await settle(app, pilot)
         assert [b.text for b in children(app, AssistantBubble)] == ["old answer"]

@@ -140,7 +140,7 @@ async def test_after_a_jump_newer_pages_load_on_scroll_down(env):
         await pilot.pause()
         log = app.conversation_view.chat_log
         assert log.has_newer and ids[-1] not in [getattr(w, "message_id", None) for w in log.children]
-        for _ in range(50):  # a slow machine lays out one page per scroll
+        for _ in range(300):  # a slow machine lays out one page per scroll (a bound for a failing test)
             log.scroll_end(animate=False)
             await pilot.pause(0.2)
             if not log.has_newer:
