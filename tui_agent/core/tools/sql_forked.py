@@ -28,6 +28,10 @@ AVAILABLE = sys.platform == "linux" and all(
 )
 
 
+#: Seconds without a running worker after which the forker leaves (a new one starts when needed).
+IDLE_S = 120.0
+
+
 class ForkerGone(Exception):
     """The forker ended before it started the worker (twice in a row)."""
 
@@ -38,12 +42,13 @@ class _Forker:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "tui_agent.core.tools.sql_worker_forker", str(os.getpid())],
+                [sys.executable, "-m", "tui_agent.core.tools.sql_worker_forker", str(os.getpid()), str(IDLE_S)],
                 stdin=theirs,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 cwd="/",
-                env=env,
+                # read once by SQLite as it loads (before any worker): "." is each worker's own folder
+                env={**env, "SQLITE_TMPDIR": ".", "TMPDIR": "."},
             )
         except BaseException:
             mine.close()

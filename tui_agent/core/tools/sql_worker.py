@@ -100,7 +100,8 @@ async def _start(raw: dict[str, Any], work: Path, env: dict[str, str]) -> Worker
     modules = sql_worker_child.modules(raw)
     if sql_forked.AVAILABLE and FORK and modules is not None:
         try:
-            return await asyncio.wait_for(sql_forked.spawn(raw, modules, work, env), START_TIMEOUT_S)
+            async with asyncio.timeout(START_TIMEOUT_S):
+                return await sql_forked.spawn(raw, modules, work, env)
         except TimeoutError:
             raise WorkerFailed(f"the query worker did not start within {START_TIMEOUT_S:g}s") from None
         except (OSError, sql_forked.ForkerGone):
@@ -151,20 +152,26 @@ async def _end(proc: Worker, work: Path) -> None:
 
 
 async def _exchange(proc: Worker, deadline_s: float) -> tuple[bytes, bytes]:
-    """Wait for READY (start-up), then at most ``deadline_s`` for the answer."""
+    """Wait for READY (start-up), then at most ``deadline_s`` for the answer.
+
+    ``asyncio.timeout``, not ``wait_for``: on Python 3.11 ``wait_for`` drops a cancellation that
+    comes as the awaited read completes, and a cancelled turn then waited for the whole query."""
     assert proc.stdout is not None and proc.stderr is not None
     errors = asyncio.ensure_future(proc.stderr.read())  # read all along: a full pipe would block the worker
     try:
         try:
-            first = await asyncio.wait_for(proc.stdout.readline(), START_TIMEOUT_S)
+            async with asyncio.timeout(START_TIMEOUT_S):
+                first = await proc.stdout.readline()
         except TimeoutError:
             raise WorkerFailed(f"the query worker did not start within {START_TIMEOUT_S:g}s") from None
         if first != READY:
             await proc.wait()
             return first, await errors
         try:
-            out = await asyncio.wait_for(proc.stdout.read(), deadline_s)
-            await asyncio.wait_for(proc.wait(), deadline_s)
+            async with asyncio.timeout(deadline_s):
+                out = await proc.stdout.read()
+            async with asyncio.timeout(deadline_s):
+                await proc.wait()
         except TimeoutError:
             raise WorkerFailed("the query worker missed its deadline and was ended", timed_out=True) from None
         return out, await errors

@@ -13,7 +13,7 @@ have been reused), then its wait status once this process has reaped it.
 The worker is the same code as ``python -m tui_agent.core.tools.sql_worker_child``: it limits
 itself (rlimits, its own hard deadline, death with this process) and runs one statement. This
 process dies with the app (PR_SET_PDEATHSIG), and leaves once the app closes its end or after
-``IDLE_S`` without a worker; the app starts a new one when it needs it.
+a while without a worker (``sql_forked.IDLE_S``); the app starts a new one when it needs it.
 """
 
 from __future__ import annotations
@@ -32,8 +32,6 @@ from typing import Any
 
 from tui_agent.core.tools import sql_worker_child
 
-#: Seconds without a running worker after which the forker leaves (the app starts another).
-IDLE_S = 120.0
 #: Descriptors a request carries: the request's memfd, stdout, stderr, the answer socket.
 FDS = 4
 
@@ -48,8 +46,9 @@ def _die_with(parent: int) -> None:
 
 
 class Forker:
-    def __init__(self, control: socket.socket) -> None:
+    def __init__(self, control: socket.socket, idle_s: float) -> None:
         self.control = control
+        self.idle_s = idle_s
         self.pid = os.getpid()
         self.answers: dict[int, socket.socket] = {}  # a running worker's PID -> where its status goes
         self.wake_r, self.wake_w = os.pipe()
@@ -59,7 +58,7 @@ class Forker:
 
     def run(self) -> int:
         while True:
-            timeout = None if self.answers else IDLE_S
+            timeout = None if self.answers else self.idle_s
             ready, _, _ = select.select([self.control, self.wake_r], [], [], timeout)
             if not ready:
                 return 0  # idle: the app starts another forker when it needs one
@@ -143,9 +142,9 @@ class Forker:
                 os.dup2(source, target)
             for fd in {null, out, err, payload} - {0, 1, 2}:
                 os.close(fd)
-            work = str(request["cwd"])
-            os.chdir(work)
-            os.environ["SQLITE_TMPDIR"] = os.environ["TMPDIR"] = work  # read by SQLite when it first spills
+            # SQLite read SQLITE_TMPDIR when the forker loaded it, and it is "." (``sql_forked``):
+            # a worker's spill files go to the folder it runs in, its own
+            os.chdir(str(request["cwd"]))
             code = sql_worker_child.serve({**json.loads(raw), "parent": self.pid})
         except BaseException:  # noqa: BLE001 - the child never returns into the forker's loop
             traceback.print_exc()
@@ -160,7 +159,7 @@ class Forker:
 def main() -> int:
     _die_with(int(sys.argv[1]))
     control = socket.socket(fileno=0)
-    return Forker(control).run()
+    return Forker(control, float(sys.argv[2])).run()
 
 
 if __name__ == "__main__":
