@@ -73,7 +73,9 @@ async def run(env, query):
 @pytest.mark.slow
 @pytest.mark.parametrize("query", [INSTR_BOMB, LIKE_BOMB])
 @both_ways
-async def test_a_runaway_function_call_stops_at_the_deadline_and_its_worker_is_gone(worker_mode, env, pids, query, monkeypatch):
+async def test_a_runaway_function_call_stops_at_the_deadline_and_its_worker_is_gone(
+    worker_mode, env, pids, query, monkeypatch
+):
     # 1 s for this test only: the other tests here get the tests' own 600 s (tests/conftest.py), so a
     # loaded machine never ends their quick query, or the sort before it spills, at the deadline.
     monkeypatch.setattr(memory_sql, "TIME_LIMIT_S", 1.0)
@@ -380,13 +382,14 @@ def test_a_worker_loads_what_it_runs_not_the_parent_s_asyncio():
     import subprocess
     import sys
 
-    shown = subprocess.run(
-        [sys.executable, "-c", "import sys, tui_agent.core.tools.sql_worker_child; print(sorted(sys.modules))"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    loaded = set(shown.stdout.strip().strip("[]").replace("'", "").split(", "))
-    assert "tui_agent.core.tools.sql_run" in loaded
-    assert not {"asyncio", "peewee", "tui_agent.core.tools.sql_worker"} & loaded
+    for module in ("sql_worker_child", "sql_worker_forker"):  # a worker started as a program; the forker
+        shown = subprocess.run(
+            [sys.executable, "-c", f"import sys, tui_agent.core.tools.{module}; print(sorted(sys.modules))"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        )
+        loaded = set(shown.stdout.strip().strip("[]").replace("'", "").split(", "))
+        assert "tui_agent.core.tools.sql_run" in loaded
+        assert not {"asyncio", "peewee", "tui_agent.core.tools.sql_worker"} & loaded, module

@@ -43,7 +43,7 @@ class _Forker:
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "tui_agent.core.tools.sql_worker_forker", str(os.getpid()), str(IDLE_S)],
-                stdin=theirs,
+                stdin=theirs.fileno(),
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 cwd="/",
@@ -97,12 +97,17 @@ async def _receive(sock: socket.socket) -> tuple[bytes, list[int]]:
             pass
         except ConnectionError:
             return b"", []
-        ready = loop.create_future()
-        loop.add_reader(sock.fileno(), lambda: ready.done() or ready.set_result(None))
+        ready: asyncio.Future[None] = loop.create_future()
+        loop.add_reader(sock.fileno(), _settle, ready)
         try:
             await ready
         finally:
             loop.remove_reader(sock.fileno())
+
+
+def _settle(ready: asyncio.Future[None]) -> None:
+    if not ready.done():
+        ready.set_result(None)
 
 
 def _kill_if_started(sock: socket.socket) -> None:

@@ -1,8 +1,9 @@
 """The memory_sql worker: one statement runs in its own process, which we can always kill.
 
 SQLite cannot interrupt a single long function call (a LIKE, GLOB or instr over megabytes runs
-for minutes between two progress-handler calls), so the statement runs in a child process:
-``python -m tui_agent.core.tools.sql_worker_child`` reads one JSON request on stdin and writes one
+for minutes between two progress-handler calls), so the statement runs in a child process: forked
+from memory_sql's forker on Linux (``sql_forked``), else ``python -m
+tui_agent.core.tools.sql_worker_child``, which reads one JSON request on stdin; both write one
 JSON answer on stdout. The child limits itself (SQLite limits, a soft deadline through the progress
 handler, SIGALRM as a hard deadline, address-space and file-size rlimits, death with its
 parent); the parent kills it on its own deadline and whenever the awaiting task is cancelled.

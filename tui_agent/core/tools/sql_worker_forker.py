@@ -59,13 +59,13 @@ class Forker:
     def run(self) -> int:
         while True:
             timeout = None if self.answers else self.idle_s
-            ready, _, _ = select.select([self.control, self.wake_r], [], [], timeout)
+            ready, _, _ = select.select([self.control.fileno(), self.wake_r], [], [], timeout)
             if not ready:
                 return 0  # idle: the app starts another forker when it needs one
             if self.wake_r in ready:
                 os.read(self.wake_r, 4096)
             self.reap()
-            if self.control in ready and not self.take():
+            if self.control.fileno() in ready and not self.take():
                 return 0  # the app closed its end
 
     def take(self) -> bool:
@@ -89,7 +89,7 @@ class Forker:
             for module in request.get("modules", ()):
                 importlib.import_module(str(module))  # once, for every later worker
             pid = os.fork()
-        except Exception as exc:  # noqa: BLE001 - said on the worker's stderr; the app reads it
+        except Exception as exc:  # said on the worker's stderr
             os.write(err, f"memory_sql's forker could not start the worker: {exc}\n".encode())
             answer.close()
             for fd in (payload, out, err):
@@ -146,7 +146,7 @@ class Forker:
             # a worker's spill files go to the folder it runs in, its own
             os.chdir(str(request["cwd"]))
             code = sql_worker_child.serve({**json.loads(raw), "parent": self.pid})
-        except BaseException:  # noqa: BLE001 - the child never returns into the forker's loop
+        except BaseException:  # the child never returns into the forker's loop
             traceback.print_exc()
         finally:
             try:
