@@ -48,8 +48,9 @@ async def killed_while(env, seen: list[int], look, **extra) -> None:
     """Run a runaway statement, call ``look(pid)`` while its worker runs, then cancel it."""
     before = len(seen)
     task = asyncio.create_task(ask(env, INSTR_BOMB, seen, **extra))
-    while len(seen) == before:
+    while len(seen) == before and not task.done():
         await asyncio.sleep(0.01)
+    assert not task.done(), task.result()  # it ended before its worker started: why
     try:
         look(seen[-1])
     finally:
