@@ -33,6 +33,17 @@ SPILLING_SORT = (
 )
 
 
+@pytest.fixture
+def worker_mode(request, monkeypatch) -> str:
+    """memory_sql's workers forked from its forker (Linux) or started as programs (elsewhere, or
+    when the forker cannot start)."""
+    monkeypatch.setattr(sql_worker, "FORK", request.param == "forked")
+    return request.param
+
+
+both_ways = pytest.mark.parametrize("worker_mode", ["forked", "program"], indirect=True)
+
+
 def gone(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -61,7 +72,10 @@ async def run(env, query):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("query", [INSTR_BOMB, LIKE_BOMB])
-async def test_a_runaway_function_call_stops_at_the_deadline_and_its_worker_is_gone(env, pids, query, monkeypatch):
+@both_ways
+async def test_a_runaway_function_call_stops_at_the_deadline_and_its_worker_is_gone(
+    worker_mode, env, pids, query, monkeypatch
+):
     # 1 s for this test only: the other tests here get the tests' own 600 s (tests/conftest.py), so a
     # loaded machine never ends their quick query, or the sort before it spills, at the deadline.
     monkeypatch.setattr(memory_sql, "TIME_LIMIT_S", 1.0)
@@ -78,7 +92,8 @@ async def test_a_long_like_pattern_is_refused(env, pids):
     assert result.data["rows"] == [[1, 1]]
 
 
-async def test_cancelling_the_tool_kills_its_worker(env, pids):
+@both_ways
+async def test_cancelling_the_tool_kills_its_worker(worker_mode, env, pids):
     task = asyncio.create_task(run(env, INSTR_BOMB))
     while not pids:
         await asyncio.sleep(0.01)
@@ -88,7 +103,8 @@ async def test_cancelling_the_tool_kills_its_worker(env, pids):
     assert gone(pids[0]) and not sql_worker.RUNNING
 
 
-async def test_cancels_while_the_worker_is_killed_still_reap_it_and_clear_running(tmp_path, env):
+@both_ways
+async def test_cancels_while_the_worker_is_killed_still_reap_it_and_clear_running(worker_mode, tmp_path, env):
     """A turn cancelled, then the app shut down: a second cancel lands in the wait for the kill."""
     started: list[int] = []
     db_path = str(env.vault.root / "x.db")
@@ -108,7 +124,8 @@ async def test_cancels_while_the_worker_is_killed_still_reap_it_and_clear_runnin
     assert gone(started[0]) and not sql_worker.RUNNING
 
 
-async def test_a_killed_worker_leaves_nothing_in_the_vault_and_a_finished_one_neither(env, pids):
+@both_ways
+async def test_a_killed_worker_leaves_nothing_in_the_vault_and_a_finished_one_neither(worker_mode, env, pids):
     """Each worker spills into a folder of its own, removed once it is reaped: a worker killed while
     SQLite had a spill file not yet unlinked (seen once under load) leaves nothing behind."""
     vault_tmp = memory_sql.temp_dir(env.vault)
@@ -117,8 +134,9 @@ async def test_a_killed_worker_leaves_nothing_in_the_vault_and_a_finished_one_ne
     task = asyncio.create_task(run(env, INSTR_BOMB))
     while len(pids) < 2:
         await asyncio.sleep(0.01)
-    work = Path(os.readlink(f"/proc/{pids[1]}/cwd"))
-    assert work.parent == vault_tmp.resolve()
+    (work,) = vault_tmp.iterdir()
+    while Path(os.readlink(f"/proc/{pids[1]}/cwd")) != work.resolve():  # a forked worker moves there itself
+        await asyncio.sleep(0.01)
     (work / "etilqs_left_behind").write_bytes(b"x" * 4096)  # as a spill file not yet unlinked
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -127,7 +145,8 @@ async def test_a_killed_worker_leaves_nothing_in_the_vault_and_a_finished_one_ne
 
 
 @pytest.mark.parametrize("key", ["escape", "ctrl+q"])
-async def test_escape_and_quit_in_the_app_kill_the_worker(env, pids, key):
+@both_ways
+async def test_escape_and_quit_in_the_app_kill_the_worker(worker_mode, env, pids, key):
     async with running(env, Reply(tool_calls=[("memory_sql", json.dumps({"query": INSTR_BOMB}))]), "Done.") as (
         app,
         pilot,
@@ -145,7 +164,8 @@ async def test_escape_and_quit_in_the_app_kill_the_worker(env, pids, key):
     assert gone(pids[0]) and not sql_worker.RUNNING
 
 
-async def test_a_big_sort_spills_into_the_vault_not_the_system_temp_dir(env, pids, monkeypatch, tmp_path):
+@both_ways
+async def test_a_big_sort_spills_into_the_vault_not_the_system_temp_dir(worker_mode, env, pids, monkeypatch, tmp_path):
     elsewhere = tmp_path / "system-tmp"
     elsewhere.mkdir()
     monkeypatch.setenv("TMPDIR", str(elsewhere))
@@ -176,7 +196,8 @@ async def test_a_big_sort_spills_into_the_vault_not_the_system_temp_dir(env, pid
     assert gone(pids[0])
 
 
-async def test_temp_space_of_a_sort_is_bounded(env):
+@both_ways
+async def test_temp_space_of_a_sort_is_bounded(worker_mode, env):
     limits = Limits(time_limit_s=60, temp_bytes=4 * 1024 * 1024, cache_kib=512)
     query = (
         "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 200000) "
@@ -240,6 +261,14 @@ def _children(pid: int) -> list[int]:
         return []
 
 
+def _descendants(pid: int) -> list[int]:
+    """Children first: memory_sql's forker, then the workers it forked."""
+    found = _children(pid)
+    for child in list(found):
+        found += _descendants(child)
+    return found
+
+
 def has_open(pid: int, path: Path) -> bool:
     """The worker opened ``path`` itself (after exec: a forked child also holds its parent's files)."""
     try:
@@ -255,6 +284,14 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/status").read_text()[:400] + Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return "gone"
+
+
+def exited(pid: int) -> bool:
+    """Gone or a zombie: it has run its exit (and sent its children their parent-death signal)."""
+    try:
+        return "\nState:\tZ" in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True
 
 
 def dead_or_dying(pid: int) -> bool:
@@ -277,11 +314,13 @@ def dead_or_dying(pid: int) -> bool:
 def test_ctrl_c_or_a_killed_parent_leaves_no_worker_behind(env, signal_name):
     """`tui-agent tool memory_sql` on a runaway query: Ctrl+C ends the worker; so does killing the parent.
 
-    Checked the moment the parent is gone, long before the worker's own deadline could end it.
+    Checked the moment the parent is gone (the forker) and the moment the forker has exited (the
+    worker), long before the worker's own deadline could end it.
     """
     import signal
     import subprocess
     import sys
+    import time
 
     if not Path("/proc/self/task").exists():
         pytest.skip("needs Linux /proc to find the worker process")
@@ -293,12 +332,19 @@ def test_ctrl_c_or_a_killed_parent_leaves_no_worker_behind(env, signal_name):
     )
     try:
         workers: list[int] = []
-        while not (workers and all(has_open(pid, env.vault.db_path) for pid in workers)) and proc.poll() is None:
-            workers = _children(proc.pid)  # wait until the worker runs SQL (its set-up is done)
+        while not workers and proc.poll() is None:  # until the worker runs SQL (its set-up is done)
+            workers = [pid for pid in _descendants(proc.pid) if has_open(pid, env.vault.db_path)]
         assert workers, "the tool ended before its worker started"
-        assert not any(dead_or_dying(pid) for pid in workers)
+        forker = [pid for pid in _children(proc.pid) if pid not in workers]  # the worker's parent
+        assert not any(dead_or_dying(pid) for pid in workers + forker)
         proc.send_signal(getattr(signal, signal_name))
         proc.wait(timeout=60)
+        assert all(dead_or_dying(pid) for pid in forker), [_state(pid) for pid in forker]
+        # a worker dies with the forker (its parent-death signal is sent as the forker exits)
+        for _ in range(600):
+            if all(exited(pid) for pid in forker):
+                break
+            time.sleep(0.05)
         assert all(dead_or_dying(pid) for pid in workers), [_state(pid) for pid in workers]
     finally:
         if proc.poll() is None:
@@ -307,7 +353,8 @@ def test_ctrl_c_or_a_killed_parent_leaves_no_worker_behind(env, signal_name):
 
 
 @pytest.mark.slow
-async def test_the_time_limit_counts_the_query_not_the_start_up(env, tmp_path, monkeypatch):
+@both_ways
+async def test_the_time_limit_counts_the_query_not_the_start_up(worker_mode, env, tmp_path, monkeypatch):
     """A loaded machine can take seconds to start an interpreter and import the runner: that is
     not the query's time. A worker whose start-up takes longer than the whole old deadline (the
     limit, the hard slack and five seconds for start-up) still answers a quick query; the limit
@@ -335,13 +382,14 @@ def test_a_worker_loads_what_it_runs_not_the_parent_s_asyncio():
     import subprocess
     import sys
 
-    shown = subprocess.run(
-        [sys.executable, "-c", "import sys, tui_agent.core.tools.sql_worker_child; print(sorted(sys.modules))"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    loaded = set(shown.stdout.strip().strip("[]").replace("'", "").split(", "))
-    assert "tui_agent.core.tools.sql_run" in loaded
-    assert not {"asyncio", "peewee", "tui_agent.core.tools.sql_worker"} & loaded
+    for module in ("sql_worker_child", "sql_worker_forker"):  # a worker started as a program; the forker
+        shown = subprocess.run(
+            [sys.executable, "-c", f"import sys, tui_agent.core.tools.{module}; print(sorted(sys.modules))"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        )
+        loaded = set(shown.stdout.strip().strip("[]").replace("'", "").split(", "))
+        assert "tui_agent.core.tools.sql_run" in loaded
+        assert not {"asyncio", "peewee", "tui_agent.core.tools.sql_worker"} & loaded, module

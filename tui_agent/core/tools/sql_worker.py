@@ -1,8 +1,9 @@
 """The memory_sql worker: one statement runs in its own process, which we can always kill.
 
 SQLite cannot interrupt a single long function call (a LIKE, GLOB or instr over megabytes runs
-for minutes between two progress-handler calls), so the statement runs in a child process:
-``python -m tui_agent.core.tools.sql_worker_child`` reads one JSON request on stdin and writes one
+for minutes between two progress-handler calls), so the statement runs in a child process: forked
+from memory_sql's forker on Linux (``sql_forked``), else ``python -m
+tui_agent.core.tools.sql_worker_child``, which reads one JSON request on stdin; both write one
 JSON answer on stdout. The child limits itself (SQLite limits, a soft deadline through the progress
 handler, SIGALRM as a hard deadline, address-space and file-size rlimits, death with its
 parent); the parent kills it on its own deadline and whenever the awaiting task is cancelled.
@@ -21,8 +22,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from tui_agent.core.tools import sql_forked, sql_worker_child
 from tui_agent.core.tools.sql_run import Request
 from tui_agent.core.tools.sql_worker_child import HARD_SLACK_S, READY
+
+Worker = asyncio.subprocess.Process | sql_forked.ForkedWorker
 
 #: PIDs of running workers (tests check that a cancelled or timed-out worker is gone).
 RUNNING: set[int] = set()
@@ -33,6 +37,9 @@ _REAPING: set[asyncio.Future[int]] = set()
 START_TIMEOUT_S = 60.0
 #: Seconds the parent waits beyond the worker's own hard deadline (writing the answer).
 ANSWER_SLACK_S = 2.0
+#: Workers forked from memory_sql's forker where it runs (``sql_forked``); False: each one started
+#: as a program (the tests run both).
+FORK = True
 _PASSED_ENV = frozenset({"PATH", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "LANG", "LC_ALL", "LC_CTYPE", "HOME"})
 
 
@@ -54,29 +61,17 @@ async def run_in_worker(
     work = Path(tempfile.mkdtemp(prefix="worker-", dir=temp_dir))
     # no API keys; libpq's own PG* variables (PGPASSFILE, PGSSLMODE...) for a PostgreSQL store
     env = {key: value for key, value in os.environ.items() if key in _PASSED_ENV or key.startswith("PG")}
-    env.update(SQLITE_TMPDIR=str(work), TMPDIR=str(work), PYTHONDONTWRITEBYTECODE="1")
-    payload = json.dumps(
-        {
-            "db_path": request.db_path,
-            "query": request.query,
-            "limits": asdict(request.limits),
-            "parent": os.getpid(),
-            "postgres": request.postgres,  # on stdin: a password never shows in the process list
-            "runner": request.runner,
-            "preload": list(request.preload),
-        }
-    )
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    raw = {
+        "db_path": request.db_path,
+        "query": request.query,
+        "limits": asdict(request.limits),
+        "postgres": request.postgres,  # never in an argument: a password never shows in the process list
+        "runner": request.runner,
+        "preload": list(request.preload),
+    }
     try:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "tui_agent.core.tools.sql_worker_child",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=str(work),
-            env=env,
-        )
+        proc = await _start(raw, work, env)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
@@ -84,7 +79,7 @@ async def run_in_worker(
     try:
         if on_start is not None:
             on_start(proc.pid)
-        out, err = await _exchange(proc, payload.encode(), request.limits.time_limit_s + HARD_SLACK_S + ANSWER_SLACK_S)
+        out, err = await _exchange(proc, request.limits.time_limit_s + HARD_SLACK_S + ANSWER_SLACK_S)
     finally:
         await _end(proc, work)
     if proc.returncode != 0 or not out:
@@ -101,7 +96,38 @@ async def run_in_worker(
     return answer
 
 
-async def _end(proc: asyncio.subprocess.Process, work: Path) -> None:
+async def _start(raw: dict[str, Any], work: Path, env: dict[str, str]) -> Worker:
+    """Fork the worker from the forker where it runs (Linux), else start it as a program."""
+    modules = sql_worker_child.modules(raw)
+    if sql_forked.AVAILABLE and FORK and modules is not None:
+        try:
+            async with asyncio.timeout(START_TIMEOUT_S):
+                return await sql_forked.spawn(raw, modules, work, env)
+        except TimeoutError:
+            raise WorkerFailed(f"the query worker did not start within {START_TIMEOUT_S:g}s") from None
+        except (OSError, sql_forked.ForkerGone):
+            pass  # started as a program below, which says what is wrong if it fails too
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "tui_agent.core.tools.sql_worker_child",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=str(work),
+        env={**env, "SQLITE_TMPDIR": str(work), "TMPDIR": str(work)},
+    )
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps({**raw, "parent": os.getpid()}).encode())  # on stdin, as the forker's memfd
+    try:
+        await proc.stdin.drain()
+    except ConnectionResetError:
+        pass  # the worker died at once: its exit code and stderr say why
+    proc.stdin.close()
+    return proc
+
+
+async def _end(proc: Worker, work: Path) -> None:
     """Kill the worker if it still runs; once it is reaped, it leaves ``RUNNING`` and its folder is
     removed, even if we are cancelled again.
 
@@ -111,6 +137,8 @@ async def _end(proc: asyncio.subprocess.Process, work: Path) -> None:
 
     def ended(_: object = None) -> None:
         RUNNING.discard(proc.pid)
+        if isinstance(proc, sql_forked.ForkedWorker):
+            proc.close()
         shutil.rmtree(work, ignore_errors=True)
 
     if proc.returncode is not None:
@@ -124,27 +152,27 @@ async def _end(proc: asyncio.subprocess.Process, work: Path) -> None:
     await asyncio.shield(reaped)
 
 
-async def _exchange(proc: asyncio.subprocess.Process, payload: bytes, deadline_s: float) -> tuple[bytes, bytes]:
-    """Send the request; wait for READY (start-up), then at most ``deadline_s`` for the answer."""
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+async def _exchange(proc: Worker, deadline_s: float) -> tuple[bytes, bytes]:
+    """Wait for READY (start-up), then at most ``deadline_s`` for the answer.
+
+    ``asyncio.timeout``, not ``wait_for``: on Python 3.11 ``wait_for`` drops a cancellation that
+    comes as the awaited read completes, and a cancelled turn then waited for the whole query."""
+    assert proc.stdout is not None and proc.stderr is not None
     errors = asyncio.ensure_future(proc.stderr.read())  # read all along: a full pipe would block the worker
     try:
-        proc.stdin.write(payload)
         try:
-            await proc.stdin.drain()
-        except ConnectionResetError:
-            pass  # the worker died at once: its exit code and stderr say why
-        proc.stdin.close()
-        try:
-            first = await asyncio.wait_for(proc.stdout.readline(), START_TIMEOUT_S)
+            async with asyncio.timeout(START_TIMEOUT_S):
+                first = await proc.stdout.readline()
         except TimeoutError:
             raise WorkerFailed(f"the query worker did not start within {START_TIMEOUT_S:g}s") from None
         if first != READY:
             await proc.wait()
             return first, await errors
         try:
-            out = await asyncio.wait_for(proc.stdout.read(), deadline_s)
-            await asyncio.wait_for(proc.wait(), deadline_s)
+            async with asyncio.timeout(deadline_s):
+                out = await proc.stdout.read()
+            async with asyncio.timeout(deadline_s):
+                await proc.wait()
         except TimeoutError:
             raise WorkerFailed("the query worker missed its deadline and was ended", timed_out=True) from None
         return out, await errors

@@ -12,6 +12,7 @@ import importlib
 import json
 import os
 import sys
+from typing import Any
 
 from tui_agent.core.tools.sql_run import Limits, Request
 
@@ -45,14 +46,28 @@ def _limit_process(limits: Limits, parent: int | None) -> None:
         os._exit(1)
 
 
-def main() -> int:
-    raw = json.loads(sys.stdin.buffer.read())
-    limits = Limits(**raw.get("limits", {}))
+def modules(raw: dict[str, Any]) -> list[str] | None:
+    """The modules a request runs, the runner last; None if its runner is not one of the tool's own."""
     runner = str(raw.get("runner") or "tui_agent.core.tools.sql_run")
     if not runner.startswith("tui_agent.core.tools."):
+        return None
+    return [*(str(module) for module in raw.get("preload", ())), runner]
+
+
+def main() -> int:
+    return serve(json.loads(sys.stdin.buffer.read()))
+
+
+def serve(raw: dict[str, Any]) -> int:
+    """Run one request (read from stdin here, or handed over by ``sql_worker_forker``); the answer
+    goes to stdout."""
+    limits = Limits(**raw.get("limits", {}))
+    names = modules(raw)
+    if names is None:
         return 2  # only the tool's own runners
-    for module in (*raw.get("preload", ()), runner):  # loaded before the deadlines start: they time the statement
-        importlib.import_module(str(module))
+    runner = names[-1]
+    for module in names:  # loaded before the deadlines start: they time the statement
+        importlib.import_module(module)
     _limit_process(limits, raw.get("parent"))
     request = Request(str(raw["db_path"]), str(raw["query"]), limits, raw.get("postgres"), runner)
     run = importlib.import_module(runner).run_guarded
