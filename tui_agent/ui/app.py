@@ -338,7 +338,8 @@ class AgentApp(AppActions, PromptInput, App[None]):
     async def on_unmount(self) -> None:
         profiles.set_run_profile(None)  # --profile was for this run of the app only
         try:
-            await asyncio.wait_for(worker.run(_nothing), STORE_DRAIN_S)  # what the store was given is written
+            async with asyncio.timeout(STORE_DRAIN_S):
+                await worker.run(_nothing)  # what the store was given is written
         except Exception:  # the server away: what waited is lost with the app (its replies: see lifeline)
             log.warning("the store did not finish its work before the app ended")
         await self.mcp.aclose()  # every MCP server process ends with the app

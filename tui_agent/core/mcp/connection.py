@@ -129,7 +129,8 @@ class ServerConnection:
         self._stopping = True
         self._gone.set()
         try:
-            await asyncio.wait_for(asyncio.shield(task), timeout=wait_s)
+            async with asyncio.timeout(wait_s):
+                await asyncio.shield(task)
         except (TimeoutError, asyncio.CancelledError):
             task.cancel()  # the SDK's shutdown is shielded and bounded: the process still ends
             await asyncio.gather(task, return_exceptions=True)
@@ -226,7 +227,8 @@ class ServerConnection:
         tools: list[Any] = []
         cursor: str | None = None
         for _ in range(MAX_TOOL_PAGES):
-            page = await asyncio.wait_for(client.list_tools(cursor=cursor), timeout=self.timeout_s)
+            async with asyncio.timeout(self.timeout_s):
+                page = await client.list_tools(cursor=cursor)
             tools.extend(page.tools)
             cursor = page.next_cursor
             if not cursor:
@@ -291,9 +293,8 @@ class ServerConnection:
             raise McpCallError(f"MCP server {self.name} is not running ({self.state}{reason})")
         garbage_before = self.garbage_lines
         try:
-            return await asyncio.wait_for(
-                client.call_tool(tool, arguments, read_timeout_seconds=timeout_s), timeout=timeout_s + 1
-            )
+            async with asyncio.timeout(timeout_s + 1):
+                return await client.call_tool(tool, arguments, read_timeout_seconds=timeout_s)
         except TimeoutError:
             raise McpCallError(self._timeout_message(tool, timeout_s, garbage_before)) from None
         except MCPError as exc:

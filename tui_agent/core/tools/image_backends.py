@@ -173,7 +173,8 @@ class CommandBackend(ImageBackend):
         except PermissionError:
             raise GenerationError(f"{self.label} failed: {argv[0]} is not executable") from None
         try:
-            _, stderr = await asyncio.wait_for(process.communicate(stdin_bytes), timeout=self.timeout_s)
+            async with asyncio.timeout(self.timeout_s):
+                _, stderr = await process.communicate(stdin_bytes)
         except TimeoutError:
             await _kill_group(process)
             raise GenerationError(f"{self.label} timed out after {self.timeout_s:g}s") from None

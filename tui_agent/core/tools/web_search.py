@@ -42,7 +42,8 @@ class WebSearchTool(Tool):
                 _approved(ctx.profile)
                 results = await _searxng(ctx.profile.web_search_url, query, limit)
             elif backend == "duckduckgo":
-                results = await asyncio.wait_for(asyncio.to_thread(_duckduckgo, query, limit), TIMEOUT_S)
+                async with asyncio.timeout(TIMEOUT_S):
+                    results = await asyncio.to_thread(_duckduckgo, query, limit)
             else:
                 return ToolResult.fail(f"web_search_backend: unknown backend {backend!r}")
         except TimeoutError:

@@ -215,7 +215,8 @@ async def _ready(part: ReplyMarkdown) -> bool:
         if part.is_mounted and not part.is_attached:  # mounted, then removed with its bubble
             return False
         try:
-            await asyncio.wait_for(part.ready.wait(), READY_POLL_S)
+            async with asyncio.timeout(READY_POLL_S):
+                await part.ready.wait()
         except TimeoutError:
             continue
     return part.is_attached
