@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from store_rows import rows
@@ -77,3 +78,11 @@ async def declined_question(env: Any, query: str) -> list[str]:
     assert result.error == "the user declined this UPDATE; nothing was changed"
     (question,) = asked
     return question.splitlines()
+
+
+def exited(pid: int) -> bool:
+    """Gone or a zombie: it has run its exit (and sent its children their parent-death signal)."""
+    try:
+        return "\nState:\tZ" in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
+from memory_sql_helpers import exited
 
 from tui_agent.core.tools import memory_sql, sql_forked, sql_worker
 from tui_agent.core.tools.sql_run import Limits, Request
@@ -24,13 +25,6 @@ pytestmark = pytest.mark.skipif(not sql_forked.AVAILABLE, reason="memory_sql's f
 
 def parent_of(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-
-
-def exited(pid: int) -> bool:
-    try:
-        return "\nState:\tZ" in Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return True
 
 
 def shown(pid: int) -> bytes:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from fake_openai import Reply
+from memory_sql_helpers import exited
 from pilot_helpers import running, until
 
 from tui_agent.core import profiles
@@ -284,14 +285,6 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/status").read_text()[:400] + Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return "gone"
-
-
-def exited(pid: int) -> bool:
-    """Gone or a zombie: it has run its exit (and sent its children their parent-death signal)."""
-    try:
-        return "\nState:\tZ" in Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return True
 
 
 def dead_or_dying(pid: int) -> bool:
