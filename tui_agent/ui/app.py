@@ -337,9 +337,12 @@ class AgentApp(AppActions, PromptInput, App[None]):
 
     async def on_unmount(self) -> None:
         profiles.set_run_profile(None)  # --profile was for this run of the app only
+        # In a task of its own, as the store's last job: it starts at the loop's next turn, after the
+        # turns cancelled by this shutdown have handed the store their replies (stored as cancelled).
+        drain = asyncio.ensure_future(worker.run(_nothing))
         try:
             async with asyncio.timeout(STORE_DRAIN_S):
-                await worker.run(_nothing)  # what the store was given is written
+                await drain  # what the store was given is written
         except Exception:  # the server away: what waited is lost with the app (its replies: see lifeline)
             log.warning("the store did not finish its work before the app ended")
         await self.mcp.aclose()  # every MCP server process ends with the app
