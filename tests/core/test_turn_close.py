@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import threading
+from contextlib import aclosing
+from typing import Any
 
 import peewee as pw
 import pytest
@@ -13,8 +16,12 @@ from helpers import EchoTool, make_loop, rows
 from pilot_helpers import running
 
 from tui_agent.core import events as ev
+from tui_agent.core import loop as loop_module
 from tui_agent.core.reply import Reply as StoredReply
+from tui_agent.core.store import worker
+from tui_agent.core.tools.base import ToolContext, ToolResult
 from tui_agent.core.tools.registry import ToolRegistry
+from tui_agent.core.turn_guard import past_cancels
 
 
 def _others() -> list[str]:
@@ -85,6 +92,123 @@ async def test_a_store_failure_while_closing_does_not_break_the_close(env, monke
         assert _others() == []
     finally:
         await loop.aclose()
+
+
+class _Waits(EchoTool):
+    """A tool that runs until it is cancelled."""
+
+    async def execute(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        await asyncio.Event().wait()
+        raise AssertionError("never")
+
+
+async def _cancelled_again(task: asyncio.Task[None], release: threading.Event) -> None:
+    """Cancel ``task`` (as Esc or an app's end does), then again twice while its last write waits
+    for the held store (as an app's end does: Textual cancels its workers more than once); then the
+    store answers."""
+    task.cancel()
+    for _ in range(2):
+        await asyncio.sleep(0.05)
+        task.cancel()
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_a_turn_cancelled_again_during_its_last_write_still_stores_its_reply(env, monkeypatch):
+    monkeypatch.setattr(loop_module, "FLUSH_INTERVAL_S", 0.0)  # each piece starts a flush
+    env.fake.script(Reply(tokens=[f" w{i}" for i in range(400)], chunk_delay_s=0.01))
+    loop = make_loop(env)
+    release = threading.Event()
+    flushing = asyncio.Event()
+    held: list[asyncio.Future[bool]] = []
+
+    async def turn() -> None:
+        deltas = 0
+        async with aclosing(loop.run_turn(None, "hi")) as events:
+            async for event in events:
+                deltas += isinstance(event, ev.TextDelta)
+                if deltas == 5:
+                    held.append(asyncio.ensure_future(worker.run(release.wait, 60)))  # the store's thread is busy
+                elif deltas == 25:
+                    flushing.set()  # pieces came since: a flush waits behind the busy store
+
+    try:
+        task = asyncio.ensure_future(turn())
+        await asyncio.wait_for(flushing.wait(), 60)
+        await _cancelled_again(task, release)
+    finally:
+        release.set()
+        await asyncio.gather(*held)
+        await loop.aclose()
+    (assistant,) = [r for r in rows(env.vault.db_path) if r[1] == "assistant"]
+    assert assistant[3] == "cancelled" and assistant[2].startswith(" w0 w1 w2 w3 w4")
+
+
+async def test_tool_calls_cancelled_again_while_they_are_stored_are_stored(env):
+    env.fake.script(Reply(tool_calls=[("echo", '{"text": "a"}'), ("echo", '{"text": "b"}')]))
+    loop = make_loop(env, registry=ToolRegistry([_Waits()]))
+    release = threading.Event()
+    started = asyncio.Event()
+    held: list[asyncio.Future[bool]] = []
+
+    async def turn() -> None:
+        shown = 0
+        async with aclosing(loop.run_turn(None, "use the tool twice")) as events:
+            async for event in events:
+                shown += isinstance(event, ev.ToolStarted)
+                if shown == 2 and not started.is_set():
+                    held.append(asyncio.ensure_future(worker.run(release.wait, 60)))  # the store's thread is busy
+                    started.set()
+
+    try:
+        task = asyncio.ensure_future(turn())
+        await asyncio.wait_for(started.wait(), 60)
+        await asyncio.sleep(0.05)  # the calls run
+        await _cancelled_again(task, release)
+    finally:
+        release.set()
+        await asyncio.gather(*held)
+        await loop.aclose()
+    stored = rows(env.vault.db_path, "SELECT role, status FROM messages WHERE role = 'echo_tool'")
+    assert stored == [("echo_tool", "cancelled"), ("echo_tool", "cancelled")]
+
+
+async def test_a_last_write_that_never_ends_is_abandoned_after_its_limit():
+    never = asyncio.Event()
+    started = asyncio.Event()
+
+    async def write() -> None:
+        started.set()
+        await never.wait()
+
+    inner = asyncio.ensure_future(write())
+    task = asyncio.ensure_future(past_cancels(inner, limit_s=0.2))
+    await started.wait()
+    await asyncio.sleep(0.3)
+    assert not task.done()  # without a further cancel the write is waited for, however long
+    task.cancel()
+    await asyncio.sleep(0)
+    assert not task.done()  # a cancel starts the limit
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 60)
+    assert inner.cancelled()
+
+
+async def test_a_last_write_returns_its_result_through_a_cancel():
+    release = asyncio.Event()
+
+    async def write() -> str:
+        await release.wait()
+        return "stored"
+
+    task = asyncio.ensure_future(past_cancels(write()))
+    await asyncio.sleep(0)
+    task.cancel()
+    await asyncio.sleep(0)
+    release.set()
+    assert await task == "stored"
+    assert task.cancelling() == 0  # the cancel it took is taken back: an outer timeout still works
 
 
 @pytest.mark.slow

@@ -140,6 +140,40 @@ async def test_a_reply_cancelled_as_another_conversation_opens_leaves_that_one_r
     assert stored == ("cancelled",)
 
 
+async def test_the_app_ends_after_the_turns_it_cancelled_have_stored_their_replies(env, monkeypatch):
+    """The app ends while a reply streams and one of the reply's flushes is still on its way to a
+    slow store: the reply's last write ("cancelled") waits for that flush. The app's end waits for
+    the turn (bounded), then for the store: when it is over, the turn has ended and its reply is
+    stored as cancelled, not left "streaming" for the next start to find."""
+    from tui_agent.core import loop as loop_module
+    from tui_agent.ui.app import AgentApp
+
+    monkeypatch.setattr(loop_module, "FLUSH_INTERVAL_S", 0.0)  # each piece of the reply starts a flush
+    release = threading.Event()
+    at_end: list[tuple[list[object], list[tuple[str]]]] = []
+    unmount = AgentApp.on_unmount
+
+    async def observed(self: AgentApp) -> None:
+        threading.Timer(0.3, release.set).start()  # the store is slow, not gone
+        await unmount(self)
+        at_end.append(
+            (list(self.turns), rows(env.vault.db_path, "SELECT status FROM messages WHERE role = 'assistant'"))
+        )
+
+    monkeypatch.setattr(AgentApp, "on_unmount", observed)
+    async with running(env, Reply(text="word " * 300, chunk_size=5, chunk_delay_s=0.02)) as (app, pilot):
+        await send(app, pilot, "long story", wait=False)
+        await until(pilot, lambda: any(len(b.text) > 20 for b in children(app, AssistantBubble)))
+        holding = asyncio.ensure_future(worker.run(release.wait, 600))  # the store's thread is busy
+        (bubble,) = children(app, AssistantBubble)
+        shown = len(bubble.text)
+        # Pieces that came after: a flush is on its way, behind the busy store.
+        await until(pilot, lambda: len(bubble.text) > shown + 50)
+        app.exit()
+    await holding
+    assert at_end == [([], [("cancelled",)])]
+
+
 @pytest.mark.slow
 async def test_switching_conversations_while_a_reply_streams(env):
     other = history.new_conversation("other")

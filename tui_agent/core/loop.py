@@ -33,7 +33,7 @@ from tui_agent.core.tool_caps import stored_arguments
 from tui_agent.core.tool_round import run_tools
 from tui_agent.core.tools.base import ApprovalCallback, ToolContext, ToolResult
 from tui_agent.core.tools.registry import ToolRegistry
-from tui_agent.core.turn_guard import close_stream, store_guarded
+from tui_agent.core.turn_guard import close_stream, past_cancels, store_guarded
 from tui_agent.core.vault import Vault
 
 log = logging.getLogger("tui_agent.loop")
@@ -364,7 +364,7 @@ class AgentLoop:
                         yield event
         except (asyncio.CancelledError, GeneratorExit):
             if not finished:
-                await reply.save("cancelled")
+                await past_cancels(reply.save("cancelled"))
             raise
         except store_errors.DATABASE_ERRORS as exc:
             # The store failed mid-stream (disk full, the server gone): the row must not stay

@@ -15,6 +15,7 @@ from tui_agent.core.stream_assembly import ToolCall
 from tui_agent.core.tool_caps import MAX_TOOL_ARGUMENT_CHARS, stored_arguments, stored_result
 from tui_agent.core.tools.base import ToolContext, ToolResult
 from tui_agent.core.tools.registry import ToolRegistry
+from tui_agent.core.turn_guard import past_cancels
 
 
 async def _execute(registry: ToolRegistry, call: ToolCall, ctx: ToolContext) -> ToolResult:
@@ -64,22 +65,34 @@ async def run_tools(
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
     except (asyncio.CancelledError, GeneratorExit):
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for call in calls:
-            if call.id not in saved:
-                await worker.run(
-                    history.add_message,
-                    conversation_id,
-                    registry.role_of(call.name),
-                    ToolResult.fail("cancelled by the user").to_json(),
-                    tool_name=call.name,
-                    tool_call_id=call.id,
-                    tool_arguments=stored_arguments(call.arguments),
-                    status="cancelled",
-                )
+        await past_cancels(_cancelled(registry, conversation_id, calls, tasks, saved))
         raise
+
+
+async def _cancelled(
+    registry: ToolRegistry,
+    conversation_id: int,
+    calls: list[ToolCall],
+    tasks: list[asyncio.Future[ToolResult]],
+    saved: set[str],
+) -> None:
+    """The round was cancelled: the calls still running end; those without a result are stored
+    as cancelled."""
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    for call in calls:
+        if call.id not in saved:
+            await worker.run(
+                history.add_message,
+                conversation_id,
+                registry.role_of(call.name),
+                ToolResult.fail("cancelled by the user").to_json(),
+                tool_name=call.name,
+                tool_call_id=call.id,
+                tool_arguments=stored_arguments(call.arguments),
+                status="cancelled",
+            )
 
 
 def _loads(raw: str) -> dict[str, Any]:

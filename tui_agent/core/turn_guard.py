@@ -1,18 +1,54 @@
-"""How a turn's event stream ends when the store fails, and how an abandoned stream is closed."""
+"""How a turn's event stream ends when the store fails or it is cancelled, and how an abandoned
+stream is closed."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable
 from contextlib import aclosing
-from typing import Any
+from typing import Any, TypeVar
 
 from tui_agent.core import events as ev
 from tui_agent.core.reply_keep import kept_note
 from tui_agent.core.store import errors as store_errors
 
 log = logging.getLogger("tui_agent.loop")
+T = TypeVar("T")
+LAST_WRITE_S = 3.0  # a cancelled turn's last write outlasts further cancels for this long at most
+
+
+async def past_cancels(write: Awaitable[T], limit_s: float = LAST_WRITE_S) -> T:
+    """``write`` (what a cancelled turn stores: its reply as "cancelled", its calls left) awaited to
+    its end even when the turn is cancelled again meanwhile.
+
+    An app that ends cancels each turn more than once (Textual cancels its workers when the app
+    stops and again when their widget unmounts, ``asyncio.run`` once more at the end). A second
+    cancel while the last write waits for a flush still on its way would abandon it and leave the
+    reply "streaming". From the first cancel that comes during the write, the write is given
+    ``limit_s`` more (a store that does not answer); then it is abandoned and the cancel goes on."""
+    task = asyncio.ensure_future(write)
+    loop = asyncio.get_running_loop()
+    me = asyncio.current_task()
+    deadline: float | None = None
+    while not task.done():
+        try:
+            if deadline is None:
+                await asyncio.wait([task])
+            else:
+                await asyncio.wait([task], timeout=max(0.0, deadline - loop.time()))
+                if not task.done():
+                    break
+        except asyncio.CancelledError:
+            if deadline is None:
+                deadline = loop.time() + limit_s
+            if me is not None:
+                me.uncancel()  # taken: the cancel that ends the turn is already under way
+    if not task.done():
+        task.cancel()
+        log.warning("a cancelled turn's last write was abandoned: the store did not answer in %s s", limit_s)
+        raise asyncio.CancelledError
+    return task.result()
 
 
 async def store_guarded(

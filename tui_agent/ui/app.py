@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import time
@@ -25,7 +24,7 @@ from tui_agent.core.store.errors import STORE_FAILURES
 from tui_agent.core.store.models import Profile
 from tui_agent.core.textsafe import visible
 from tui_agent.core.vault import Vault
-from tui_agent.ui import image_actions, text_guard, textual_fixes
+from tui_agent.ui import app_end, image_actions, text_guard, textual_fixes
 from tui_agent.ui.app_actions import AppActions
 from tui_agent.ui.chat_screen import ChatScreen
 from tui_agent.ui.commands import HELP_EXTRA, AgentCommands, history_search
@@ -49,11 +48,6 @@ if TYPE_CHECKING:
     from tui_agent.ui.widgets.host import WidgetHost
 
 log = logging.getLogger("tui_agent.ui")
-STORE_DRAIN_S = 3.0  # at the end, the store's thread finishes the work it was given for this long at most
-
-
-def _nothing() -> None:
-    """Run on the store's thread after everything given to it before (see on_unmount)."""
 
 
 class AgentApp(AppActions, PromptInput, App[None]):
@@ -336,18 +330,7 @@ class AgentApp(AppActions, PromptInput, App[None]):
         self.run_worker(follow_cell(self), group="cell", exit_on_error=False)
 
     async def on_unmount(self) -> None:
-        profiles.set_run_profile(None)  # --profile was for this run of the app only
-        # In a task of its own, as the store's last job: it starts at the loop's next turn, after the
-        # turns cancelled by this shutdown have handed the store their replies (stored as cancelled).
-        drain = asyncio.ensure_future(worker.run(_nothing))
-        try:
-            async with asyncio.timeout(STORE_DRAIN_S):
-                await drain  # what the store was given is written
-        except Exception:  # the server away: what waited is lost with the app (its replies: see lifeline)
-            log.warning("the store did not finish its work before the app ended")
-        await self.mcp.aclose()  # every MCP server process ends with the app
-        for client in self.startup.llm_clients.values():
-            await client.close()
+        await app_end.ended(self)
 
     async def approve(self, tool: str, question: str) -> bool:
         if self.always_approve:
