@@ -15,6 +15,7 @@ import asyncio
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from collections.abc import Callable
@@ -83,8 +84,13 @@ async def run_in_worker(
     finally:
         await _end(proc, work)
     if proc.returncode != 0 or not out:
-        if proc.returncode in (-14, -24, -9):  # SIGALRM (hard deadline), SIGXCPU, SIGKILL
+        if proc.returncode == -signal.SIGALRM:  # its own hard deadline (sql_worker_child._limit_process)
             raise WorkerFailed("the query worker hit its hard deadline and was ended", timed_out=True)
+        if proc.returncode == -signal.SIGKILL:  # not ours: our kills on a deadline or a cancel end above
+            raise WorkerFailed(
+                "the query worker was killed from outside before its deadline (its forker or the app "
+                "ended, or the system ran short of memory)"
+            )
         detail = err.decode(errors="replace").strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
         raise WorkerFailed(f"the query worker stopped unexpectedly ({detail[0][:200]})")
     try:
