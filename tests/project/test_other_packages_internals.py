@@ -405,7 +405,7 @@ async def test_openai_raw_response_header_leaves_the_streamed_body_unread():
 
 
 def test_argparse_lists_a_parsers_actions_and_its_subparsers():
-    """``ArgumentParser._actions`` and ``argparse._SubParsersAction`` (its ``choices``): cli.py
+    """``ArgumentParser._actions`` and ``argparse._SubParsersAction`` (its ``choices``): cli_parser.py
     walks them so that ``--profile``/``--vault``/``--db`` given before a subcommand are not undone
     by the subcommand's own copy's default. If this fails, ``tui-agent --profile other ask ...``
     uses the active profile instead."""
