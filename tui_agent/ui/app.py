@@ -330,7 +330,9 @@ class AgentApp(AppActions, PromptInput, App[None]):
         self.run_worker(follow_cell(self), group="cell", exit_on_error=False)
 
     async def on_unmount(self) -> None:
-        await app_end.ended(self)
+        clients = [client.close for client in self.startup.llm_clients.values()]
+        # every MCP server process ends with the app
+        await app_end.ended(list(self.turns.values()), [self.mcp.aclose, *clients])
 
     async def approve(self, tool: str, question: str) -> bool:
         if self.always_approve:
