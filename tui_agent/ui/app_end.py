@@ -15,6 +15,7 @@ from tui_agent.core.store import worker
 
 log = logging.getLogger("tui_agent.ui")
 STORE_DRAIN_S = 3.0  # at the end, the turns and the store's thread finish their work for this long at most
+DRAIN_AT_LEAST_S = 0.5  # the store's own share of that, however long the turns took
 
 
 def _nothing() -> None:
@@ -32,12 +33,19 @@ async def ended(turns: Iterable[Worker[None]], closers: Iterable[Callable[[], Aw
     """The app's ``on_unmount``: its screens are gone and its ``turns`` cancelled; ``closers`` end
     what it started (MCP servers, model clients), in order, once the store has its work done."""
     profiles.set_run_profile(None)  # --profile was for this run of the app only
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + STORE_DRAIN_S
     try:
-        async with asyncio.timeout(STORE_DRAIN_S):
-            # The turns this shutdown cancelled hand the store their replies (stored as cancelled);
-            # a reply's last write may first wait for a flush on its way. Once they have ended, the
-            # store is given nothing more: what it was given is written.
+        # The turns this shutdown cancelled hand the store their replies (stored as cancelled);
+        # a reply's last write may first wait for a flush on its way.
+        async with asyncio.timeout_at(deadline):
             await turns_ended(turns)
+    except TimeoutError:
+        log.warning("a turn had not ended when the app ended")
+    try:
+        # Then what the store was given is written (a turn that did not end does not take the
+        # others' writes with it: the drain has DRAIN_AT_LEAST_S in any case).
+        async with asyncio.timeout_at(max(deadline, loop.time() + DRAIN_AT_LEAST_S)):
             await worker.run(_nothing)
     except Exception:  # the server away: what waited is lost with the app (its replies: see lifeline)
         log.warning("the store did not finish its work before the app ended")
