@@ -17,6 +17,7 @@ from pilot_helpers import running
 
 from tui_agent.core import events as ev
 from tui_agent.core import loop as loop_module
+from tui_agent.core import streaming_rows
 from tui_agent.core.reply import Reply as StoredReply
 from tui_agent.core.store import worker
 from tui_agent.core.tools.base import ToolContext, ToolResult
@@ -90,6 +91,34 @@ async def test_a_store_failure_while_closing_does_not_break_the_close(env, monke
                 break
         await turn.aclose()  # ends as a close (no "async generator ignored GeneratorExit")
         assert _others() == []
+    finally:
+        await loop.aclose()
+
+
+async def test_a_reply_is_readable_with_its_words_so_far_while_it_streams_and_not_after(env):
+    """What a forced end stores (ui/lifeline): each streaming reply's words as the app has them."""
+    env.fake.script(
+        Reply(tokens=[f" w{i}" for i in range(100)], chunk_delay_s=0.01),
+        Reply(tokens=[" a", " b"]),
+    )
+    loop = make_loop(env)
+    try:
+        turn = loop.run_turn(None, "hi")
+        shown = ""
+        async for event in turn:
+            if isinstance(event, ev.TextDelta):
+                shown += event.text
+                if len(shown) > 20:
+                    break
+        ((row_id, text, reasoning),) = streaming_rows.words_so_far()
+        assert text == shown and reasoning is None
+        (stored,) = [r for r in rows(env.vault.db_path) if r[1] == "assistant"]
+        assert stored[0] == row_id and stored[3] == "streaming"
+        await turn.aclose()
+        assert streaming_rows.words_so_far() == []  # stored as cancelled: nothing left to keep
+        async for _ in loop.run_turn(None, "again"):
+            pass
+        assert streaming_rows.words_so_far() == []  # finished: its own final words stand
     finally:
         await loop.aclose()
 

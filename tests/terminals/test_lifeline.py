@@ -117,6 +117,9 @@ where = sys.argv[1]
 if where.startswith("postgresql:"):
     import psycopg  # noqa: F401  (an app on PostgreSQL has its driver loaded: its store runs on it)
 lifeline.install(location.parse(where) if where.startswith("postgresql:") else Path(where))
+from tui_agent.core import streaming_rows
+# The app had more of the reply than its last flush stored (row 2), and its reasoning.
+streaming_rows.streaming(2, lambda: ("half a reply, and more", "thought"))
 full = queue.Queue(1)
 full.put("frame")
 print("stuck", flush=True)
@@ -158,7 +161,7 @@ class MessagesTable:
 @BOTH_BACKENDS
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
 def test_an_app_stuck_in_the_writer_queue_is_ended_at_the_deadline(tmp_path, signum, store_backend, request):
-    table = MessagesTable(tmp_path, store_backend, request, "role TEXT, content TEXT, status TEXT")
+    table = MessagesTable(tmp_path, store_backend, request, "role TEXT, content TEXT, reasoning TEXT, status TEXT")
     table.run("INSERT INTO messages (role, content, status) VALUES ('assistant', 'done', 'complete')")
     table.run("INSERT INTO messages (role, content, status) VALUES ('assistant', 'half a rep', 'streaming')")
     child_file = tmp_path / "child.pid"
@@ -182,9 +185,9 @@ def test_an_app_stuck_in_the_writer_queue_is_ended_at_the_deadline(tmp_path, sig
     # It waited for the app to end on its own first, then forced the end (app.wait's 60 s bounds a
     # hang; how soon after the deadline the process is gone is the machine's speed, not asserted).
     assert lifeline.DEADLINE_S <= took
-    assert table.run("SELECT content, status FROM messages ORDER BY id") == [
-        ("done", "complete"),
-        ("half a rep", "cancelled"),
+    assert table.run("SELECT content, reasoning, status FROM messages ORDER BY id") == [
+        ("done", None, "complete"),
+        ("half a reply, and more", "thought", "cancelled"),  # the words the app had, not the last flush's
     ]
     assert wait_gone([child], timeout_s=30) == [], "the child process was left running"
     if alive(child):
@@ -239,6 +242,26 @@ def test_cancel_streaming_touches_only_streaming_rows(tmp_path: Path, store_back
     table.run("INSERT INTO messages (status) VALUES ('complete'), ('streaming'), ('error')")
     assert last_write.cancel_streaming(table.store()) == 1
     assert [r[0] for r in table.run("SELECT status FROM messages ORDER BY id")] == ["complete", "cancelled", "error"]
+
+
+@BOTH_BACKENDS
+def test_the_forced_end_stores_the_words_so_far_of_only_the_replies_still_streaming(tmp_path, store_backend, request):
+    table = MessagesTable(tmp_path, store_backend, request, "content TEXT, reasoning TEXT, status TEXT")
+    table.run(
+        "INSERT INTO messages (content, status) VALUES"
+        " ('flushed', 'streaming'), ('finished', 'complete'), ('other', 'streaming')"
+    )
+    words = [(1, "flushed, then more; it's 'quoted'", None), (2, "not this", "nor this")]
+    conn = last_write.connect_quickly(table.store())  # type: ignore[arg-type]
+    try:
+        assert last_write.cancel_on(conn, last_write.quick_param(table.store()), words) == 2  # type: ignore[arg-type]
+    finally:
+        conn.close()
+    assert table.run("SELECT content, reasoning, status FROM messages ORDER BY id") == [
+        ("flushed, then more; it's 'quoted'", None, "cancelled"),
+        ("finished", None, "complete"),  # finished meanwhile: its own final words stand
+        ("other", None, "cancelled"),  # not among the words: its last flush stands
+    ]
 
 
 def test_a_store_that_does_not_answer_does_not_hold_up_the_forced_end(tmp_path, monkeypatch):

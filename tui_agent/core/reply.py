@@ -8,7 +8,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from tui_agent.core import events as ev
-from tui_agent.core import llm
+from tui_agent.core import llm, streaming_rows
 from tui_agent.core.store import branches, history, worker
 from tui_agent.core.store.models import Message, Profile
 from tui_agent.core.tool_caps import stored_arguments
@@ -86,6 +86,7 @@ class Reply:
                 model=self.model,
                 status="streaming",
             )
+            streaming_rows.streaming(self.row.id, self._so_far)
             self.last_flush = time.monotonic()
         elif time.monotonic() - self.last_flush > self.flush_interval_s:
             self._start(self._update(self.row, self.text, self.reasoning or None))
@@ -118,6 +119,8 @@ class Reply:
         was the turn's already, or the turn ended for another reason)."""
         await self._through()
         self._writing = None
+        if self.row is not None:
+            streaming_rows.ended(self.row.id)
 
     async def _update(self, row: Message, text: str, reasoning: str | None) -> None:
         await worker.run(history.update_message, row, content=text, reasoning=reasoning)
@@ -129,7 +132,12 @@ class Reply:
             await worker.run(
                 history.update_message, row, content=self.text, reasoning=self.reasoning or None, status=status
             )
+            streaming_rows.ended(row.id)
         return self.row
+
+    def _so_far(self) -> tuple[str, str | None]:
+        """The text and reasoning now (read by a forced end, from another thread)."""
+        return "".join(list(self.parts)), "".join(list(self.thoughts)) or None
 
     async def finish(self, item: llm.Completion) -> Message:
         row, _ = await self.finish_with_alternatives(item)
@@ -139,7 +147,9 @@ class Reply:
         """The finished row, and its alternatives (ids, oldest first; [] when it is at no fork)
         read with it: one round trip to the store."""
         await self._settled()
-        return await worker.run(self._finish, self._final(item))
+        row, alternatives = await worker.run(self._finish, self._final(item))
+        streaming_rows.ended(row.id)
+        return row, alternatives
 
     def _finish(self, fields: dict[str, Any]) -> tuple[Message, list[int]]:
         if self.row is None:

@@ -37,7 +37,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tui_agent.core.store.last_write import cancel_on, connect_quickly
+from tui_agent.core import streaming_rows
+from tui_agent.core.store.last_write import cancel_on, connect_quickly, quick_param
 
 if TYPE_CHECKING:
     from tui_agent.core.store.location import StoreURL
@@ -163,7 +164,8 @@ def _tty_alive(fd: int) -> bool:
 
 
 class _Canceller:
-    """Stores a still-streaming reply as cancelled at the forced end, in a thread of its own, on a
+    """Stores a still-streaming reply as cancelled at the forced end, with the words the app had of
+    it (core/streaming_rows), in a thread of its own, on a
     connection opened as soon as the app is told to end (importing psycopg and reaching a server
     take their time; the UPDATE at the end does not)."""
 
@@ -185,7 +187,7 @@ class _Canceller:
             conn = connect_quickly(self.store)
             try:
                 self._go.wait()
-                cancel_on(conn)
+                cancel_on(conn, quick_param(self.store), streaming_rows.words_so_far())
             finally:
                 conn.close()
         except Exception:

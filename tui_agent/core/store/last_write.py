@@ -4,6 +4,7 @@ the backend (ui/lifeline.py decides when; this knows how)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,24 +19,49 @@ def cancel_streaming(store: StoreURL | Path) -> int:
     store URL."""
     conn = connect_quickly(store)
     try:
-        return cancel_on(conn)
+        return cancel_on(conn, quick_param(store))
     finally:
         conn.close()
+
+
+def _url(store: StoreURL | Path) -> StoreURL:
+    from tui_agent.core.store.backends.sqlite import url_of
+
+    return url_of(store) if isinstance(store, Path) else store
+
+
+def quick_param(store: StoreURL | Path) -> str:
+    """The placeholder of SQL on a ``connect_quickly`` connection to ``store``."""
+    from tui_agent.core.store import backends
+
+    return backends.backend_for(_url(store)).QUICK_PARAM
 
 
 def connect_quickly(store: StoreURL | Path) -> Any:
     """A DB-API connection that gives up quickly, made by the store's backend (no store need be open)."""
     from tui_agent.core.store import backends
-    from tui_agent.core.store.backends.sqlite import url_of
 
-    url = url_of(store) if isinstance(store, Path) else store
+    url = _url(store)
     return backends.backend_for(url).connect_quickly(url)
 
 
-def cancel_on(conn: Any) -> int:
+def cancel_on(conn: Any, param: str, words: Sequence[tuple[int, str, str | None]] = ()) -> int:
+    """Every reply still "streaming" becomes "cancelled"; those in ``words`` (``(row id, text,
+    reasoning)``: what the app had of them, core/streaming_rows) with their words so far, the
+    others with what their last flush stored. ``param``: the connection's placeholder
+    (``quick_param``). The number of rows cancelled."""
+    mark = param
     cursor = conn.cursor()
+    count = 0
+    for row_id, text, reasoning in words:
+        cursor.execute(
+            f"UPDATE messages SET content = {mark}, reasoning = {mark}, status = 'cancelled'"
+            f" WHERE id = {mark} AND status = 'streaming'",
+            (text, reasoning, row_id),
+        )
+        count += max(0, int(cursor.rowcount))
     cursor.execute(CANCEL_SQL)
-    count = int(cursor.rowcount)
+    count += max(0, int(cursor.rowcount))
     conn.commit()
     return count
 

@@ -211,6 +211,9 @@ class Store(ABC):
         """A DB-API connection of its own to the store ``url`` names, that gives up quickly (the
         last write of an app being ended: ui/lifeline.py; no store need be open)."""
 
+    #: The placeholder of a ``connect_quickly`` connection's SQL (its driver's DB-API paramstyle).
+    QUICK_PARAM: ClassVar[str]
+
     def health(self) -> str | None:
         """None when the store answers a query now, else one line saying why not."""
         from tui_agent.core.store.errors import DATABASE_ERRORS, describe

@@ -198,6 +198,8 @@ class PostgresStore(Store):
 
         return Listener(self.url, on_change, alive=alive, application_name=application_name() + " listen").start()
 
+    QUICK_PARAM = "%s"  # psycopg's
+
     @classmethod
     def connect_quickly(cls, url: StoreURL) -> Any:
         import psycopg

@@ -143,6 +143,8 @@ class SqliteStore(Store):
     def listen(self, on_change: Callable[[Change], None], *, alive: Callable[[], bool]) -> Listener | None:
         return None
 
+    QUICK_PARAM = "?"  # sqlite3's
+
     @classmethod
     def connect_quickly(cls, url: StoreURL) -> Any:
         assert url.path is not None
