@@ -6,6 +6,7 @@ command cannot be told before parsing, or an unknown command get the whole parse
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -39,20 +40,22 @@ TOP_LONG = (*VALUED, "--version", "--help")
 
 def command_named(arguments: Sequence[str]) -> str | None:
     """The subcommand ``arguments`` name, read as argparse reads the top level (abbreviated long
-    options, ``--opt=value``); None when there is none or it is not plain which word it is."""
+    options, ``--opt=value``); None when there is none, or when anything but an option with a
+    value comes first (``-h``, ``--version``, ``-``, an unknown option: the whole parser's own
+    help, version or message)."""
     words = iter(arguments)
     for word in words:
-        if word == "--":
-            return None
-        if word.startswith("--") and "=" not in word:
-            matches = [option for option in TOP_LONG if option.startswith(word)]
-            if word not in TOP_LONG and len(matches) != 1:
-                return None  # unknown or ambiguous here: argparse's own message, from the whole parser
-            if (word if word in TOP_LONG else matches[0]) in VALUED:
+        if word.startswith("--") and word != "--":
+            name = word.split("=", 1)[0]
+            matches = [option for option in TOP_LONG if option.startswith(name)]
+            option = name if name in TOP_LONG else (matches[0] if len(matches) == 1 else None)
+            if option not in VALUED:
+                return None  # help, version, unknown or ambiguous here
+            if "=" not in word:
                 next(words, None)  # its value, whatever it looks like
             continue
         if word.startswith("-"):
-            continue
+            return None  # -h, "-", "--", a negative number...: as argparse takes it, from the whole parser
         return word if word in COMMANDS else None
     return None
 
@@ -167,34 +170,13 @@ def _serve(sub: Any, common: argparse.ArgumentParser) -> None:
     )
 
 
-def _models(sub: Any, common: argparse.ArgumentParser) -> None:
-    from tui_agent.commands.models import add_parser
+def _defined_in(module: str) -> Callable[[Any, argparse.ArgumentParser], None]:
+    """A subcommand whose module defines it (``add_parser``), imported only when it is named."""
 
-    add_parser(sub, common)
+    def define(sub: Any, common: argparse.ArgumentParser) -> None:
+        importlib.import_module(module).add_parser(sub, common)
 
-
-def _mcp(sub: Any, common: argparse.ArgumentParser) -> None:
-    from tui_agent.commands.mcp import add_parser
-
-    add_parser(sub, common)
-
-
-def _vault(sub: Any, common: argparse.ArgumentParser) -> None:
-    from tui_agent.commands.vault import add_parser
-
-    add_parser(sub, common)
-
-
-def _db(sub: Any, common: argparse.ArgumentParser) -> None:
-    from tui_agent.commands.db import add_parser
-
-    add_parser(sub, common)
-
-
-def _approve(sub: Any, common: argparse.ArgumentParser) -> None:
-    from tui_agent.commands.approve import add_parser
-
-    add_parser(sub, common)
+    return define
 
 
 #: Each subcommand and what defines it, in the order ``--help`` lists them.
@@ -204,11 +186,11 @@ COMMANDS: dict[str, Callable[[Any, argparse.ArgumentParser], None]] = {
     "profile": _profile,
     "history": _history,
     "serve": _serve,
-    "models": _models,
-    "mcp": _mcp,
-    "vault": _vault,
-    "db": _db,
-    "approve": _approve,
+    "models": _defined_in("tui_agent.commands.models"),
+    "mcp": _defined_in("tui_agent.commands.mcp"),
+    "vault": _defined_in("tui_agent.commands.vault"),
+    "db": _defined_in("tui_agent.commands.db"),
+    "approve": _defined_in("tui_agent.commands.approve"),
 }
 
 

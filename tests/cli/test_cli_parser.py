@@ -66,6 +66,17 @@ LINES = [
     ["--", "ask", "hi"],
     [],
     ["--version"],
+    ["-h", "ask"],  # help before the command: the whole program's
+    ["--help", "models"],
+    ["--he", "ask"],
+    ["--db", "x", "-h", "db"],
+    ["--version", "ask"],
+    ["-", "ask"],  # "-" is a positional: argparse's invalid choice, listing every command
+    ["-1", "ask"],
+    ["--vault=x", "ask", "hi"],
+    ["--v=x", "ask", "hi"],  # ambiguous
+    ["--nope=1", "ask", "hi"],
+    ["--profile", "-x", "ask", "hi"],
 ]
 
 
@@ -82,6 +93,10 @@ def test_a_command_line_parses_as_with_the_whole_parser(argv, monkeypatch):
         (["--profile", "ask", "db", "show"], "db"),
         (["--prof", "ask", "models"], "models"),
         (["--profile=ask", "vault", "status"], "vault"),
+        (["-h", "ask"], None),
+        (["--help", "ask"], None),
+        (["--version", "ask"], None),
+        (["-", "ask"], None),
         (["--vault", "x", "--help"], None),
         (["--v", "x", "ask"], None),
         (["--", "ask"], None),

@@ -17,7 +17,8 @@ from pilot_helpers import running
 
 from tui_agent.core import events as ev
 from tui_agent.core import loop as loop_module
-from tui_agent.core import streaming_rows
+from tui_agent.core import reply as reply_module
+from tui_agent.core import streaming_rows, turn_guard
 from tui_agent.core.reply import Reply as StoredReply
 from tui_agent.core.store import worker
 from tui_agent.core.tools.base import ToolContext, ToolResult
@@ -110,15 +111,16 @@ async def test_a_reply_is_readable_with_its_words_so_far_while_it_streams_and_no
                 shown += event.text
                 if len(shown) > 20:
                     break
-        ((row_id, text, reasoning),) = streaming_rows.words_so_far()
-        assert text == shown and reasoning is None
         (stored,) = [r for r in rows(env.vault.db_path) if r[1] == "assistant"]
-        assert stored[0] == row_id and stored[3] == "streaming"
+        row_id = stored[0]
+        assert stored[3] == "streaming"
+        live = {row: (text, reasoning) for row, text, reasoning in streaming_rows.words_so_far()}
+        assert live[row_id] == (shown, None)
         await turn.aclose()
-        assert streaming_rows.words_so_far() == []  # stored as cancelled: nothing left to keep
+        assert row_id not in {row for row, _, _ in streaming_rows.words_so_far()}  # stored as cancelled
         async for _ in loop.run_turn(None, "again"):
             pass
-        assert streaming_rows.words_so_far() == []  # finished: its own final words stand
+        assert [row for row, _, _ in streaming_rows.words_so_far() if row > row_id] == []  # finished
     finally:
         await loop.aclose()
 
@@ -224,20 +226,93 @@ async def test_a_last_write_that_never_ends_is_abandoned_after_its_limit():
     assert inner.cancelled()
 
 
-async def test_a_last_write_returns_its_result_through_a_cancel():
+async def test_a_cancelled_turns_last_write_returns_through_further_cancels_and_keeps_one():
     release = asyncio.Event()
+    seen: list[object] = []
 
     async def write() -> str:
         await release.wait()
         return "stored"
 
+    async def turn() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            seen.append(await past_cancels(write()))
+            seen.append(asyncio.current_task().cancelling())  # type: ignore[union-attr]
+            raise
+
+    task = asyncio.ensure_future(turn())
+    await asyncio.sleep(0)
+    task.cancel()  # the turn's own cancel: it starts its last write
+    await asyncio.sleep(0)
+    task.cancel()
+    task.cancel()  # two more in one turn of the loop: one CancelledError, counted twice
+    await asyncio.sleep(0)
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    # The write's result; the turn's own cancel still counted, the two others taken back (an
+    # asyncio.timeout around the turn would otherwise take its end for its own).
+    assert seen == ["stored", 1]
+
+
+async def test_a_closed_turns_last_write_is_through_before_a_cancel_that_came_meanwhile_goes_on():
+    """A turn closed (not cancelled: ``aclose``) stores its reply; a cancel that comes then waits
+    for the write, and is not lost."""
+    release = asyncio.Event()
+    written: list[str] = []
+
+    async def write() -> None:
+        await release.wait()
+        written.append("stored")
+
     task = asyncio.ensure_future(past_cancels(write()))
     await asyncio.sleep(0)
     task.cancel()
     await asyncio.sleep(0)
+    assert not task.done()
     release.set()
-    assert await task == "stored"
-    assert task.cancelling() == 0  # the cancel it took is taken back: an outer timeout still works
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert written == ["stored"]
+
+
+async def test_a_turn_whose_store_does_not_answer_ends_all_the_same_once_cancelled_again(env, monkeypatch):
+    """The store hangs (a server gone behind a pooler that waits for it) while a reply streams: a
+    turn cancelled, then cancelled again, gives up its last write and its flush after their limits
+    and ends, rather than holding the app's end for good."""
+    monkeypatch.setattr(loop_module, "FLUSH_INTERVAL_S", 0.0)
+    monkeypatch.setattr(turn_guard, "LAST_WRITE_S", 0.2)
+    monkeypatch.setattr(reply_module, "DRAIN_S", 0.2)
+    env.fake.script(Reply(tokens=[f" w{i}" for i in range(400)], chunk_delay_s=0.01))
+    loop = make_loop(env)
+    release = threading.Event()
+    flushing = asyncio.Event()
+    held: list[asyncio.Future[bool]] = []
+
+    async def turn() -> None:
+        deltas = 0
+        async with aclosing(loop.run_turn(None, "hi")) as events:
+            async for event in events:
+                deltas += isinstance(event, ev.TextDelta)
+                if deltas == 5:
+                    held.append(asyncio.ensure_future(worker.run(release.wait, 600)))  # the store hangs
+                elif deltas == 25:
+                    flushing.set()
+
+    try:
+        task = asyncio.ensure_future(turn())
+        await asyncio.wait_for(flushing.wait(), 60)
+        task.cancel()
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, 60)  # bounds a test that fails: the turn waiting for good
+    finally:
+        release.set()
+        await asyncio.gather(*held)
+        await loop.aclose()
 
 
 @pytest.mark.slow

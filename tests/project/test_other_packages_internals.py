@@ -419,7 +419,7 @@ def test_argparse_lists_a_parsers_actions_and_its_subparsers():
     assert parser.parse_args(["--profile", "p", "ask"]).profile is None  # the child's default wins...
     for action in child._actions:
         if action.dest == "profile":
-            action.default = argparse.SUPPRESS  # ...unless it has none, as cli.py makes it
+            action.default = argparse.SUPPRESS  # ...unless it has none, as cli_parser.py makes it
     assert parser.parse_args(["--profile", "p", "ask"]).profile == "p"
 
 

@@ -146,9 +146,14 @@ async def test_the_app_ends_after_the_turns_it_cancelled_have_stored_their_repli
     the turn (bounded), then for the store: when it is over, the turn has ended and its reply is
     stored as cancelled, not left "streaming" for the next start to find."""
     from tui_agent.core import loop as loop_module
+    from tui_agent.core import turn_guard
+    from tui_agent.ui import app_end
     from tui_agent.ui.app import AgentApp
 
     monkeypatch.setattr(loop_module, "FLUSH_INTERVAL_S", 0.0)  # each piece of the reply starts a flush
+    # The limits bound a store that hangs; this one answers (however slow the machine).
+    monkeypatch.setattr(turn_guard, "LAST_WRITE_S", 600.0)
+    monkeypatch.setattr(app_end, "STORE_DRAIN_S", 600.0)
     release = threading.Event()
     at_end: list[tuple[list[object], list[tuple[str]]]] = []
     unmount = AgentApp.on_unmount

@@ -13,7 +13,7 @@ from tui_agent.core.textsafe import revealed, visible
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    """The ``mcp`` subcommand and its actions (called by ``cli.build_parser``)."""
+    """The ``mcp`` subcommand and its actions (called by ``cli_parser.build_parser``)."""
     mcp = sub.add_parser("mcp", parents=[common], help="MCP servers (tools from other programs)")
     msub = mcp.add_subparsers(dest="action", metavar="ACTION", required=True)
     listing = msub.add_parser("list", parents=[common], help="list servers (on/off for the profile)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Coroutine
 from typing import Any
@@ -14,6 +15,8 @@ from tui_agent.core.store.models import Message, Profile
 from tui_agent.core.tool_caps import stored_arguments
 
 FLUSH_INTERVAL_S = 0.5
+DRAIN_S = 3.0  # at a turn's end, how long a write still on its way is waited for
+log = logging.getLogger("tui_agent.loop")
 
 
 def call_dict(call: llm.ToolCall) -> dict[str, Any]:
@@ -116,8 +119,12 @@ class Reply:
 
     async def drain(self) -> None:
         """The turn ends: the write on its way (if any) is through, whatever came of it (a failure
-        was the turn's already, or the turn ended for another reason)."""
-        await self._through()
+        was the turn's already, or the turn ended for another reason); waited for ``DRAIN_S`` at
+        most (a store that does not answer: the turn ends, the write stays with the store's thread)."""
+        if self._writing is not None:
+            await asyncio.wait([self._writing], timeout=DRAIN_S)
+            if not self._writing.done():
+                log.warning("a reply's write was still on its way to the store when its turn ended")
         self._writing = None
         if self.row is not None:
             streaming_rows.ended(self.row.id)

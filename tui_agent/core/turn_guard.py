@@ -18,18 +18,23 @@ T = TypeVar("T")
 LAST_WRITE_S = 3.0  # a cancelled turn's last write outlasts further cancels for this long at most
 
 
-async def past_cancels(write: Awaitable[T], limit_s: float = LAST_WRITE_S) -> T:
-    """``write`` (what a cancelled turn stores: its reply as "cancelled", its calls left) awaited to
-    its end even when the turn is cancelled again meanwhile.
+async def past_cancels(write: Awaitable[T], limit_s: float | None = None) -> T:
+    """``write`` (what a cancelled or closed turn stores: its reply as "cancelled", its calls left)
+    awaited to its end even when the turn is cancelled (again) meanwhile.
 
     An app that ends cancels each turn more than once (Textual cancels its workers when the app
     stops and again when their widget unmounts, ``asyncio.run`` once more at the end). A second
     cancel while the last write waits for a flush still on its way would abandon it and leave the
     reply "streaming". From the first cancel that comes during the write, the write is given
-    ``limit_s`` more (a store that does not answer); then it is abandoned and the cancel goes on."""
+    ``limit_s`` (``LAST_WRITE_S``) more (a store that does not answer); then it is abandoned and
+    the cancel goes on. No cancel is lost: the turn's own goes on with the caller's ``raise``; one
+    that came while a turn closed without being cancelled is raised once the write is through."""
     task = asyncio.ensure_future(write)
     loop = asyncio.get_running_loop()
     me = asyncio.current_task()
+    base = me.cancelling() if me is not None else 0  # 0: the turn was closed, not cancelled
+    kept = max(base, 1)  # the cancel that ends the turn stays counted
+    cancelled_meanwhile = False
     deadline: float | None = None
     while not task.done():
         try:
@@ -40,14 +45,17 @@ async def past_cancels(write: Awaitable[T], limit_s: float = LAST_WRITE_S) -> T:
                 if not task.done():
                     break
         except asyncio.CancelledError:
+            cancelled_meanwhile = True
             if deadline is None:
-                deadline = loop.time() + limit_s
-            if me is not None:
-                me.uncancel()  # taken: the cancel that ends the turn is already under way
+                deadline = loop.time() + (LAST_WRITE_S if limit_s is None else limit_s)
+            while me is not None and me.cancelling() > kept:
+                me.uncancel()  # taken: one cancel of the turn is under way already
     if not task.done():
         task.cancel()
-        log.warning("a cancelled turn's last write was abandoned: the store did not answer in %s s", limit_s)
+        log.warning("a cancelled turn's last write was abandoned: the store did not answer in time")
         raise asyncio.CancelledError
+    if cancelled_meanwhile and base == 0:
+        raise asyncio.CancelledError  # the turn was closed, then cancelled: that cancel goes on
     return task.result()
 
 

@@ -22,11 +22,23 @@ def _nothing() -> None:
     """Run on the store's thread after everything given to it before."""
 
 
-async def turns_ended(turns: Iterable[Worker[None]]) -> None:
-    """Until each of ``turns`` (cancelled or not) has ended, however it ended."""
-    for turn in list(turns):
-        with contextlib.suppress(WorkerError):  # cancelled, failed, never started: ended all the same
-            await turn.wait()
+async def turns_ended(turns: Iterable[Worker[None]], timeout_s: float) -> bool:
+    """Until each of ``turns`` (cancelled or not) has ended, however it ended, for ``timeout_s`` at
+    most: whether they all did. (Each is waited for in a task of its own: Textual's ``Worker.wait``
+    takes a cancel of its waiter for the worker's own and raises WorkerCancelled, so a timeout
+    around it would end only the wait for the first turn.)"""
+    waits = [asyncio.ensure_future(_ended(turn)) for turn in turns]
+    if not waits:
+        return True
+    _, pending = await asyncio.wait(waits, timeout=timeout_s)
+    for wait in pending:
+        wait.cancel()
+    return not pending
+
+
+async def _ended(turn: Worker[None]) -> None:
+    with contextlib.suppress(WorkerError):  # cancelled, failed, never started: ended all the same
+        await turn.wait()
 
 
 async def ended(turns: Iterable[Worker[None]], closers: Iterable[Callable[[], Awaitable[None]]]) -> None:
@@ -35,12 +47,9 @@ async def ended(turns: Iterable[Worker[None]], closers: Iterable[Callable[[], Aw
     profiles.set_run_profile(None)  # --profile was for this run of the app only
     loop = asyncio.get_running_loop()
     deadline = loop.time() + STORE_DRAIN_S
-    try:
-        # The turns this shutdown cancelled hand the store their replies (stored as cancelled);
-        # a reply's last write may first wait for a flush on its way.
-        async with asyncio.timeout_at(deadline):
-            await turns_ended(turns)
-    except TimeoutError:
+    # The turns this shutdown cancelled hand the store their replies (stored as cancelled); a
+    # reply's last write may first wait for a flush on its way.
+    if not await turns_ended(turns, STORE_DRAIN_S):
         log.warning("a turn had not ended when the app ended")
     try:
         # Then what the store was given is written (a turn that did not end does not take the

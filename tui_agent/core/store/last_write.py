@@ -4,12 +4,14 @@ the backend (ui/lifeline.py decides when; this knows how)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from tui_agent.core.store.location import StoreURL
 
+log = logging.getLogger("tui_agent.store")
 CANCEL_SQL = "UPDATE messages SET status = 'cancelled' WHERE status = 'streaming'"
 
 
@@ -50,16 +52,20 @@ def cancel_on(conn: Any, param: str, words: Sequence[tuple[int, str, str | None]
     reasoning)``: what the app had of them, core/streaming_rows) with their words so far, the
     others with what their last flush stored. ``param``: the connection's placeholder
     (``quick_param``). The number of rows cancelled."""
-    mark = param
     cursor = conn.cursor()
     count = 0
     for row_id, text, reasoning in words:
-        cursor.execute(
-            f"UPDATE messages SET content = {mark}, reasoning = {mark}, status = 'cancelled'"
-            f" WHERE id = {mark} AND status = 'streaming'",
-            (text, reasoning, row_id),
-        )
-        count += max(0, int(cursor.rowcount))
+        try:  # each on its own: one the server refuses (a NUL in PostgreSQL text) takes no other with it
+            cursor.execute(
+                f"UPDATE messages SET content = {param}, reasoning = {param}, status = 'cancelled'"
+                f" WHERE id = {param} AND status = 'streaming'",
+                (text, reasoning, row_id),
+            )
+            conn.commit()
+            count += max(0, int(cursor.rowcount))
+        except Exception:
+            conn.rollback()
+            log.warning("reply %s: its words so far could not be stored (its last flush stands)", row_id)
     cursor.execute(CANCEL_SQL)
     count += max(0, int(cursor.rowcount))
     conn.commit()
