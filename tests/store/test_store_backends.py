@@ -131,6 +131,46 @@ def test_a_search_reader_stops_when_told(env):
         reader.close()
 
 
+def test_a_newer_search_stops_the_one_before_even_if_its_cancel_never_comes(env, store_backend, monkeypatch):
+    """The palette's next key starts a new search; the cancel of the one before can be lost (on
+    Python 3.11 Textual's gather drops it when another provider's hit comes at once). The older
+    search stops all the same, and the newer one answers."""
+    from tui_agent.core.store import search as store_search
+    from tui_agent.core.store import search_pg
+
+    history.add_message(history.new_conversation().id, "user", "lorem ipsum")
+    module = search_pg if store_backend == "postgresql" else store_search
+    real = module.search_page
+    told_to_stop = threading.Event()
+
+    def search_page(conn, query, **kwargs):  # type: ignore[no-untyped-def]
+        if query == "lo":
+            for _ in range(60_000):  # up to 10 min: until it is told to stop
+                if kwargs["cancelled"]():
+                    told_to_stop.set()
+                    raise store_search.SearchCancelled
+                threading.Event().wait(0.01)
+        return real(conn, query, **kwargs)
+
+    monkeypatch.setattr(module, "search_page", search_page)
+
+    async def run() -> list[str]:
+        searcher = Searcher()
+        try:
+            older = asyncio.ensure_future(searcher.page("lo"))  # never cancelled
+            await asyncio.sleep(0.2)
+            newer = await asyncio.wait_for(searcher.page("lorem"), 60)
+            with pytest.raises(store_search.SearchCancelled):
+                await asyncio.wait_for(older, 60)
+        finally:
+            searcher.close()
+        return [hit.snippet for hit in newer.hits]
+
+    (snippet,) = asyncio.run(run())
+    assert "lorem" in snippet.lower()
+    assert told_to_stop.is_set()
+
+
 def test_the_changes_of_others_are_followed_only_where_there_are_others(env, store_backend):
     store = backends.current()
     if store_backend == "sqlite":

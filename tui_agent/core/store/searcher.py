@@ -26,10 +26,21 @@ class Searcher:
         self._closing = threading.Event()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="history-search")
         self._running: Callable[[], bool] | None = None  # the stop flag of the search running
+        self._latest: threading.Event | None = None  # the cancel flag of the newest search asked for
 
     async def page(self, query: str, before: int | None = None) -> store_search.Page:
+        """A page of hits for ``query``. A newer call supersedes it: it stops as if cancelled
+        (the palette's next key starts one), whether or not its own task's cancel arrives: the
+        palette's cancel can be lost (Textual's gather waits with ``asyncio.wait_for``, which on
+        Python 3.11 drops a cancel that comes as another provider's hit does)."""
         cancel = threading.Event()
         stop = lambda: cancel.is_set() or self._closing.is_set()  # noqa: E731
+        previous, self._latest = self._latest, cancel
+        if previous is not None and not previous.is_set():
+            previous.set()
+            running = self._running
+            if running is not None:  # the one before, running on the thread: its statement stops too
+                threading.Thread(target=self.reader.cancel, args=(running,), daemon=True).start()
         future = asyncio.wrap_future(self._pool.submit(self._run, query, before, stop))
         try:
             return await future
