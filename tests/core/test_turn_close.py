@@ -146,6 +146,21 @@ async def _cancelled_again(task: asyncio.Task[None], release: threading.Event) -
         await task
 
 
+async def _turn_behind_a_busy_store(
+    loop: Any, release: threading.Event, flushing: asyncio.Event, held: list[asyncio.Future[bool]]
+) -> None:
+    """A streamed turn whose store's thread is made busy (until ``release``) after 5 pieces;
+    ``flushing`` is set 20 pieces later, when a flush waits behind it."""
+    deltas = 0
+    async with aclosing(loop.run_turn(None, "hi")) as events:
+        async for event in events:
+            deltas += isinstance(event, ev.TextDelta)
+            if deltas == 5:
+                held.append(asyncio.ensure_future(worker.run(release.wait, 600)))
+            elif deltas == 25:
+                flushing.set()
+
+
 async def test_a_turn_cancelled_again_during_its_last_write_still_stores_its_reply(env, monkeypatch):
     monkeypatch.setattr(loop_module, "FLUSH_INTERVAL_S", 0.0)  # each piece starts a flush
     env.fake.script(Reply(tokens=[f" w{i}" for i in range(400)], chunk_delay_s=0.01))
@@ -154,18 +169,8 @@ async def test_a_turn_cancelled_again_during_its_last_write_still_stores_its_rep
     flushing = asyncio.Event()
     held: list[asyncio.Future[bool]] = []
 
-    async def turn() -> None:
-        deltas = 0
-        async with aclosing(loop.run_turn(None, "hi")) as events:
-            async for event in events:
-                deltas += isinstance(event, ev.TextDelta)
-                if deltas == 5:
-                    held.append(asyncio.ensure_future(worker.run(release.wait, 60)))  # the store's thread is busy
-                elif deltas == 25:
-                    flushing.set()  # pieces came since: a flush waits behind the busy store
-
     try:
-        task = asyncio.ensure_future(turn())
+        task = asyncio.ensure_future(_turn_behind_a_busy_store(loop, release, flushing, held))
         await asyncio.wait_for(flushing.wait(), 60)
         await _cancelled_again(task, release)
     finally:
@@ -291,18 +296,8 @@ async def test_a_turn_whose_store_does_not_answer_ends_all_the_same_once_cancell
     flushing = asyncio.Event()
     held: list[asyncio.Future[bool]] = []
 
-    async def turn() -> None:
-        deltas = 0
-        async with aclosing(loop.run_turn(None, "hi")) as events:
-            async for event in events:
-                deltas += isinstance(event, ev.TextDelta)
-                if deltas == 5:
-                    held.append(asyncio.ensure_future(worker.run(release.wait, 600)))  # the store hangs
-                elif deltas == 25:
-                    flushing.set()
-
     try:
-        task = asyncio.ensure_future(turn())
+        task = asyncio.ensure_future(_turn_behind_a_busy_store(loop, release, flushing, held))
         await asyncio.wait_for(flushing.wait(), 60)
         task.cancel()
         await asyncio.sleep(0.05)
