@@ -16,6 +16,7 @@ from textual.widgets.option_list import Option
 
 from tui_agent.core import slash
 from tui_agent.core.textsafe import clipboard_text
+from tui_agent.ui.typing_pace import pace_of
 from tui_agent.ui.widgets.host import host_of
 
 log = logging.getLogger("tui_agent.ui")
@@ -83,6 +84,16 @@ class Composer(TextArea):
         self.cursor_blink = host_of(self.app).live_motion
 
     async def _on_key(self, event: events.Key) -> None:
+        try:
+            await self._handle_key(event)
+        finally:  # once the key is drawn: a streaming reply's next write goes right behind it
+            pace = pace_of(self.app)
+            if event.key == "enter":  # sending ends the typing: the reply's first words come at once
+                pace.sent()
+            else:
+                pace.typed()
+
+    async def _handle_key(self, event: events.Key) -> None:
         key = event.key
         if key == "enter":
             event.prevent_default()

@@ -19,6 +19,7 @@ from textual.widget import Widget
 from textual.widgets import Markdown
 
 from tui_agent.ui.markdown_text import parser
+from tui_agent.ui.typing_pace import pace_of
 from tui_agent.ui.widgets.column_arrange import arrange_size
 from tui_agent.ui.widgets.frozen_part import FrozenPart, freeze
 from tui_agent.ui.widgets.own_styles import set_own_class
@@ -128,6 +129,9 @@ class ReplyStream:
         self._stopping = False
         self._text: str | None = None  # the text of the growing part (read once it is parsed)
         self.frozen: list[FrozenPart] = []  # sealed parts drawn as lines while the reply streams
+        self._stop = asyncio.Event()
+        self._written_at = float("-inf")
+        self._pace = pace_of(bubble.app)  # while the user types, writes go right after a key
         self._task = asyncio.create_task(self._run())
 
     async def write(self, fragment: str) -> None:
@@ -141,6 +145,7 @@ class ReplyStream:
     async def stop(self) -> None:
         """Append what is pending, then end (the task finishes even if the caller is cancelled)."""
         self._stopping = True
+        self._stop.set()
         self._wake.set()
         await asyncio.shield(self._task)
         await self._thaw()
@@ -157,6 +162,7 @@ class ReplyStream:
     async def _run(self) -> None:
         while True:
             await self._wake.wait()
+            await self._pace.turn(self._written_at, self._stop)
             self._wake.clear()
             text = "".join(self._pending)
             self._pending.clear()
@@ -165,6 +171,7 @@ class ReplyStream:
                 return
             if text:
                 self._text = (self.live.source if self._text is None else self._text) + text
+                self._written_at = self._pace.clock()
                 await self.live.append(text)
                 if len(self.live.children) > SEAL_AFTER_BLOCKS:
                     await self._seal()
