@@ -132,3 +132,55 @@ async def test_in_the_app_the_reply_is_written_behind_the_keys_and_ends_whole(en
         (bubble,) = app.query(AssistantBubble)
         assert bubble.text == "".join(tokens)
         assert bubble.query(ReplyMarkdown).last().source.endswith("ENDOFREPLY")
+
+
+async def test_only_a_key_that_edits_the_text_is_typing(env):
+    """Scrolling the log, moving to the messages, a key for the app: not typing (the reply would
+    be held for nothing). A letter, Backspace, a new line: typing. Enter with a message: sent."""
+    app = make(env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        pace = pace_of(app)
+        composer = app.conversation_view.composer
+        composer.focus()
+        for key in ("pageup", "pagedown", "f20"):
+            await pilot.press(key)
+            await pilot.pause()
+            assert pace.last_key == float("-inf"), key
+        await pilot.press("up")  # an empty composer: the message cursor
+        await pilot.pause()
+        assert pace.last_key == float("-inf")
+        composer.focus()
+        typed = []
+        for key in ("x", "backspace", "ctrl+j"):
+            pace.last_key = float("-inf")
+            await pilot.press(key)
+            await pilot.pause()
+            typed.append(pace.last_key > float("-inf"))
+        assert typed == [True, True, True]
+        await pilot.press("y", "enter")
+        await pilot.pause()
+        assert pace.last_key == float("-inf")  # sent
+
+
+async def test_a_key_wakes_every_stream_waiting_for_it():
+    pace, clock = paced()
+    pace.typed()
+    last_write = clock.now
+    turns = [asyncio.ensure_future(pace.turn(last_write, asyncio.Event())) for _ in range(2)]
+    assert not await settled(turns[0]) and not await settled(turns[1])
+    clock.now += MIN_GAP_S
+    pace.typed()
+    assert await settled(turns[0]) and await settled(turns[1])
+
+
+async def test_a_key_that_came_while_the_last_write_ran_is_let_go_by():
+    """A write starting long after its key would run into the next key: it waits for another."""
+    pace, clock = paced()
+    last_write = clock.now
+    clock.now += MIN_GAP_S
+    pace.typed()  # the write before is still running
+    clock.now += 0.5  # it ends; the stream asks for its next turn
+    turn = asyncio.ensure_future(pace.turn(last_write, asyncio.Event()))
+    assert not await settled(turn)
+    pace.typed()
+    assert await settled(turn)

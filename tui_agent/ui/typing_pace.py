@@ -16,56 +16,69 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 from weakref import WeakKeyDictionary
 
 #: A key within this long: the user is typing.
 TYPING_S = 1.5
-#: While the user types, a write waits this long after the last one at most.
+#: While the user types, a write waits this long after the last one began, at most.
 HOLD_S = 1.5
 #: A key sooner than this after the last write is let go by for a later one.
 MIN_GAP_S = 0.25
+#: A write goes "right behind" a key if it starts within this long of it; a key that came while
+#: the last write still ran is let go by (the write would start late, nearer the next key).
+BEHIND_S = 0.15
 
 
 class TypingPace:
     def __init__(self) -> None:
         self.clock = time.monotonic
         self.last_key = float("-inf")
-        self._key = asyncio.Event()
+        self._waiting: set[asyncio.Future[Any]] = set()
 
     def typed(self) -> None:
-        """A key reached the composer (called from its key handler, after the key's own draw)."""
+        """A key edited the composer's text (called from its key handler, after the key's draw)."""
         self.last_key = self.clock()
-        self._key.set()
+        self._wake()
 
     def sent(self) -> None:
         """A message was sent (Enter): the keys that wrote it were not typed during a reply."""
         self.last_key = float("-inf")
-        self._key.set()
+        self._wake()
+
+    def _wake(self) -> None:
+        waiting, self._waiting = self._waiting, set()
+        for future in waiting:
+            if not future.done():
+                future.set_result(None)
 
     async def turn(self, last_write: float, stopping: asyncio.Event) -> None:
-        """Return when a write may go ahead: at once unless the user is typing; else right after
+        """Return when a write may go ahead: at once unless the user is typing; else right behind
         the first key that comes ``MIN_GAP_S`` or more after ``last_write``, ``HOLD_S`` after
         ``last_write`` at most, once the keys stop, or when ``stopping`` is set."""
         while not stopping.is_set():
             now = self.clock()
             if now - self.last_key > TYPING_S:
                 return
-            if self.last_key > last_write and now - last_write >= MIN_GAP_S:
+            if self.last_key - last_write >= MIN_GAP_S and now - self.last_key <= BEHIND_S:
                 return  # right behind a key
             wait = min(last_write + HOLD_S, self.last_key + TYPING_S) - now
             if wait <= 0:
                 return
-            self._key.clear()  # the next key (one too soon after the last write waits for a later one)
-            await _first_of(self._key, stopping, timeout=wait)
+            await self._next_key(stopping, wait)
 
-
-async def _first_of(one: asyncio.Event, other: asyncio.Event, timeout: float) -> None:
-    waits = [asyncio.ensure_future(one.wait()), asyncio.ensure_future(other.wait())]
-    try:
-        await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for waiting in waits:
-            waiting.cancel()
+    async def _next_key(self, stopping: asyncio.Event, timeout: float) -> None:
+        """Until the next key (or a send), ``stopping``, or ``timeout``; each waiter has its own
+        future, so a key wakes every stream that waits for it."""
+        key: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiting.add(key)
+        stop: asyncio.Future[Any] = asyncio.ensure_future(stopping.wait())
+        try:
+            await asyncio.wait([key, stop], timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._waiting.discard(key)
+            key.cancel()
+            stop.cancel()
 
 
 _PACES: WeakKeyDictionary[object, TypingPace] = WeakKeyDictionary()

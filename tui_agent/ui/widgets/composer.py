@@ -21,6 +21,8 @@ from tui_agent.ui.widgets.host import host_of
 
 log = logging.getLogger("tui_agent.ui")
 
+SENT, TYPED = "sent", "typed"  # what a key did (Composer._handle_key)
+
 
 class Composer(TextArea):
     class Submitted(Message):
@@ -84,65 +86,70 @@ class Composer(TextArea):
         self.cursor_blink = host_of(self.app).live_motion
 
     async def _on_key(self, event: events.Key) -> None:
-        try:
-            await self._handle_key(event)
-        finally:  # once the key is drawn: a streaming reply's next write goes right behind it
-            pace = pace_of(self.app)
-            if event.key == "enter":  # sending ends the typing: the reply's first words come at once
-                pace.sent()
-            else:
-                pace.typed()
+        done = await self._handle_key(event)
+        # Once the key is drawn: a streaming reply's next write goes right behind a key that
+        # edited the text (typing_pace); a key that scrolls, moves the focus or reaches the app's
+        # bindings is not typing, and a message sent ends the typing.
+        if done == SENT:
+            pace_of(self.app).sent()
+        elif done == TYPED:
+            pace_of(self.app).typed()
 
-    async def _handle_key(self, event: events.Key) -> None:
+    async def _handle_key(self, event: events.Key) -> str | None:
+        """Acts on the key; says whether it sent the message (SENT) or edited the text (TYPED)."""
         key = event.key
         if key == "enter":
             event.prevent_default()
             event.stop()
             if self.text.strip():
                 self.post_message(self.Submitted(self.text))
-            return
+                return SENT
+            return None
         if key in ("shift+enter", "ctrl+j"):
             event.prevent_default()
             event.stop()
             self.insert("\n")
-            return
+            return TYPED
         if key == "tab" and self._complete():
             event.prevent_default()
             event.stop()
-            return
+            return TYPED
         if key == "up" and not self.text and self._recall_index is None:
             event.prevent_default()
             event.stop()
             self.post_message(self.CursorRequested())
-            return
+            return None
         if key in ("pageup", "pagedown") or (
             key in ("end", "down") and self._recall_index is None and self.cursor_location == self.document.end
         ):
             event.prevent_default()
             event.stop()
             self.post_message(self.ScrollLog({"pageup": "page_up", "pagedown": "page_down"}.get(key, "end")))
-            return
+            return None
         if key == "ctrl+up" or (key == "up" and self._recall_index is not None):
             await self._read_recall()
             if self.recall:
                 event.prevent_default()
                 event.stop()
                 self._recall_step(-1)
-                return
+                return None
         if key in ("down", "ctrl+down") and self._recall_index is not None:
             event.prevent_default()
             event.stop()
             self._recall_step(1)
-            return
+            return None
         self._recall_index = None
         if not event.is_printable and await self._run_own_binding(event):
-            return
+            return TYPED  # Backspace, Delete, the arrows...
         lines = self.virtual_size.height
         await super()._on_key(event)
-        if event.is_printable and self.virtual_size.height == lines:  # typed, and the same size
+        if not event.is_printable:
+            return None
+        if self.virtual_size.height == lines:  # typed, and the same size
             draw_typed = getattr(self.screen, "draw_typed", None)  # the chat screen's (ui/chat_screen.py)
             if draw_typed is not None:
                 draw_typed(self)
+        return TYPED
 
     async def _run_own_binding(self, event: events.Key) -> bool:
         """A key bound here (Backspace, Delete, the arrows, Ctrl+W...) is acted on here, as the
