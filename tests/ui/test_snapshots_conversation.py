@@ -17,10 +17,18 @@ def after(*keys: str, shown_before: tuple[str, ...], shown_after: tuple[str, ...
     async def run_before(pilot) -> None:
         await until(pilot, lambda: all(text in screen_text(pilot.app) for text in shown_before))
         await pilot.press(*keys)
-        await until(pilot, lambda: all(text in screen_text(pilot.app) for text in shown_after))
+        # The keys' text, and the message cursor on its message: a message shown again (another
+        # alternative) is drawn before the cursor is put back on it, after a read of the store that
+        # can outlast steady_screen's pause (CI: a snapshot without the cursor's colour).
+        await until(pilot, lambda: all(text in screen_text(pilot.app) for text in shown_after) and cursor_on(pilot.app))
         await steady_screen(pilot.app, pilot)
 
     return run_before
+
+
+def cursor_on(app) -> bool:
+    cursor = app.query_one("#chat-log").cursor
+    return cursor is not None and cursor.is_attached and cursor.has_class("-cursor")
 
 
 def regenerated(env) -> None:
