@@ -5,6 +5,9 @@ imported the CLI's modules once per test process (``cli_fork_server.py``), inste
 them again at each run (see that file for what the fork reproduces and when it falls back to
 ``python -m tui_agent``). Tests of the start-up itself (what is imported, how fast, a terminal's
 session) start ``python -m tui_agent`` as before.
+
+``script_argv(PATH, ...)`` does the same for a Python program of the tests (the MCP servers): a
+server of its own imports the program's modules once, and each run is a fork of it.
 """
 
 from __future__ import annotations
@@ -19,26 +22,49 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 PLAIN = [sys.executable, "-m", "tui_agent"]
-_started: list[str] = []
+_started: dict[str, str] = {}  # per program ("" for tui_agent): its server's socket, "" without one
 
 
 def tui_agent_argv() -> list[str]:
     """``[python, -I, -S, cli_fork_client.py, SOCKET]``, or ``python -m tui_agent`` without a server."""
-    if not _started:
-        _started.append(_start() or "")
-    if not _started[0]:
+    if "" not in _started:
+        _started[""] = _start([]) or ""
+    if not _started[""]:
         return list(PLAIN)
-    return [sys.executable, "-I", "-S", str(HERE / "cli_fork_client.py"), _started[0]]
+    return [sys.executable, "-I", "-S", str(HERE / "cli_fork_client.py"), _started[""]]
 
 
-def _start() -> str | None:
+def script_argv(script: Path, *modules: str) -> list[str]:
+    """The command line of ``python SCRIPT``, run by a fork of a server that has imported the
+    script's modules and ``modules`` (what it imports later, as it runs). The server starts without
+    the variables that change how an interpreter starts (``PYTHON*``, ``LANG``, ``LC_*``), as a
+    program started by an MCP client with its safe environment would: a run whose environment has
+    them is not forked but started as ``python SCRIPT``. The server runs the script's top level once
+    under another name than ``__main__``: its work must be under ``if __name__ == "__main__"``."""
+    key = str(script)
+    if key not in _started:
+        _started[key] = _start(["--script", key, *modules], plain_environment=True) or ""
+    if not _started[key]:
+        return [sys.executable, key]
+    return [sys.executable, "-I", "-S", str(HERE / "cli_fork_client.py"), _started[key], "--script", key]
+
+
+def without_startup_variables() -> dict[str, str]:
+    """This environment without what changes how Python starts (``PYTHON*``, ``LANG``, ``LC_*``,
+    as cli_fork_server.STARTUP_PREFIXES): a program run with it by ``script_argv`` is forked."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "LANG", "LC_"))}
+
+
+def _start(options: list[str], plain_environment: bool = False) -> str | None:
     folder = tempfile.mkdtemp(prefix="tui-fork-")
     path = os.path.join(folder, "s")
+    env = without_startup_variables() if plain_environment else dict(os.environ)
     server = subprocess.Popen(
-        [sys.executable, str(HERE / "cli_fork_server.py"), path],
+        [sys.executable, str(HERE / "cli_fork_server.py"), path, *options],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         cwd=folder,
+        env=env,
         text=True,
     )
     assert server.stdout is not None

@@ -4,7 +4,8 @@ Started as ``python -I -S cli_fork_client.py SOCKET ARGS`` (no site: it starts i
 the fork server its arguments, environment, working directory and stdin, stdout and stderr; it
 forwards the signals it gets to the child and exits as the child did. Without a server (the
 socket gone) or when the server refuses the run, it execs
-``python -m tui_agent ARGS`` itself, so a test gets the same program either way.
+``python -m tui_agent ARGS`` itself, so a test gets the same program either way. Started as
+``... cli_fork_client.py SOCKET --script PATH ARGS``, the program is ``python PATH ARGS``.
 """
 
 from __future__ import annotations
@@ -19,12 +20,16 @@ import sys
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 
 
-def exec_python(args: list[str]) -> None:
-    os.execv(sys.executable, [sys.executable, "-m", "tui_agent", *args])
+def exec_python(args: list[str], script: str | None) -> None:
+    program = [script] if script is not None else ["-m", "tui_agent"]
+    os.execv(sys.executable, [sys.executable, *program, *args])
 
 
 def main(path: str, args: list[str]) -> None:
-    body = json.dumps({"args": args, "env": dict(os.environ), "cwd": os.getcwd()}).encode()
+    script = None
+    if args[:1] == ["--script"]:
+        script, args = args[1], args[2:]
+    body = json.dumps({"script": script, "args": args, "env": dict(os.environ), "cwd": os.getcwd()}).encode()
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.connect(path)
@@ -36,7 +41,7 @@ def main(path: str, args: list[str]) -> None:
         first = []
     if len(first) != 2 or first[0] != "pid":
         conn.close()
-        exec_python(args)
+        exec_python(args, script)
     child = int(first[1])
     for number in FORWARDED:
         signal.signal(number, lambda sig, _frame: os.kill(child, sig))

@@ -10,10 +10,13 @@ and if the client is killed the child is killed.
 
 A run the fork cannot reproduce is refused, and the client then execs ``python -m tui_agent``
 itself: one whose environment changes how the interpreter starts (``PYTHON*``, ``LANG``,
-``LC_*``), or any run while this process has a thread. The server exits when its standard input
+``LC_*``), one for another program than this server's, or any run while this process has a thread. The server exits when its standard input
 closes (the test process is gone), killing the children it still has.
 
-Run as ``python cli_fork_server.py SOCKET``; it prints ``ready`` once it listens.
+Run as ``python cli_fork_server.py SOCKET``; it prints ``ready`` once it listens. With ``--script
+PATH [MODULE...]`` it runs a Python program instead (an MCP server of the tests): it imports the
+listed modules and the program's own imports once (the program's code run under another name than
+``__main__``), and each child runs it as ``python PATH ARGS`` would.
 """
 
 from __future__ import annotations
@@ -79,6 +82,14 @@ def preload() -> None:
     assert "textual" not in sys.modules, "the CLI's modules must not import Textual"
 
 
+def preload_script(script: str, modules: list[str]) -> None:
+    """A program's imports (its top-level code run once, not as ``__main__``) and ``modules``."""
+    for name in modules:
+        importlib.import_module(name)
+    runpy.run_path(script, run_name="__fork_preload__")
+    assert threading.active_count() == 1, "a preloaded program must not start threads"
+
+
 def _read_exactly(conn: socket.socket, size: int) -> bytes:
     data = b""
     while len(data) < size:
@@ -97,7 +108,7 @@ def _read_request(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
     return json.loads(_read_exactly(conn, size)), fds
 
 
-def serve(path: str) -> dict[str, Any] | None:
+def serve(path: str, script: str | None) -> dict[str, Any] | None:
     """Serve until stdin closes (returns None); in a forked child, return its request."""
     own_startup = startup_environment(dict(os.environ))
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -124,7 +135,11 @@ def serve(path: str) -> dict[str, Any] | None:
                 except (OSError, ValueError):
                     conn.close()
                     continue
-                if startup_environment(request["env"]) != own_startup or threading.active_count() != 1:
+                if (
+                    request.get("script") != script
+                    or startup_environment(request["env"]) != own_startup
+                    or threading.active_count() != 1
+                ):
                     conn.sendall(b"exec\n")
                     for fd in fds:
                         os.close(fd)
@@ -193,12 +208,14 @@ def _reap(children: dict[int, socket.socket], selector: selectors.BaseSelector) 
         conn.close()
 
 
-def run_child(request: dict[str, Any]) -> None:
-    """Become ``python -m tui_agent ARGS`` run in the client's folder with its environment and files."""
+def run_child(request: dict[str, Any], script: str | None) -> None:
+    """Become ``python -m tui_agent ARGS`` (or ``python SCRIPT ARGS``) run in the client's folder
+    with its environment and files."""
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    sys.path[0] = request["cwd"]  # where `python -m` puts the working directory
+    if script is None:
+        sys.path[0] = request["cwd"]  # where `python -m` puts the working directory
     for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
         old = getattr(sys, name)
         raw = open(fd, "rb" if fd == 0 else "wb", closefd=False)
@@ -206,13 +223,22 @@ def run_child(request: dict[str, Any]) -> None:
         stream = io.TextIOWrapper(raw, encoding=old.encoding, errors=old.errors, line_buffering=line_buffering)
         setattr(sys, name, stream)
         setattr(sys, f"__{name}__", stream)
+    if script is not None:
+        sys.argv = [script, *request["args"]]
+        runpy.run_path(script, run_name="__main__")
+        return
     sys.argv = ["tui_agent", *request["args"]]
     runpy.run_module("tui_agent", run_name="__main__", alter_sys=True)
 
 
 if __name__ == "__main__":
-    sys.path[0] = os.getcwd()
-    preload()
-    child_request = serve(sys.argv[1])
+    program = sys.argv[3] if sys.argv[2:3] == ["--script"] else None
+    if program is None:
+        sys.path[0] = os.getcwd()
+        preload()
+    else:
+        sys.path[0] = os.path.dirname(os.path.abspath(program))  # where `python SCRIPT` puts it
+        preload_script(program, sys.argv[4:])
+    child_request = serve(sys.argv[1], program)
     if child_request is not None:
-        run_child(child_request)
+        run_child(child_request, program)

@@ -5,18 +5,29 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from cli_fork import script_argv, without_startup_variables
 from pg_cluster import free_port as free_port  # one free-port helper for every test server
 
 from tui_agent.core.mcp import config as mcp_config
 
 FIXTURE = Path(__file__).parent / "mcp_servers" / "fixture_server.py"
+HOSTILE_SERVER = Path(__file__).parent / "mcp_servers" / "hostile_server.py"
+#: What the test MCP servers import as they run (the stdio and HTTP transports, Pillow for a picture):
+#: their fork server imports these once with the servers' own modules (cli_fork.script_argv).
+SERVER_RUN_MODULES = (
+    "mcp.server.stdio",
+    "mcp.server.streamable_http",
+    "mcp.server.streamable_http_manager",
+    "uvicorn",
+    "PIL.Image",
+    "PIL.PngImagePlugin",
+)
 #: How long a test waits for an MCP server to start in the app: the fixture server loads the MCP SDK
 #: (1.8 s of CPU), 10-16 s at load 8 with two CPU burners, against the wait helper's 30 s. Longer than
 #: the product's own start limit (the profile's mcp_timeout_s, 60 s), so a start the product gives up
@@ -24,13 +35,24 @@ FIXTURE = Path(__file__).parent / "mcp_servers" / "fixture_server.py"
 MCP_START_S = 120.0
 
 
+def server_command(script: Path, *args: str) -> tuple[str, list[str]]:
+    """``(command, args)`` that run ``python SCRIPT ARGS``: a test MCP server, forked from a process
+    that has imported the MCP SDK once (``cli_fork.script_argv``), not started from nothing (its
+    imports are ~1.3 s of CPU a start). It is the same program on the same pipes; its pid (which
+    ``FIXTURE_MCP_PIDS`` logs) is the fork's, and it ends when its stdin closes or the command is
+    killed, as the program started directly does."""
+    argv = script_argv(script, *SERVER_RUN_MODULES)
+    return argv[0], [*argv[1:], *args]
+
+
 def add_fixture(name: str = "fx", *flags: str, policy: str = "auto", timeout_s: float | None = None) -> None:
+    command, args = server_command(FIXTURE, "stdio", *flags)
     mcp_config.add_server(
         mcp_config.ServerConfig(
             name=name,
             transport="stdio",
-            command=sys.executable,
-            args=[str(FIXTURE), "stdio", *flags],
+            command=command,
+            args=args,
             # The SDK passes only a safe environment to a server; the pid log goes through `env` (and ${} expansion).
             env={"FIXTURE_MCP_PIDS": "${FIXTURE_MCP_PIDS}"} if "FIXTURE_MCP_PIDS" in os.environ else {},
             policy=policy,
@@ -64,11 +86,12 @@ def wait_gone(pids: list[int], timeout_s: float = 20) -> list[int]:
 
 
 def start_http_fixture(port: int, log: Path) -> subprocess.Popen[bytes]:
+    command, args = server_command(FIXTURE, "http", str(port))
     process = subprocess.Popen(
-        [sys.executable, str(FIXTURE), "http", str(port)],
+        [command, *args],
         stdout=log.open("wb"),
         stderr=subprocess.STDOUT,
-        env={**os.environ, "FIXTURE_MCP_PIDS": ""},
+        env={**without_startup_variables(), "FIXTURE_MCP_PIDS": ""},
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

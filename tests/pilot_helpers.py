@@ -60,8 +60,16 @@ async def steady_screen(app: Any, pilot: Any, timeout: float = 30.0) -> str:
 
 async def settle(app: AgentApp, pilot: Any, timeout: float = 120.0) -> None:
     """Until no turn runs (then one more pause, for what the turn's end posted). ``timeout`` only
-    bounds a test that fails: a long reply's turn took over 30 s on a loaded machine."""
-    await until(pilot, lambda: not app.turns, timeout, "the turn did not finish")
+    bounds a test that fails: a long reply's turn took over 30 s on a loaded machine.
+
+    A turn's worker, not only ``app.turns``: Esc takes the turn out of ``app.turns`` at once (the
+    conversation is free again) while its worker still closes the reply as cancelled (loaded run 62
+    read the bubble's status before that)."""
+
+    def ended() -> bool:
+        return not app.turns and not any(w.group == "turns" and not w.is_finished for w in app.workers)
+
+    await until(pilot, ended, timeout, "the turn did not finish")
     await pilot.pause()
 
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 from backends import BOTH_BACKENDS
 from cli_fork import tui_agent_argv
 from fake_openai import Reply
-from mcp_helpers import FIXTURE, started_pids, wait_gone
+from mcp_helpers import FIXTURE, server_command, started_pids, wait_gone
 
 pytestmark = BOTH_BACKENDS
 
@@ -31,8 +30,13 @@ def tui(vault, *args, stdin=None, env=None, timeout=120):
     )
 
 
+def fixture_argv(*args: str) -> list[str]:
+    command, rest = server_command(FIXTURE, "stdio", *args)
+    return [command, *rest]
+
+
 def add_fixture(vault, name="fx", *options):
-    result = tui(vault, "mcp", "add", name, *options, "--", sys.executable, str(FIXTURE), "stdio")
+    result = tui(vault, "mcp", "add", name, *options, "--", *fixture_argv())
     assert result.returncode == 0, result.stderr
     return result
 
@@ -123,10 +127,7 @@ def test_non_interactive_ask_without_yes_refuses_clearly(env):
 
 def test_ask_with_a_dead_server_still_answers(env):
     vault = env.vault.root
-    assert (
-        tui(vault, "mcp", "add", "broken", "--", sys.executable, str(FIXTURE), "stdio", "--die-on-start").returncode
-        == 0
-    )
+    assert tui(vault, "mcp", "add", "broken", "--", *fixture_argv("--die-on-start")).returncode == 0
     env.fake.script(Reply(text="Answered without it."))
     result = tui(vault, "ask", "--new", "hello")
     assert result.returncode == 0

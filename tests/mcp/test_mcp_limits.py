@@ -12,16 +12,14 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import sys
 import time
 
 import pytest
-from cli_fork import tui_agent_argv
+from cli_fork import tui_agent_argv, without_startup_variables
 from fake_openai import Reply
 from helpers import done, make_loop
-from mcp_helpers import running_manager
+from mcp_helpers import HOSTILE_SERVER, running_manager, server_command
 from pilot_helpers import running
-from repo_paths import TESTS
 
 from tui_agent.core.mcp import config as mcp_config
 from tui_agent.core.mcp.bounded import LineBound
@@ -31,14 +29,11 @@ from tui_agent.core.mcp.tool import approval_question
 from tui_agent.core.mcp.tool_caps import MAX_SERVER_BYTES, MAX_TOOLS
 from tui_agent.core.tools.registry import default_registry
 
-HOSTILE_SERVER = TESTS / "mcp_servers" / "hostile_server.py"
-
 
 def add_hostile(name: str, *flags: str) -> None:
+    command, args = server_command(HOSTILE_SERVER, *flags)
     mcp_config.add_server(
-        mcp_config.ServerConfig(
-            name=name, transport="stdio", command=sys.executable, args=[str(HOSTILE_SERVER), *flags], policy="auto"
-        )
+        mcp_config.ServerConfig(name=name, transport="stdio", command=command, args=args, policy="auto")
     )
 
 
@@ -89,7 +84,6 @@ async def test_a_50_mb_result_is_not_read_and_the_server_stays_usable(env):
 @pytest.mark.slow
 async def test_an_http_body_is_read_only_up_to_the_limit(env, tmp_path, monkeypatch):
     """Streamable HTTP with plain JSON answers (no SSE): the body stops at the bound."""
-    import os
 
     from mcp_helpers import free_port
 
@@ -98,11 +92,12 @@ async def test_an_http_body_is_read_only_up_to_the_limit(env, tmp_path, monkeypa
     monkeypatch.setattr(bounded, "MAX_MESSAGE_BYTES", 2_000_000)
     port = free_port()
     log = tmp_path / "http.log"
+    command, args = server_command(HOSTILE_SERVER, "--http", str(port), "--json")
     server = subprocess.Popen(
-        [sys.executable, str(HOSTILE_SERVER), "--http", str(port), "--json"],
+        [command, *args],
         stdout=log.open("wb"),
         stderr=subprocess.STDOUT,
-        env={**os.environ, "FIXTURE_MCP_PIDS": ""},
+        env={**without_startup_variables(), "FIXTURE_MCP_PIDS": ""},
     )
     try:
         mcp_config.add_server(
@@ -184,10 +179,9 @@ async def test_the_approval_dialog_shows_every_argument_and_reveals_hidden_chara
 
 @pytest.mark.slow
 def test_ask_shows_the_approved_arguments_with_hidden_characters_revealed(env):
+    command, args = server_command(HOSTILE_SERVER)
     mcp_config.add_server(
-        mcp_config.ServerConfig(
-            name="srv", transport="stdio", command=sys.executable, args=[str(HOSTILE_SERVER)], policy="ask"
-        )
+        mcp_config.ServerConfig(name="srv", transport="stdio", command=command, args=args, policy="ask")
     )
     env.fake.script(
         Reply(tool_calls=[("echo", json.dumps({"text": "pay\u200b to\u202eeht\u202c"}, ensure_ascii=False))]),

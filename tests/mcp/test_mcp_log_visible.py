@@ -3,24 +3,17 @@ item 6): `cat` of the log must not set the terminal's title or write its clipboa
 
 from __future__ import annotations
 
-import sys
-
+from mcp_helpers import HOSTILE_SERVER, server_command
 from mcp_servers.hostile_server import HOSTILE
-from repo_paths import TESTS
 
 from tui_agent.core.mcp import config as mcp_config
 from tui_agent.core.mcp.connection import ServerConnection
 from tui_agent.core.textsafe import visible
 
-HOSTILE_SERVER = TESTS / "mcp_servers" / "hostile_server.py"
-
 
 async def test_a_server_s_stderr_reaches_its_log_visible(env):
-    config = mcp_config.add_server(
-        mcp_config.ServerConfig(
-            name="loud", transport="stdio", command=sys.executable, args=[str(HOSTILE_SERVER), "--stderr-exit"]
-        )
-    )
+    command, args = server_command(HOSTILE_SERVER, "--stderr-exit")
+    config = mcp_config.add_server(mcp_config.ServerConfig(name="loud", transport="stdio", command=command, args=args))
     connection = ServerConnection(config, env.vault.logs / "mcp-loud.log", 30)
     assert await connection.start() is False
     await connection.stop()

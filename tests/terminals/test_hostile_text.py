@@ -23,9 +23,9 @@ import time
 import pytest
 from cli_fork import tui_agent_argv
 from fake_openai import Reply
+from mcp_helpers import HOSTILE_SERVER, server_command
 from mcp_servers.hostile_server import HOSTILE
 from pilot_helpers import running, until
-from repo_paths import TESTS
 from tmux_helpers import Tmux, quit_app, tmux_available
 
 from tui_agent.core import profiles
@@ -34,16 +34,14 @@ from tui_agent.core.store import history
 from tui_agent.core.store.models import MessageRevision
 
 ESC, BEL = "\x1b", "\x07"
-HOSTILE_SERVER = TESTS / "mcp_servers" / "hostile_server.py"
 CODE_INFO = f"py{ESC}]0;MENU-TITLE{BEL}{ESC}]52;c;Zm9v{BEL}"
 UNSAFE_BYTES = re.compile(rb"\x1b|\x07|\xc2[\x80-\x9f]")  # ESC, BEL, a C1 control in UTF-8
 
 
 def add_server(name: str, *flags: str) -> None:
+    command, args = server_command(HOSTILE_SERVER, *flags)
     mcp_config.add_server(
-        mcp_config.ServerConfig(
-            name=name, transport="stdio", command=sys.executable, args=[str(HOSTILE_SERVER), *flags], policy="auto"
-        )
+        mcp_config.ServerConfig(name=name, transport="stdio", command=command, args=args, policy="auto")
     )
 
 
