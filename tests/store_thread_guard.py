@@ -39,12 +39,17 @@ def app_task_on_this_thread() -> bool:
     return any(part in filename.replace("\\", "/") for part in TEXTUAL)
 
 
+PROJECT = (Path(__file__).resolve().parents[1] / "tui_agent", Path(__file__).resolve().parent)
+
+
 def _ours(filename: str) -> bool:
-    """A frame of the project (the app or a test), not of a library, Python or this guard."""
-    name = filename.replace("\\", "/")
-    if name.startswith("<") or "/site-packages/" in name or "/lib/python3" in name:
-        return False  # generated code (a pilot's), a library, Python
-    return not name.endswith("store_thread_guard.py")
+    """A frame of the project (the app under tui_agent/ or a test under tests/), not of a library,
+    Python, a program's script (``.venv/bin/pytest``, the first frame of a run with ``-n 0``), a
+    pilot's generated code or this guard."""
+    path = Path(filename)
+    if filename.startswith("<") or not path.is_absolute() or path.name == "store_thread_guard.py":
+        return False
+    return any(path.is_relative_to(root) for root in PROJECT) and "/site-packages/" not in filename
 
 
 class Guard:
