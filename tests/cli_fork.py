@@ -34,6 +34,16 @@ def tui_agent_argv() -> list[str]:
     return [sys.executable, "-I", "-S", str(HERE / "cli_fork_client.py"), _started[""]]
 
 
+def ask_process(vault: Path, *args: str) -> subprocess.Popen[str]:
+    """``tui-agent ask --vault VAULT ARGS`` started (forked), its output read as text."""
+    return subprocess.Popen(
+        [*tui_agent_argv(), "ask", "--vault", str(vault), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def script_argv(script: Path, *modules: str) -> list[str]:
     """The command line of ``python SCRIPT``, run by a fork of a server that has imported the
     script's modules and ``modules`` (what it imports later, as it runs). The server starts without

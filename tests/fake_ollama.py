@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from fake_openai import FakeOpenAI, Reply
+from fake_openai import FakeOpenAI, Reply, pace_or_drop
 
 MODEL = "fake-chat"
 DETAILS = {
@@ -150,13 +150,8 @@ class FakeOllama(FakeOpenAI):
                 started = fake.stream_started_at = time.perf_counter()
                 try:
                     for index, piece in enumerate(pieces):
-                        if reply.tokens_per_s and index:  # against a schedule, as the SSE stream
-                            ahead = started + index / reply.tokens_per_s - time.perf_counter()
-                            if ahead > 0:
-                                time.sleep(ahead)
-                        if reply.drop_after_chunks is not None and index >= reply.drop_after_chunks:
-                            self.wfile.flush()
-                            self.connection.shutdown(2)
+                        due = started + index / reply.tokens_per_s if reply.tokens_per_s and index else None
+                        if pace_or_drop(self, reply, index, due):  # against a schedule, as the SSE stream
                             return
                         line = {
                             "model": model,

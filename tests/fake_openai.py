@@ -122,6 +122,19 @@ def demo_reply(messages: list[dict[str, Any]]) -> Reply:
 POLL_S = 0.02
 
 
+def pace_or_drop(handler: BaseHTTPRequestHandler, reply: Reply, index: int, due: float | None) -> bool:
+    """Before piece ``index`` of a streamed reply: sleep until ``due`` (a reply paced in tokens a
+    second), then True if the reply drops the connection here (``drop_after_chunks``): it is shut,
+    and the stream ends without another byte."""
+    if due is not None and (ahead := due - time.perf_counter()) > 0:
+        time.sleep(ahead)
+    if reply.drop_after_chunks is not None and index >= reply.drop_after_chunks:
+        handler.wfile.flush()
+        handler.connection.shutdown(2)
+        return True
+    return False
+
+
 class LoopbackServer:
     """An HTTP server on loopback in a thread of its own, for the real client to talk to."""
 
@@ -306,13 +319,9 @@ class FakeOpenAI(LoopbackServer):
                 started = fake.stream_started_at = time.perf_counter()
                 try:
                     for index, chunk in enumerate(chunks):
-                        if reply.tokens_per_s and index:  # against a schedule: sleeps do not add up
-                            ahead = started + (index - 1) / reply.tokens_per_s - time.perf_counter()
-                            if ahead > 0:
-                                time.sleep(ahead)
-                        if reply.drop_after_chunks is not None and index >= reply.drop_after_chunks:
-                            self.wfile.flush()
-                            self.connection.shutdown(2)
+                        # Against a schedule (sleeps do not add up); the first chunk is the role's.
+                        due = started + (index - 1) / reply.tokens_per_s if reply.tokens_per_s and index else None
+                        if pace_or_drop(self, reply, index, due):
                             return
                         if reply.hold is not None and (
                             index == reply.hold_after_chunks

@@ -61,6 +61,25 @@ def add_fixture(name: str = "fx", *flags: str, policy: str = "auto", timeout_s: 
     )
 
 
+def insert_fixture_row(name: str, marker: Path) -> None:
+    """The fixture server written into the store's table directly, as plain SQL or another machine
+    would (no approval on this one), set to run its tools without asking; it logs its pid to
+    ``marker`` if it ever starts."""
+    import json
+
+    from tui_agent.core.store.models import McpServer
+
+    command, args = server_command(FIXTURE, "stdio")
+    McpServer.insert(
+        name=name,
+        transport="stdio",
+        command=command,
+        args=json.dumps(args),
+        env=json.dumps({"FIXTURE_MCP_PIDS": str(marker)}),
+        policy="auto",
+    ).execute()
+
+
 def alive(pid: int) -> bool:
     """True while the process exists and is not a zombie (a reaped child is gone)."""
     try:

@@ -74,6 +74,16 @@ class Cluster:
             conn.execute(f'CREATE DATABASE "{name}"{copy}')
         return name
 
+    def give_to_new_user(self, name: str) -> str:
+        """A new login role (not a superuser, no CREATEROLE) made the owner of database ``name``."""
+        import psycopg
+
+        user = f"ann_{uuid.uuid4().hex[:8]}"
+        with psycopg.connect(self.admin_url, autocommit=True) as admin:
+            admin.execute(f'CREATE ROLE "{user}" LOGIN')
+            admin.execute(f'ALTER DATABASE "{name}" OWNER TO "{user}"')
+        return user
+
     def drop_database(self, name: str) -> None:
         """``WITH (FORCE)`` ends the database's sessions, then waits 5 s for them to go. A backend
         busy in one long step of a hostile statement (memory_sql's tests: a string doubled until

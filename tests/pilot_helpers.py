@@ -87,6 +87,14 @@ async def send(app: AgentApp, pilot: Any, text: str, *, wait: bool = True) -> No
         await settle(app, pilot)
 
 
+async def mount_after_a_turn(app: AgentApp, pilot: Any, bubble: Any) -> Any:
+    """A first turn ("hi", answered), then ``bubble`` mounted at the end of the chat log: a reply the
+    test writes itself, once the app's first reply has loaded what a turn loads. Returns ``bubble``."""
+    await send(app, pilot, "hi")
+    await app.conversation_view.chat_log.mount(bubble)
+    return bubble
+
+
 @asynccontextmanager
 async def running(env: Any, *replies: Any, size: tuple[int, int] = (120, 40), **kwargs: Any) -> AsyncIterator[Any]:
     """The app (``make(env, **kwargs)``) running at ``size``: ``(app, pilot)``. ``replies``

@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -245,3 +247,21 @@ def cell_of(page: Any, text: str) -> tuple[float, float] | None:
             )
             return box[0] + (x + 0.5) * box[2], box[1] + (y + 0.5) * box[3]
     return None
+
+
+def wait_db(db: Path, sql: str, predicate: Callable[[list[Any]], bool], timeout: float = 30.0) -> list[Any]:
+    """The rows ``sql`` reads from the SQLite file ``db``, once ``predicate`` holds for them."""
+    deadline = time.monotonic() + timeout
+    rows = []
+    while time.monotonic() < deadline:
+        conn = sqlite3.connect(db)
+        try:
+            rows = conn.execute(sql).fetchall()
+        except sqlite3.OperationalError:
+            rows = []
+        finally:
+            conn.close()
+        if predicate(rows):
+            return rows
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting on {sql}: {rows}")

@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import threading
-from contextlib import aclosing
+from collections.abc import AsyncIterator
+from contextlib import aclosing, asynccontextmanager
 from typing import Any
 
 import peewee as pw
@@ -161,22 +162,29 @@ async def _turn_behind_a_busy_store(
                 flushing.set()
 
 
-async def test_a_turn_cancelled_again_during_its_last_write_still_stores_its_reply(env, monkeypatch):
+@asynccontextmanager
+async def _streaming_behind_a_busy_store(env: Any, monkeypatch: Any) -> AsyncIterator[tuple[Any, threading.Event]]:
+    """A 400-piece reply streaming, each piece starting a flush, with the store's thread busy from the
+    fifth piece: ``(the turn's task, the event that frees the store)``, once a flush waits behind it."""
     monkeypatch.setattr(loop_module, "FLUSH_INTERVAL_S", 0.0)  # each piece starts a flush
     env.fake.script(Reply(tokens=[f" w{i}" for i in range(400)], chunk_delay_s=0.01))
     loop = make_loop(env)
     release = threading.Event()
     flushing = asyncio.Event()
     held: list[asyncio.Future[bool]] = []
-
     try:
         task = asyncio.ensure_future(_turn_behind_a_busy_store(loop, release, flushing, held))
         await asyncio.wait_for(flushing.wait(), 60)
-        await _cancelled_again(task, release)
+        yield task, release
     finally:
         release.set()
         await asyncio.gather(*held)
         await loop.aclose()
+
+
+async def test_a_turn_cancelled_again_during_its_last_write_still_stores_its_reply(env, monkeypatch):
+    async with _streaming_behind_a_busy_store(env, monkeypatch) as (task, release):
+        await _cancelled_again(task, release)
     (assistant,) = [r for r in rows(env.vault.db_path) if r[1] == "assistant"]
     assert assistant[3] == "cancelled" and assistant[2].startswith(" w0 w1 w2 w3 w4")
 
@@ -287,27 +295,14 @@ async def test_a_turn_whose_store_does_not_answer_ends_all_the_same_once_cancell
     """The store hangs (a server gone behind a pooler that waits for it) while a reply streams: a
     turn cancelled, then cancelled again, gives up its last write and its flush after their limits
     and ends, rather than holding the app's end for good."""
-    monkeypatch.setattr(loop_module, "FLUSH_INTERVAL_S", 0.0)
     monkeypatch.setattr(turn_guard, "LAST_WRITE_S", 0.2)
     monkeypatch.setattr(reply_module, "DRAIN_S", 0.2)
-    env.fake.script(Reply(tokens=[f" w{i}" for i in range(400)], chunk_delay_s=0.01))
-    loop = make_loop(env)
-    release = threading.Event()
-    flushing = asyncio.Event()
-    held: list[asyncio.Future[bool]] = []
-
-    try:
-        task = asyncio.ensure_future(_turn_behind_a_busy_store(loop, release, flushing, held))
-        await asyncio.wait_for(flushing.wait(), 60)
+    async with _streaming_behind_a_busy_store(env, monkeypatch) as (task, _release):
         task.cancel()
         await asyncio.sleep(0.05)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await asyncio.wait_for(task, 60)  # bounds a test that fails: the turn waiting for good
-    finally:
-        release.set()
-        await asyncio.gather(*held)
-        await loop.aclose()
 
 
 @pytest.mark.slow

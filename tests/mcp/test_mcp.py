@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
 from fake_openai import Reply
@@ -167,12 +170,19 @@ async def test_garbage_on_stdout_is_isolated(env, pids):
         assert "garbage before the first message" in log  # into the vault log, not onto the screen
 
 
-@pytest.mark.slow
-async def test_a_dead_server_is_reported_once_left_out_and_restarted(env, pids):
+@asynccontextmanager
+async def fixture_running(env: Any) -> AsyncIterator[tuple[Any, ToolRegistry, list[str]]]:
+    """The fixture server added and started: ``(the manager, its registry, the notices it gave)``."""
     add_fixture()
     notices: list[str] = []
     registry = ToolRegistry()
     async with running_manager(env, registry, notice=notices.append) as manager:
+        yield manager, registry, notices
+
+
+@pytest.mark.slow
+async def test_a_dead_server_is_reported_once_left_out_and_restarted(env, pids):
+    async with fixture_running(env) as (manager, registry, notices):
         env.fake.script(Reply(tool_calls=[("die", "{}")]), Reply(text="it died"), Reply(text="no tools"))
         events = await _turn(env, registry, "kill it")
         failed = next(e for e in events if isinstance(e, ev.ToolFinished))
@@ -343,10 +353,7 @@ async def test_a_server_killed_while_idle_is_noticed_without_a_call(env, pids):
     import os
     import signal
 
-    add_fixture()
-    notices: list[str] = []
-    registry = ToolRegistry()
-    async with running_manager(env, registry, notice=notices.append) as manager:
+    async with fixture_running(env) as (manager, registry, notices):
         assert "echo" in registry
         os.kill(started_pids(pids)[0], signal.SIGKILL)
         for _ in range(400):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 from fake_openai import markdown_tokens
-from pilot_helpers import make, send
+from pilot_helpers import make, mount_after_a_turn
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.geometry import Size
@@ -39,9 +39,7 @@ async def _streamed_screens(env, tokens: list[str]) -> list[list[tuple[str, int,
     app = make(env)
     screens = []
     async with app.run_test(size=(100, 40)) as pilot:
-        await send(app, pilot, "hi")
-        bubble = AssistantBubble(thinking=True)
-        await app.conversation_view.chat_log.mount(bubble)
+        bubble = await mount_after_a_turn(app, pilot, AssistantBubble(thinking=True))
         for i in range(0, len(tokens), 30):
             await bubble.write("".join(tokens[i : i + 30]))
             await pilot.pause()
@@ -73,9 +71,7 @@ async def test_a_write_measures_the_growing_block_not_the_finished_ones(env, mon
     the frame after it) measures none of them again."""
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
-        await send(app, pilot, "hi")
-        bubble = AssistantBubble(thinking=True)
-        await app.conversation_view.chat_log.mount(bubble)
+        bubble = await mount_after_a_turn(app, pilot, AssistantBubble(thinking=True))
         tokens = markdown_tokens(230)  # a heading, a paragraph, a list, code, a table: one part
         for i in range(0, len(tokens), 40):
             await bubble.write("".join(tokens[i : i + 40]))

@@ -4,7 +4,7 @@ and its blocks come back as they were. Also the contract of Textual's private ``
 
 from __future__ import annotations
 
-from pilot_helpers import make, send, steady_screen, until
+from pilot_helpers import make, mount_after_a_turn, steady_screen, until
 
 from tui_agent.ui.widgets.bubbles import AssistantBubble
 from tui_agent.ui.widgets.frozen_part import FrozenPart, draw, freeze
@@ -20,9 +20,7 @@ TEXT = (
 async def test_a_frozen_part_shows_the_same_screen_as_its_blocks_and_thaws_back(env):
     app = make(env)
     async with app.run_test(size=(100, 50)) as pilot:
-        await send(app, pilot, "hi")
-        bubble = AssistantBubble(TEXT)
-        await app.conversation_view.chat_log.mount(bubble)
+        bubble = await mount_after_a_turn(app, pilot, AssistantBubble(TEXT))
         await pilot.pause()
         app.conversation_view.chat_log.scroll_end(animate=False)
         part = bubble.query_one(ReplyMarkdown)
@@ -43,9 +41,7 @@ async def test_a_frozen_part_shows_the_same_screen_as_its_blocks_and_thaws_back(
 async def test_a_frozen_part_thaws_when_the_width_changes(env):
     app = make(env)
     async with app.run_test(size=(100, 50)) as pilot:
-        await send(app, pilot, "hi")
-        bubble = AssistantBubble(TEXT)
-        await app.conversation_view.chat_log.mount(bubble)
+        bubble = await mount_after_a_turn(app, pilot, AssistantBubble(TEXT))
         part = bubble.query_one(ReplyMarkdown)
         await until(pilot, lambda: part.region.height > 0)
         assert await freeze(part) is not None
@@ -66,9 +62,7 @@ async def test_a_streaming_reply_with_frozen_parts_becomes_the_long_plain_view_w
     tokens = markdown_tokens(2_600)
     app = make(env)
     async with app.run_test(size=(100, 40)) as pilot:
-        await send(app, pilot, "hi")
-        bubble = AssistantBubble(thinking=True)
-        await app.conversation_view.chat_log.mount(bubble)
+        bubble = await mount_after_a_turn(app, pilot, AssistantBubble(thinking=True))
         frozen_seen = False
         for i in range(0, len(tokens), 40):
             await bubble.write("".join(tokens[i : i + 40]))
@@ -87,9 +81,7 @@ async def test_parts_frozen_one_after_another_share_one_stand_in_that_looks_like
     widget, and the screen is the same as with their blocks; thawed, both parts come back."""
     app = make(env)
     async with app.run_test(size=(100, 60)) as pilot:
-        await send(app, pilot, "hi")
-        bubble = AssistantBubble()
-        await app.conversation_view.chat_log.mount(bubble)
+        bubble = await mount_after_a_turn(app, pilot, AssistantBubble())
         first, second = (
             ReplyMarkdown(TEXT, classes="reply"),
             ReplyMarkdown("Then **more**.\n\n- a\n- b\n", classes="reply"),

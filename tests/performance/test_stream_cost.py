@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import pytest
 from fake_openai import markdown_tokens
-from pilot_helpers import make, send, until
+from pilot_helpers import make, mount_after_a_turn, until
 from textual.layouts.vertical import VerticalLayout
 from textual.widget import Widget
 
@@ -68,9 +68,8 @@ async def _streamed(env, monkeypatch) -> Costs:
     costs = Costs()
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
-        await send(app, pilot, "hi")  # the warm-up is over: Markdown from the first word
-        bubble = AssistantBubble(thinking=True)
-        await app.conversation_view.chat_log.mount(bubble)
+        # After a first turn, the warm-up is over: Markdown from the first word.
+        bubble = await mount_after_a_turn(app, pilot, AssistantBubble(thinking=True))
         stylesheet = app.stylesheet
         real_apply = stylesheet.apply
         real_render = Widget._render
@@ -206,9 +205,7 @@ async def test_a_streamed_reply_in_parts_looks_like_the_same_reply_in_one_widget
     tokens = markdown_tokens(900)
     app = make(env)
     async with app.run_test(size=(120, 40)) as pilot:
-        await send(app, pilot, "hi")
-        streamed = AssistantBubble(thinking=True)
-        await app.conversation_view.chat_log.mount(streamed)
+        streamed = await mount_after_a_turn(app, pilot, AssistantBubble(thinking=True))
         await _write(app, pilot, streamed, tokens)
         assert len(streamed.query(ReplyMarkdown)) >= 2
         whole = AssistantBubble("".join(tokens))

@@ -4,6 +4,8 @@ settles: a loaded machine lays it out a refresh later, and a reply's Markdown is
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
+
 import pytest
 from pilot_helpers import running, until
 from test_perf_ui import _long_conversation
@@ -27,13 +29,20 @@ async def _scroll_up_a_little(app, pilot):
     return watched, on_screen
 
 
-async def test_the_page_above_loads_before_the_top_and_the_view_does_not_jump(env, monkeypatch):
-    monkeypatch.setattr(chat_log_module, "PREFETCH_AFTER_S", 3600)  # only the scroll loads here
+@asynccontextmanager
+async def _long_conversation_open(env, monkeypatch):
+    """The app with a conversation of six pages open at its end, where only a scroll loads the page
+    above: ``(app, pilot, chat log)``."""
+    monkeypatch.setattr(chat_log_module, "PREFETCH_AFTER_S", 3600)
     conversation = _long_conversation(6 * PAGE)
     async with running(env) as (app, pilot):
         await app.conversation_view.open_conversation(conversation)
         await pilot.pause()
-        log = app.conversation_view.chat_log
+        yield app, pilot, app.conversation_view.chat_log
+
+
+async def test_the_page_above_loads_before_the_top_and_the_view_does_not_jump(env, monkeypatch):
+    async with _long_conversation_open(env, monkeypatch) as (app, pilot, log):
         before = len(log.children)
         watched, on_screen = await _scroll_up_a_little(app, pilot)
         await until(pilot, lambda: len(log.children) > before, what="the page above never loaded")
@@ -50,12 +59,7 @@ async def test_the_view_stays_put_when_the_page_above_is_laid_out_late(env, monk
     """While another widget holds the screen's updates (a streaming reply moves its sealed blocks in
     one batch) the page above is mounted but not laid out: the view is put back once it is, and
     the user's own scroll after that is never undone."""
-    monkeypatch.setattr(chat_log_module, "PREFETCH_AFTER_S", 3600)
-    conversation = _long_conversation(6 * PAGE)
-    async with running(env) as (app, pilot):
-        await app.conversation_view.open_conversation(conversation)
-        await pilot.pause()
-        log = app.conversation_view.chat_log
+    async with _long_conversation_open(env, monkeypatch) as (app, pilot, log):
         before = len(log.children)
         with app.batch_update():
             watched, on_screen = await _scroll_up_a_little(app, pilot)

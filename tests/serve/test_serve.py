@@ -24,6 +24,7 @@ from serve_helpers import (
     open_app,
     start_serve,
     type_message,
+    wait_db,
 )
 
 pytestmark = pytest.mark.slow
@@ -104,23 +105,6 @@ def test_a_taken_port_is_a_one_line_error(env, tmp_path):
         ]
     finally:
         server.stop()
-
-
-def wait_db(db: Path, sql: str, predicate, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    rows = []
-    while time.monotonic() < deadline:
-        conn = sqlite3.connect(db)
-        try:
-            rows = conn.execute(sql).fetchall()
-        except sqlite3.OperationalError:
-            rows = []
-        finally:
-            conn.close()
-        if predicate(rows):
-            return rows
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting on {sql}: {rows}")
 
 
 @needs_browser()

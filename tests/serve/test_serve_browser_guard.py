@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from fake_openai import POLL_S, Reply, png_bytes
-from serve_helpers import app_processes, launch, needs_browser, open_app, start_serve, type_message
+from serve_helpers import app_processes, launch, needs_browser, open_app, start_serve, type_message, wait_db
 
 pytestmark = pytest.mark.slow
 
@@ -152,14 +152,7 @@ def test_a_page_from_another_port_cannot_open_the_websocket_or_read_anything(env
             assert fetched["/media/..%2Fsecret.png"][0] == 400
             assert fetched["/media/food/"][0] == 400
             type_message(app, "hello from the real page")
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                rows = sqlite3.connect(env.vault.db_path).execute("SELECT content FROM messages").fetchall()
-                if ("only the real page gets here",) in rows:
-                    break
-                time.sleep(0.2)
-            else:
-                raise AssertionError(f"the real page got no reply: {rows}")
+            wait_db(env.vault.db_path, "SELECT content FROM messages", lambda r: ("only the real page gets here",) in r)
             browser.close()
     finally:
         served.stop()

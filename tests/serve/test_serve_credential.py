@@ -15,7 +15,7 @@ import aiohttp
 import httpx2
 import pytest
 from fake_openai import Reply, png_bytes
-from serve_helpers import TOKEN, app_processes, children_of, needs_browser, open_app, page_token, start_serve
+from serve_helpers import TOKEN, app_processes, children_of, needs_browser, open_app, page_token, start_serve, wait_db
 
 from tui_agent.commands.serve.guard import Guard
 
@@ -114,14 +114,7 @@ def test_the_browser_keeps_the_token_in_its_tab_and_no_cookie(env, served, chrom
         page.focus("textarea.xterm-helper-textarea")
         page.keyboard.type("hello after a reload")
         page.keyboard.press("Enter")
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            rows = sqlite3.connect(env.vault.db_path).execute("SELECT content FROM messages").fetchall()
-            if ("the page still works",) in rows:
-                break
-            page.wait_for_timeout(200)
-        else:
-            raise AssertionError(f"no reply after the reload: {rows}")
+        wait_db(env.vault.db_path, "SELECT content FROM messages", lambda r: ("the page still works",) in r)
         # Another tab of the same browser without the link has no token: it asks for the link and starts nothing.
         stranger = context.new_page()
         stranger.goto(f"{served.base}/")

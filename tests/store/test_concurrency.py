@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from backends import BOTH_BACKENDS
-from cli_fork import tui_agent_argv
+from cli_fork import ask_process, tui_agent_argv
 from fake_openai import FakeOpenAI, Reply
 from helpers import rows
 from pilot_helpers import running, until
@@ -22,15 +22,6 @@ from tui_agent.core.vault import Vault
 pytestmark = pytest.mark.slow
 
 WRITERS = 20
-
-
-def _ask(vault: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [*tui_agent_argv(), "ask", "--vault", str(vault), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def machines(env, tmp_path: Path) -> list[Path]:
@@ -73,7 +64,7 @@ def test_twenty_concurrent_asks_and_a_long_streaming_writer_lose_nothing(env, tm
         assert streaming.stdout is not None
         first = streaming.stdout.read(3)  # the long row exists and is being written
         writers = [
-            _ask(vaults[i % len(vaults)], *(["--new"] if i % 4 > 1 else []), f"question number {i}")
+            ask_process(vaults[i % len(vaults)], *(["--new"] if i % 4 > 1 else []), f"question number {i}")
             for i in range(WRITERS)
         ]
         outcomes = [(p.wait(timeout=300), p.stderr.read() if p.stderr else "") for p in writers]
@@ -155,7 +146,7 @@ async def test_twenty_asks_while_the_app_streams_a_reply_lose_nothing(env, tmp_p
                     break
             vaults = machines(env, tmp_path)
             writers = [
-                _ask(vaults[i % len(vaults)], "--profile", "fast", *(["--new"] if i % 4 > 1 else []), f"ask {i}")
+                ask_process(vaults[i % len(vaults)], "--profile", "fast", *(["--new"] if i % 4 > 1 else []), f"ask {i}")
                 for i in range(WRITERS)
             ]
             while any(p.poll() is None for p in writers):

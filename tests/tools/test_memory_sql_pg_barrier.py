@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import uuid
 
 import psycopg
 import pytest
@@ -74,10 +73,7 @@ def app_user(request, pg_cluster, monkeypatch, tmp_path):
     name = pg_cluster.create_database()
     user = "postgres"
     if request.param == "plain user":
-        user = f"ann_{uuid.uuid4().hex[:8]}"
-        with psycopg.connect(pg_cluster.admin_url, autocommit=True) as admin:
-            admin.execute(f'CREATE ROLE "{user}" LOGIN')
-            admin.execute(f'ALTER DATABASE "{name}" OWNER TO "{user}"')
+        user = pg_cluster.give_to_new_user(name)
     monkeypatch.setenv("TUI_AGENT_DB", pg_cluster.url(name, user=user))
     vault = Vault(tmp_path / "vault").init()
     db = open_store(location.resolve(vault.root))

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import uuid
 
 import psycopg
 import pytest
@@ -85,11 +84,8 @@ def test_setup_runs_again_harmlessly(env):
 @pytest.fixture
 def limited_user(pg_cluster, monkeypatch, tmp_path):
     """A user who owns tui-agent's database but may not create roles; the admin's URL for the same database."""
-    user = f"ann_{uuid.uuid4().hex[:8]}"
     name = pg_cluster.create_database()
-    with psycopg.connect(pg_cluster.admin_url, autocommit=True) as admin:
-        admin.execute(f'CREATE ROLE "{user}" LOGIN')
-        admin.execute(f'ALTER DATABASE "{name}" OWNER TO "{user}"')
+    user = pg_cluster.give_to_new_user(name)
     monkeypatch.setenv("TUI_AGENT_DB", pg_cluster.url(name, user=user))
     vault = Vault(tmp_path / "vault").init()
     db = open_store(location.resolve(vault.root))

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
 from memory_sql_helpers import edit_first_message
 from pilot_helpers import running, until
 from textual.app import App
@@ -23,6 +27,17 @@ class Host(App[None]):
         self.push_screen(ApprovalScreen("memory_sql", QUESTION), self.answers.append)
 
 
+@asynccontextmanager
+async def inert_dialog() -> AsyncIterator[tuple[Host, Any, ApprovalScreen]]:
+    """The approval dialog on screen, not yet armed: ``(app, pilot, the dialog)``."""
+    app = Host()
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ApprovalScreen)
+        yield app, pilot, screen
+
+
 async def wait_armed(pilot, screen: ApprovalScreen) -> None:
     for _ in range(200):
         if screen.armed:
@@ -33,11 +48,7 @@ async def wait_armed(pilot, screen: ApprovalScreen) -> None:
 
 async def test_keys_and_clicks_before_arming_are_ignored(monkeypatch):
     monkeypatch.setattr(ApprovalScreen, "ARM_DELAY_S", 3600)  # stays inert for the whole test
-    app = Host()
-    async with app.run_test() as pilot:
-        await pilot.pause()
-        screen = app.screen
-        assert isinstance(screen, ApprovalScreen)
+    async with inert_dialog() as (app, pilot, screen):
         for key in ("y", "enter", "space", "a", "tab", "enter", "y", "n", "escape"):
             await pilot.press(key)
         await pilot.click("#yes")
@@ -59,11 +70,7 @@ async def test_a_key_while_inert_restarts_the_wait(monkeypatch):
     # (at load 8 the 0.5 s were over before the key: it answered "yes"); the wait it restarts is
     # the product's own, and only that one can arm the dialog.
     monkeypatch.setattr(ApprovalScreen, "ARM_DELAY_S", 3600)
-    app = Host()
-    async with app.run_test() as pilot:
-        await pilot.pause()
-        screen = app.screen
-        assert isinstance(screen, ApprovalScreen)
+    async with inert_dialog() as (app, pilot, screen):
         timer = screen._arm_timer
         monkeypatch.undo()
         await pilot.press("y")
@@ -83,11 +90,7 @@ async def arm_now(pilot, screen: ApprovalScreen) -> None:
 async def test_always_needs_a_second_confirmation(monkeypatch):
     # The timer never fires by itself here, so "disarmed after a" holds however slow the machine is.
     monkeypatch.setattr(ApprovalScreen, "ARM_DELAY_S", 3600)
-    app = Host()
-    async with app.run_test() as pilot:
-        await pilot.pause()
-        screen = app.screen
-        assert isinstance(screen, ApprovalScreen)
+    async with inert_dialog() as (app, pilot, screen):
         await arm_now(pilot, screen)
         await pilot.press("a")
         await pilot.pause()

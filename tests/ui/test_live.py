@@ -6,12 +6,12 @@ and the app goes on by itself once it is back."""
 
 from __future__ import annotations
 
-import subprocess
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
-from cli_fork import tui_agent_argv
+from cli_fork import ask_process
 from fake_openai import Reply
 from pilot_helpers import make, until
 
@@ -42,13 +42,9 @@ def other_machine(tmp_path: Path) -> Path:
     return Vault(tmp_path / "machine-a").init().root
 
 
-def ask(vault: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [*tui_agent_argv(), "ask", "--vault", str(vault), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+def shows_running_elsewhere(app: Any, message: str) -> bool:
+    """The app shows ``message`` and its reply streaming, and says another machine runs that turn."""
+    return message in texts(app, UserBubble) and "streaming" in statuses(app) and RUNNING_ELSEWHERE in status_text(app)
 
 
 def streaming_row(conversation_id: int) -> Message | None:
@@ -73,17 +69,10 @@ async def test_what_another_machine_stores_shows_within_a_second_and_its_running
         async with app.run_test(size=(120, 40)) as pilot:
             await until(pilot, lambda: app.live_updates is not None and app.live_updates.listener.connected.is_set())
             shown_before = list(app.query_one("#chat-log").children)
-            machine_a = ask(other_machine(tmp_path), "--conversation", str(conversation.id), "hello from A")
+            machine_a = ask_process(other_machine(tmp_path), "--conversation", str(conversation.id), "hello from A")
             # A's reply is running (its row stored as "streaming", held mid-stream): B shows it running.
             await until(pilot, lambda: streaming_row(conversation.id) is not None)
-            await until(
-                pilot,
-                lambda: (
-                    "hello from A" in texts(app, UserBubble)
-                    and "streaming" in statuses(app)
-                    and RUNNING_ELSEWHERE in status_text(app)
-                ),
-            )
+            await until(pilot, lambda: shows_running_elsewhere(app, "hello from A"))
             released.set()
             machine_a.wait(timeout=60)
             assert machine_a.returncode == 0, machine_a.stderr.read() if machine_a.stderr else ""
@@ -98,7 +87,7 @@ async def test_what_another_machine_stores_shows_within_a_second_and_its_running
             await pilot.press("ctrl+b")
             await until(pilot, lambda: bool(sidebar_titles(app)))
             assert sidebar_titles(app) == ["shared"]
-            began = ask(other_machine(tmp_path), "--new", "a new topic")
+            began = ask_process(other_machine(tmp_path), "--new", "a new topic")
             assert began.wait(timeout=60) == 0, began.stderr.read() if began.stderr else ""
             await until(pilot, lambda: sidebar_titles(app) == ["a new topic", "shared"])
             assert app.conversation_id == conversation.id
@@ -131,14 +120,7 @@ async def test_two_apps_one_database_a_sends_b_shows_it_and_its_running_reply(en
             app_a.query_one("#composer").load_text("sent from A")
             await pilot_a.press("enter")
             await until(pilot_a, lambda: streaming_row(conversation.id) is not None)
-            await until(
-                pilot_b,
-                lambda: (
-                    "sent from A" in texts(app_b, UserBubble)
-                    and "streaming" in statuses(app_b)
-                    and RUNNING_ELSEWHERE in status_text(app_b)
-                ),
-            )
+            await until(pilot_b, lambda: shows_running_elsewhere(app_b, "sent from A"))
             released.set()
             await until(pilot_a, lambda: not app_a.turns)
             await until(pilot_b, lambda: ("the reply " * 30).strip() in texts(app_b, AssistantBubble))
@@ -195,7 +177,7 @@ async def test_the_server_going_away_mid_reply_keeps_it_and_the_app_goes_on(env,
             # ... and what another machine stores shows again (the listener reconnected by itself).
             await until(pilot, lambda: app.live_updates.listener.connected.is_set())
             env.fake.default_text = "from the other machine"
-            machine_a = ask(other_machine(tmp_path), "--conversation", str(app.conversation_id), "still live?")
+            machine_a = ask_process(other_machine(tmp_path), "--conversation", str(app.conversation_id), "still live?")
             assert machine_a.wait(timeout=60) == 0, machine_a.stderr.read() if machine_a.stderr else ""
             await until(pilot, lambda: "from the other machine" in texts(app, AssistantBubble))
     finally:

@@ -6,6 +6,8 @@ Deterministic: fixed 120x40 terminal, frozen clock, no animation, HalfcellImage.
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from fake_openai import Reply, png_bytes
 from media_helpers import picture_tool_row
@@ -35,6 +37,17 @@ async def wait_idle(pilot, app=None) -> None:
     app = app or pilot.app
     await until(pilot, lambda: not app.turns)
     await steady_screen(app, pilot)
+
+
+def sent(text: str) -> Callable[[Any], Awaitable[None]]:
+    """A snapshot's ``run_before``: ``text`` typed and sent, then the screen once the turn is over."""
+
+    async def run_before(pilot: Any) -> None:
+        pilot.app.conversation_view.composer.load_text(text)
+        await pilot.press("enter")
+        await wait_idle(pilot)
+
+    return run_before
 
 
 def tool_conversation(env, images: int = 0) -> int:
@@ -79,12 +92,7 @@ def test_streamed_markdown_reply(env, snap_compare):
     a highlighted Python code block and a bullet list; the status line shows tokens."""
     env.fake.script(Reply(text=MARKDOWN_REPLY, chunk_size=3))
 
-    async def run_before(pilot):
-        pilot.app.conversation_view.composer.load_text("How do I reverse a list?")
-        await pilot.press("enter")
-        await wait_idle(pilot)
-
-    assert snap_compare(make(env), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(make(env), terminal_size=SIZE, run_before=sent("How do I reverse a list?"))
 
 
 def test_tool_block_collapsed(env, snap_compare):
@@ -158,12 +166,7 @@ def test_error_card(env, snap_compare):
     """You should see the user's message and a red error card: can't reach the model, with the URL and what to do."""
     profiles.set_field(env.profile, "base_url", "http://127.0.0.1:9/v1")
 
-    async def run_before(pilot):
-        pilot.app.conversation_view.composer.load_text("hello?")
-        await pilot.press("enter")
-        await wait_idle(pilot)
-
-    assert snap_compare(make(env), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(make(env), terminal_size=SIZE, run_before=sent("hello?"))
 
 
 def test_sidebar_validation_error(env, snap_compare):

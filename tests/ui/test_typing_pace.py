@@ -30,6 +30,15 @@ def paced() -> tuple[TypingPace, Clock]:
     return pace, clock
 
 
+def write_behind_a_key() -> tuple[TypingPace, Clock, float, asyncio.Future[None]]:
+    """A key typed, the reply written right behind it, and the next write asking when it may go:
+    ``(pace, clock, when the last write was, that next write's turn)``."""
+    pace, clock = paced()
+    pace.typed()
+    last_write = clock.now
+    return pace, clock, last_write, asyncio.ensure_future(pace.turn(last_write, asyncio.Event()))
+
+
 async def settled(task: asyncio.Task[None]) -> bool:
     for _ in range(5):
         await asyncio.sleep(0)
@@ -49,10 +58,7 @@ async def test_nothing_is_held_when_nobody_types_or_once_the_message_is_sent():
 
 
 async def test_while_keys_come_a_write_waits_for_the_next_key():
-    pace, clock = paced()
-    pace.typed()
-    last_write = clock.now  # written right behind that key
-    turn = asyncio.ensure_future(pace.turn(last_write, asyncio.Event()))
+    pace, clock, _written, turn = write_behind_a_key()
     assert not await settled(turn)
     clock.now += MIN_GAP_S
     pace.typed()
@@ -60,10 +66,7 @@ async def test_while_keys_come_a_write_waits_for_the_next_key():
 
 
 async def test_a_key_too_soon_after_the_last_write_is_let_go_by_for_a_later_one():
-    pace, clock = paced()
-    pace.typed()
-    last_write = clock.now
-    turn = asyncio.ensure_future(pace.turn(last_write, asyncio.Event()))
+    pace, clock, last_write, turn = write_behind_a_key()
     clock.now += MIN_GAP_S / 5
     pace.typed()  # a fast typist: the write would be under the next key
     assert not await settled(turn)
@@ -74,10 +77,7 @@ async def test_a_key_too_soon_after_the_last_write_is_let_go_by_for_a_later_one(
 
 
 async def test_a_write_waits_no_longer_than_hold_s_and_never_once_the_stream_stops():
-    pace, clock = paced()
-    pace.typed()
-    last_write = clock.now
-    turn = asyncio.ensure_future(pace.turn(last_write, asyncio.Event()))
+    pace, clock, last_write, turn = write_behind_a_key()
     assert not await settled(turn)
     clock.now = last_write + HOLD_S
     await asyncio.wait_for(turn, 10)  # its wait was at most HOLD_S (real time), then the clock said go

@@ -8,7 +8,6 @@ values this machine writes itself (``profile set``, ``mcp add``) are approved as
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -18,12 +17,12 @@ import pytest
 from backends import BOTH_BACKENDS
 from cli_fork import tui_agent_argv
 from fake_openai import FakeOpenAI, Reply
-from mcp_helpers import FIXTURE
+from mcp_helpers import FIXTURE, insert_fixture_row
 
 from tui_agent.core import approvals, profiles
 from tui_agent.core.approvals_needed import pending_for
 from tui_agent.core.mcp import config as mcp_config
-from tui_agent.core.store.models import McpServer, Profile
+from tui_agent.core.store.models import Profile
 
 pytestmark = BOTH_BACKENDS
 SECRET = "sk-this-machine-only-42"
@@ -80,14 +79,7 @@ def test_a_base_url_changed_in_the_store_gets_no_key_until_approved_here(env, at
 
 def test_an_mcp_server_added_by_plain_sql_does_not_start_until_approved_here(env, tmp_path):
     marker = tmp_path / "started"
-    McpServer.insert(
-        name="evil",
-        transport="stdio",
-        command=sys.executable,
-        args=json.dumps([str(FIXTURE), "stdio"]),
-        env=json.dumps({"FIXTURE_MCP_PIDS": str(marker)}),
-        policy="auto",
-    ).execute()
+    insert_fixture_row("evil", marker)
     env.fake.script(Reply(text="hello"))
     result = cli(env, "ask", "hi")
     assert result.returncode == 1

@@ -4,17 +4,14 @@ the dialog's Approve; "Not now" keeps them off for the run, and the palette asks
 
 from __future__ import annotations
 
-import json
-import sys
-
 import pytest
 from backends import BOTH_BACKENDS
 from fake_openai import FakeOpenAI, Reply
-from mcp_helpers import FIXTURE, MCP_START_S
+from mcp_helpers import MCP_START_S, insert_fixture_row
 from pilot_helpers import until as wait_until
 
 from tui_agent.core import profiles
-from tui_agent.core.store.models import McpServer, Profile
+from tui_agent.core.store.models import Profile
 from tui_agent.ui.app import AgentApp
 from tui_agent.ui.screens.settings_approval import SettingsApprovalScreen
 from tui_agent.ui.widgets.bubbles import ErrorCard
@@ -31,14 +28,7 @@ async def test_the_app_asks_before_a_changed_setting_runs(env, tmp_path, monkeyp
     marker = tmp_path / "started"
     try:
         # Another machine: a server and a new base_url, written into the shared store directly.
-        McpServer.insert(
-            name="evil",
-            transport="stdio",
-            command=sys.executable,
-            args=json.dumps([str(FIXTURE), "stdio"]),
-            env=json.dumps({"FIXTURE_MCP_PIDS": str(marker)}),
-            policy="auto",
-        ).execute()
+        insert_fixture_row("evil", marker)
         Profile.update(base_url=attacker.base_url).where(Profile.id == env.profile.id).execute()
         app = AgentApp(env.vault, images="halfcell", check_endpoint=False, clock=lambda: 0.0, animate=False)
         async with app.run_test(size=(120, 40)) as pilot:
