@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 PLAIN = [sys.executable, "-m", "tui_agent"]
+READY_S = 120.0  # a server's imports, on a machine as loaded as the tests' get
 _started: dict[str, str] = {}  # per program ("" for tui_agent): its server's socket, "" without one
 
 
@@ -78,7 +80,10 @@ def _start(options: list[str], plain_environment: bool = False) -> str | None:
         text=True,
     )
     assert server.stdout is not None
-    if server.stdout.readline().strip() != "ready":
+    # A program whose top level blocks (its work not under `if __name__ == "__main__"`) never gets
+    # ready: its runs are then started as they would be without a server.
+    ready, _, _ = select.select([server.stdout], [], [], READY_S)
+    if not ready or server.stdout.readline().strip() != "ready":
         server.kill()
         server.wait()
         shutil.rmtree(folder, ignore_errors=True)

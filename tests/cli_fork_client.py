@@ -43,10 +43,26 @@ def main(path: str, args: list[str]) -> None:
         conn.close()
         exec_python(args, script)
     child = int(first[1])
+
+    def forward(number: int, _frame: object) -> None:
+        try:
+            os.kill(child, number)
+        except ProcessLookupError:
+            pass  # it ended: its exit status is on its way
+
     for number in FORWARDED:
-        signal.signal(number, lambda sig, _frame: os.kill(child, sig))
-    line = reader.readline().split()
-    code = int(line[1]) if len(line) == 2 and line[0] == "exit" else 1
+        signal.signal(number, forward)
+    try:
+        line = reader.readline().split()
+    except OSError:
+        line = []
+    if len(line) != 2 or line[0] != "exit":  # the server died: the program ends with this process
+        try:
+            os.kill(child, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os._exit(1)
+    code = int(line[1])
     if code < 0:  # died of a signal: so does this process, as a parent would see it
         signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)

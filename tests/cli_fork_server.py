@@ -21,6 +21,7 @@ listed modules and the program's own imports once (the program's code run under 
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 import io
@@ -140,7 +141,8 @@ def serve(path: str, script: str | None) -> dict[str, Any] | None:
                     or startup_environment(request["env"]) != own_startup
                     or threading.active_count() != 1
                 ):
-                    conn.sendall(b"exec\n")
+                    with contextlib.suppress(OSError):  # a client gone meanwhile hears nothing
+                        conn.sendall(b"exec\n")
                     for fd in fds:
                         os.close(fd)
                     conn.close()
@@ -160,8 +162,11 @@ def serve(path: str, script: str | None) -> dict[str, Any] | None:
                     return request
                 for fd in fds:
                     os.close(fd)
-                conn.sendall(f"pid {pid}\n".encode())
-                children[pid] = conn
+                try:
+                    conn.sendall(f"pid {pid}\n".encode())
+                except OSError:  # the client went away before it heard of its program: so does the program
+                    os.kill(pid, signal.SIGKILL)
+                children[pid] = conn  # reaped as any other
                 selector.register(conn, selectors.EVENT_READ, pid)
             elif key.fileobj == wake_r:
                 while True:
@@ -178,7 +183,11 @@ def serve(path: str, script: str | None) -> dict[str, Any] | None:
                     return None
             else:  # the client closed its end: it was killed, so is its child
                 conn = key.fileobj  # type: ignore[assignment]
-                if not conn.recv(64):
+                try:
+                    said = conn.recv(64)
+                except OSError:  # reset: the client died with bytes unread
+                    said = b""
+                if not said:
                     selector.unregister(conn)
                     try:
                         os.kill(key.data, signal.SIGKILL)
@@ -224,6 +233,11 @@ def run_child(request: dict[str, Any], script: str | None) -> None:
         setattr(sys, name, stream)
         setattr(sys, f"__{name}__", stream)
     if script is not None:
+        # A fresh `python SCRIPT` has no logging handler yet: the preload's top-level run may have
+        # set one up (the MCP SDK's server does), bound to what this server's stderr was then.
+        import logging
+
+        logging.root.handlers.clear()
         sys.argv = [script, *request["args"]]
         runpy.run_path(script, run_name="__main__")
         return

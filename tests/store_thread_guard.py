@@ -52,6 +52,14 @@ def _ours(filename: str) -> bool:
     return any(path.is_relative_to(root) for root in PROJECT) and "/site-packages/" not in filename
 
 
+def _this_tasks_frames(stack: traceback.StackSummary) -> list[traceback.FrameSummary]:
+    """The frames of the running task's step: those after the event loop's last ``Handle._run``. A
+    test that runs the app in its own thread (``snap_compare``) has its own frames below the loop's:
+    they do not make the app's calls a test's."""
+    runs = [i for i, f in enumerate(stack) if f.name == "_run" and f.filename.endswith("asyncio/events.py")]
+    return list(stack)[runs[-1] + 1 :] if runs else list(stack)
+
+
 class Guard:
     def __init__(self) -> None:
         self.calls: list[str] = []
@@ -59,7 +67,7 @@ class Guard:
 
     def check(self, what: str) -> None:
         if app_task_on_this_thread():
-            frames = [f for f in traceback.extract_stack()[:-2] if _ours(f.filename)]
+            frames = [f for f in _this_tasks_frames(traceback.extract_stack()[:-2]) if _ours(f.filename)]
             if frames and Path(frames[0].filename).name.startswith("test_"):
                 return  # a test's own code run by the app's pilot (snap_compare's run_before): not the app's
             stack = "".join(traceback.format_list(frames[-8:]))

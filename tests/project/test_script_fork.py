@@ -22,6 +22,8 @@ import fractions  # a module of its own: the server imports it once
 
 def main():
     if sys.argv[1:2] == ["wait"]:
+        import signal
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(42))  # a program that ends its own way
         print(os.getpid(), flush=True)
         time.sleep(600)
     print(json.dumps({"argv": sys.argv, "cwd": os.getcwd(), "path0": sys.path[0], "pid": os.getpid(),
@@ -90,7 +92,7 @@ def test_a_run_whose_environment_changes_how_python_starts_is_the_plain_program(
             process.wait()
 
 
-def test_a_term_signal_to_the_client_ends_the_forked_program(tmp_path):
+def test_a_term_signal_to_the_client_reaches_the_forked_program(tmp_path):
     script = tmp_path / "program.py"
     script.write_text(PROGRAM)
     process = subprocess.Popen(
@@ -100,23 +102,55 @@ def test_a_term_signal_to_the_client_ends_the_forked_program(tmp_path):
     program = int(process.stdout.readline())
     assert alive(program)
     process.send_signal(signal.SIGTERM)
-    assert process.wait(timeout=60) == -signal.SIGTERM
+    # The program got it (and exited its own way: 42), not only the client (which would die of it).
+    assert process.wait(timeout=60) == 42
     assert wait_gone([program], timeout_s=30) == []
 
 
-def test_the_mcp_fixture_server_is_forked_and_speaks_mcp(tmp_path):
+def test_the_mcp_fixture_server_started_as_the_product_starts_it_is_forked_and_speaks_mcp(tmp_path):
+    """With the environment the MCP SDK gives a server (its safe variables and the config's own),
+    the fixture server is a fork (the pid it logs is not the started process's), and it answers."""
+    from mcp.client.stdio import get_default_environment
+
     command, args = server_command(FIXTURE, "stdio")
     pids = tmp_path / "pids"
-    env = {**without_startup_variables(), "FIXTURE_MCP_PIDS": str(pids)}
+    env = {**get_default_environment(), "FIXTURE_MCP_PIDS": str(pids)}
     hello = {
         "jsonrpc": "2.0",
         "id": 1,
         "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
     }
-    done = subprocess.run(
-        [command, *args], input=json.dumps(hello) + "\n", capture_output=True, text=True, env=env, timeout=120
+    started = subprocess.Popen(
+        [command, *args], env=env, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
-    answer = json.loads(done.stdout.splitlines()[0])
-    assert answer["id"] == 1 and answer["result"]["serverInfo"]["name"] == "fixture", done.stderr
-    assert os.path.exists(pids) and wait_gone([int(p) for p in pids.read_text().split()]) == []
+    out, err = started.communicate(json.dumps(hello) + "\n", timeout=120)
+    answer = json.loads(out.splitlines()[0])
+    assert answer["id"] == 1 and answer["result"]["serverInfo"]["name"] == "fixture", err
+    logged = [int(p) for p in pids.read_text().split()]
+    assert len(logged) == 1 and logged[0] != started.pid  # forked, not `python fixture_server.py`
+    assert wait_gone(logged) == []
+
+
+def test_a_client_gone_before_it_hears_of_its_program_leaves_the_server_serving(tmp_path):
+    """A client killed right after it asked (the product kills MCP servers at any moment): its
+    program is killed, and the server goes on forking the next runs (it died of the reset once)."""
+    import socket
+    import struct
+
+    script = tmp_path / "program.py"
+    script.write_text(PROGRAM)
+    argv = script_argv(script)
+    path = argv[4]
+    body = json.dumps({"script": str(script), "args": ["wait"], "env": without_startup_variables(), "cwd": "/"})
+    with open(os.devnull, "r+b") as null:
+        for _ in range(3):
+            conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            conn.connect(path)
+            socket.send_fds(conn, [struct.pack("!I", len(body))], [null.fileno()] * 3)
+            conn.sendall(body.encode())
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # a reset
+            conn.close()
+    client, status, out, _ = run([*argv, "3"], tmp_path, without_startup_variables())
+    seen = json.loads(out)
+    assert status == 3 and seen["pid"] != client  # still forked by the same server
