@@ -9,9 +9,10 @@ from __future__ import annotations
 import threading
 
 import pytest
+from cli_fork import ask_process
 from fake_openai import Reply
 from pilot_helpers import make, until
-from test_live import ask, other_machine, status_text, statuses, streaming_row, texts
+from test_live import other_machine, status_text, statuses, streaming_row, texts
 
 from tui_agent.core.store import history, location
 from tui_agent.core.store.models import Message
@@ -148,7 +149,7 @@ async def test_a_reply_cut_by_an_outage_is_marked_ended_when_the_server_returns(
             # drawn a second time below the error card, seen in tmux). Another machine's message
             # drawn after it shows that the listener has looked.
             env.fake.script(Reply(text="answered elsewhere"))
-            elsewhere = ask(env.vault.root, "--conversation", str(app.conversation_id), "from elsewhere")
+            elsewhere = ask_process(env.vault.root, "--conversation", str(app.conversation_id), "from elsewhere")
             assert elsewhere.wait(timeout=120) == 0, elsewhere.stderr.read() if elsewhere.stderr else ""
             await until(pilot, lambda: "answered elsewhere" in texts(app, AssistantBubble))
             cut = [text for text in texts(app, AssistantBubble) if text.startswith("w0 ")]
@@ -226,7 +227,7 @@ async def test_a_reply_running_elsewhere_ended_while_the_listener_was_away_shows
     app = make(env.vault)
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: app.live_updates is not None and app.live_updates.listener.connected.is_set())
-        machine_a = ask(other_machine(tmp_path), "--conversation", str(conversation.id), "hello from A")
+        machine_a = ask_process(other_machine(tmp_path), "--conversation", str(conversation.id), "hello from A")
         try:
             await until(pilot, lambda: "streaming" in statuses(app) and RUNNING_ELSEWHERE in status_text(app))
         finally:
