@@ -8,7 +8,7 @@ import base64
 import pytest
 from fake_openai import Reply
 from helpers import rows
-from pilot_helpers import one_turn, running, send, settle
+from pilot_helpers import one_turn, running, send, settle, until
 
 from tui_agent.core.store import branches, history
 from tui_agent.ui.widgets.alternatives import AlternativesBar
@@ -51,6 +51,33 @@ async def test_cursor_moves_through_messages_and_back_to_the_composer(env):
         assert [w.text for w in app.conversation_view.chat_log.query(".-cursor")] == ["two"]
         await pilot.press("escape")
         assert app.focused is app.conversation_view.composer
+
+
+async def test_the_footer_shows_the_cursor_keys_and_is_not_rebuilt_between_messages(env):
+    """The cursor's keys come into the footer with the cursor and leave with it; moving from one
+    message to the next keeps the same keys, so the footer (which builds all its keys again at each
+    refresh of the bindings) is not rebuilt at every Up or Down."""
+    from textual.widgets import Footer
+    from textual.widgets._footer import FooterKey
+
+    async with one_turn(env, "first", "one", "two") as (app, pilot):
+        await send(app, pilot, "second")
+        await until(pilot, lambda: app.query(Footer) and app.query_one(Footer).query(FooterKey))
+        footer = app.query_one(Footer)
+
+        def shown() -> set[str]:
+            return {key.key for key in footer.query(FooterKey)}
+
+        assert "c" not in shown()
+        await pilot.press("up")
+        await until(pilot, lambda: "c" in shown(), what="the cursor's keys never came into the footer")
+        keys = list(footer.query(FooterKey))
+        await pilot.press("up", "up", "down")
+        await pilot.pause()
+        assert [w.text for w in app.conversation_view.chat_log.query(".-cursor")] == ["second"]
+        assert list(footer.query(FooterKey)) == keys  # the same key widgets: not built again
+        await pilot.press("escape")
+        await until(pilot, lambda: "c" not in shown(), what="the cursor's keys stayed in the footer")
 
 
 async def test_click_selects_a_message(env):

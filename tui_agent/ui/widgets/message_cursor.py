@@ -61,6 +61,7 @@ class MessageCursorMixin:
         return [child for child in self.children if getattr(child, "message_id", None) is not None]  # type: ignore[attr-defined]
 
     def move_cursor_to(self, widget: Widget | None, *, scroll: bool = True, clicked: bool = False) -> None:
+        keys_before = self._cursor_keys()
         self.clicked = clicked  # the letter commands follow a keyboard cursor only (the footer below)
         if self.cursor is not None and self.cursor is not widget:
             set_own_class(self.cursor, False, "-cursor")
@@ -69,7 +70,15 @@ class MessageCursorMixin:
             set_own_class(widget, True, "-cursor")  # a long reply's own widgets are not restyled
             if scroll:
                 self.scroll_to_widget(widget, animate=False)  # type: ignore[attr-defined]
-        self.refresh_bindings()  # type: ignore[attr-defined]  # the footer shows the cursor's keys only with one
+        if self._cursor_keys() != keys_before:
+            # The footer shows the cursor's keys only with one (check_action). Refreshed only when
+            # that changes: the footer builds all its keys again at each refresh, and Up/Down from
+            # one message to the next would pay for it at every key.
+            self.refresh_bindings()  # type: ignore[attr-defined]
+
+    def _cursor_keys(self) -> tuple[bool, bool]:
+        """What ``check_action`` decides the cursor's keys by."""
+        return self.cursor is not None, self.clicked
 
     def enter_cursor(self) -> None:
         """From the composer: the cursor starts on the newest message."""
