@@ -177,11 +177,12 @@ def type_during_reply(
     send: bytes = b"go\r",
     give_up_s: float = 600,
     partial: bool = False,
+    reasoning: bool = False,
 ) -> EchoRun:
     """Send a message, then type a key every ``every`` s until the reply's last word is on screen.
     After ``give_up_s`` without it: an error, or with ``partial`` the keys measured so far (the run
     marked unfinished, the keys still waiting counted missed)."""
-    fake.script(Reply(tokens=markdown_tokens(tokens, " " + END), tokens_per_s=rate))
+    fake.script(reply(tokens, rate, reasoning))
     run = EchoRun()
     since = screen.mark()
     for key in send[:-1]:
@@ -226,11 +227,21 @@ def type_during_reply(
             return run
 
 
-def cpu_per_thousand(screen: Screen, fake: FakeOpenAI, *, tokens: int, rate: float) -> dict[str, float]:
+def reply(tokens: int, rate: float, reasoning: bool) -> Reply:
+    """The long Markdown reply; with ``reasoning``, the same text streamed as the model's reasoning
+    (a "Thinking" block), then an answer of one word."""
+    if reasoning:
+        return Reply(reasoning=markdown_tokens(tokens - 1, ""), tokens=[END], tokens_per_s=rate)
+    return Reply(tokens=markdown_tokens(tokens, " " + END), tokens_per_s=rate)
+
+
+def cpu_per_thousand(
+    screen: Screen, fake: FakeOpenAI, *, tokens: int, rate: float, reasoning: bool = False
+) -> dict[str, float]:
     """The app's CPU time per 1,000 streamed tokens at the start (tokens 1,000-2,000) and at the end
     (the last 1,000 but one) of a ``tokens``-token reply paced at ``rate``; the server's clock says
     when each token left."""
-    fake.script(Reply(tokens=markdown_tokens(tokens, " " + END), tokens_per_s=rate))
+    fake.script(reply(tokens, rate, reasoning))
     since = screen.mark()
     screen.type(b"g")
     screen.read(0.05)
@@ -265,7 +276,14 @@ def close(screen: Screen) -> None:
 
 
 def measure_echo(
-    fake: FakeOpenAI, *, tokens: int, rate: float, every: float, tmux: bool, pythonpath: str = ""
+    fake: FakeOpenAI,
+    *,
+    tokens: int,
+    rate: float,
+    every: float,
+    tmux: bool,
+    pythonpath: str = "",
+    reasoning: bool = False,
 ) -> EchoRun:
     vault = make_vault(fake.base_url)
     screen = open_app(vault, tmux, pythonpath)
@@ -273,20 +291,22 @@ def measure_echo(
         wait_shown(screen, READY, 0, 60)
         time.sleep(1.5)
         screen.read(0.01)
-        return type_during_reply(screen, fake, tokens=tokens, rate=rate, every=every)
+        return type_during_reply(screen, fake, tokens=tokens, rate=rate, every=every, reasoning=reasoning)
     finally:
         close(screen)
         shutil.rmtree(vault.parent, ignore_errors=True)
 
 
-def measure_cpu(fake: FakeOpenAI, *, tokens: int, rate: float, pythonpath: str = "") -> dict[str, float]:
+def measure_cpu(
+    fake: FakeOpenAI, *, tokens: int, rate: float, pythonpath: str = "", reasoning: bool = False
+) -> dict[str, float]:
     vault = make_vault(fake.base_url)
     screen = open_app(vault, False, pythonpath)
     try:
         wait_shown(screen, READY, 0, 60)
         time.sleep(1.5)
         screen.read(0.01)
-        return cpu_per_thousand(screen, fake, tokens=tokens, rate=rate)
+        return cpu_per_thousand(screen, fake, tokens=tokens, rate=rate, reasoning=reasoning)
     finally:
         close(screen)
         shutil.rmtree(vault.parent, ignore_errors=True)
@@ -302,6 +322,9 @@ def main() -> None:
     parser.add_argument("--cpu-tokens", type=int, default=0, help="also the CPU per 1,000 tokens of a reply this long")
     parser.add_argument("--cpu-rate", type=float, default=1000.0)
     parser.add_argument(
+        "--reasoning", action="store_true", help="the same text streamed as reasoning (a Thinking block), then one word"
+    )
+    parser.add_argument(
         "--before", default="", help="also measure this checkout of tui-agent (PYTHONPATH), interleaved"
     )
     args = parser.parse_args()
@@ -312,11 +335,19 @@ def main() -> None:
             for label, path in sides:
                 if args.tokens:
                     run = measure_echo(
-                        fake, tokens=args.tokens, rate=args.rate, every=args.every, tmux=args.tmux, pythonpath=path
+                        fake,
+                        tokens=args.tokens,
+                        rate=args.rate,
+                        every=args.every,
+                        tmux=args.tmux,
+                        pythonpath=path,
+                        reasoning=args.reasoning,
                     )
                     print(label, "echo", {k: round(v, 1) for k, v in run.summary().items()}, flush=True)
                 if args.cpu_tokens:
-                    cpu = measure_cpu(fake, tokens=args.cpu_tokens, rate=args.cpu_rate, pythonpath=path)
+                    cpu = measure_cpu(
+                        fake, tokens=args.cpu_tokens, rate=args.cpu_rate, pythonpath=path, reasoning=args.reasoning
+                    )
                     print(label, "cpu", {k: round(v, 3) for k, v in cpu.items()}, flush=True)
     finally:
         fake.stop()

@@ -43,6 +43,7 @@ class Reply:
     hold: threading.Event | None = None  # wait (up to 300 s) for this before the finishing chunk
     hold_after_chunks: int | None = None  # with hold: wait before this chunk instead (mid-reply)
     tokens_per_s: float = 0.0  # pace the text pieces at this rate from the first (0: as fast as it can)
+    reasoning: list[str] | None = None  # pieces of reasoning streamed before the text (DeepSeek's reasoning_content)
 
 
 def reencoded(png: bytes, kind: str) -> bytes:
@@ -403,6 +404,8 @@ def _chunk(model: str, delta: dict[str, Any], finish: str | None = None) -> dict
 
 def _chunks(reply: Reply, model: str, prompt_tokens: int = 10) -> Any:
     yield _chunk(model, {"role": "assistant", "content": ""})
+    for thought in reply.reasoning or ():
+        yield _chunk(model, {"reasoning_content": thought})
     pieces = (
         reply.tokens
         if reply.tokens is not None
