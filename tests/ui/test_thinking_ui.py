@@ -94,6 +94,9 @@ async def test_live_thinking_streams_open_then_collapses_when_the_answer_starts(
                 break
         assert block is not None, "the reasoning never streamed into a thinking block"
         assert not block.collapsed and block.title == "Thinking… 0s"
+        await until(
+            pilot, lambda: " · thinking · " in str(app.conversation_view.status_line.render()), what="the status line"
+        )
         (bubble,) = app.conversation_view.chat_log.query(AssistantBubble)
         assert bubble.text == ""
         replay.release()

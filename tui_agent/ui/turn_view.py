@@ -68,6 +68,8 @@ class TurnView:
         self.model = ""
         self.tokens = 0  # streamed pieces of the current reply (one per token with real servers)
         self.first_token_at: float | None = None
+        self._asked_at = 0.0  # when the request of the reply being shown went out (the status line's clock)
+        self._thinking_shown = False
         self._words_shown = False
         self._flusher: asyncio.Task[None] | None = None
         self._write_cost = 0.0  # the last write, until the refresh that drew it (see INPUT_SHARE)
@@ -128,7 +130,8 @@ class TurnView:
             status.model_switched(event.model, event.reason)
         elif isinstance(event, ev.AssistantStarted):
             self.model, self.tokens, self.first_token_at = event.model, 0, None
-            status.waiting(event.model, self.host.clock())
+            self._asked_at, self._thinking_shown = self.host.clock(), False
+            status.waiting(event.model, self._asked_at)
             self.bubble = AssistantBubble(thinking=True)
             await self._mount(self.bubble)
         elif isinstance(event, (ev.TextDelta, ev.ReasoningDelta)):
@@ -247,6 +250,9 @@ class TurnView:
         self._thoughts.clear()
         if text and self.attached and self.first_token_at is not None:  # once per frame, like the text
             self.host.status_line.streaming(self.model, self.tokens, self.first_token_at)
+        elif thoughts.strip() and not self.tokens and not self._thinking_shown and self.attached:
+            self._thinking_shown = True  # the reasoning streams before the answer: not "waiting" any more
+            self.host.status_line.thinking(self.model, self._asked_at)
         if self.bubble is None or not self.attached or not self.bubble.is_attached:
             return
         if thoughts.strip() or (thoughts and self.bubble.query_children(THINKING)):

@@ -78,7 +78,10 @@ class StatusLine(Static):
         state = "vision" if self.state == "vision" else "busy"
         self._show_live(lambda: f"{model} · waiting for the first token · {self._elapsed(started)}", state=state)
 
-    thinking = waiting
+    def thinking(self, model: str, started: float) -> None:
+        """The model's reasoning streams (its Thinking block), and no word of its answer yet."""
+        state = "vision" if self.state == "vision" else "busy"
+        self._show_live(lambda: f"{model} · thinking · {self._elapsed(started)}", state=state)
 
     def streaming(self, model: str, tokens: int, first_token_at: float) -> None:
         seconds = self._now() - first_token_at
