@@ -71,9 +71,14 @@ async def test_a_long_reasoning_redraws_only_its_last_lines_and_shows_the_whole_
         assert text_widgets(live)[0].size.width == text_widgets(reopened)[0].size.width
         assert sum(w.size.height for w in text_widgets(live)) == text_widgets(reopened)[0].size.height
 
+        # The reply's first words were reasoning after all: the block's text starts with them, and
+        # the lines frozen before are gone before the new ones are drawn (never shown twice).
+        await live.replace("Aside.\n" + whole)
+        assert live.shown() == ("Aside.\n" + whole).strip()
+
         live.finish()
         await pilot.pause()
-        assert live.collapsed and live.shown() == whole.strip()
+        assert live.collapsed and live.shown() == ("Aside.\n" + whole).strip()
 
 
 async def test_while_the_user_types_the_reasoning_is_written_behind_the_keys_and_whole_at_the_answer(env):

@@ -49,7 +49,7 @@ async def test_thinking_block_above_the_reply_collapses_and_reopens(env, replay,
         (bubble,) = app.conversation_view.chat_log.query(AssistantBubble)
         (block,) = bubble.query(ThinkingBlock)
         assert bubble.text.strip() == answer
-        assert block.text.strip() == reasoning and str(block.body.render()) == reasoning
+        assert block.text.strip() == reasoning and block.shown() == reasoning
         assert block.collapsed and block.title == "Thinking"  # what a reload shows (issue 25 item 10)
         assert bubble.children.index(block) < bubble.children.index(bubble.query_one(".reply"))
         # The key hides every thinking block, and shows them again.

@@ -149,7 +149,7 @@ class TurnView:
             if self.bubble is not None and self.attached and self.bubble.is_attached:
                 await self.bubble.clear_text()
                 block = await self.bubble.live_thinking()
-                block.replace(event.text + block.text)
+                await block.replace(event.text + block.text)
         elif isinstance(event, ev.AssistantFinished):
             await self.flush()
             if event.prompt_tokens is not None and self.window_tokens is not None and self.attached:

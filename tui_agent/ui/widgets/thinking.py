@@ -14,16 +14,19 @@ reply's do (``typing_pace``).
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 from textual.app import App
 from textual.widget import Widget
 from textual.widgets import Collapsible, Static
+from textual.worker import Worker
 
 from tui_agent.core.textsafe import visible
 from tui_agent.ui.typing_pace import pace_of
 from tui_agent.ui.widgets.host import PLAIN, host_of
 
+log = logging.getLogger("tui_agent.ui")
 TITLE = "Thinking"  # a finished block's label, live or reloaded
 #: A live block's last lines are moved into a text widget of their own once they are this long.
 FREEZE_CHARS = 2_000
@@ -59,7 +62,7 @@ class ThinkingBlock(Collapsible):
         self._done = 0  # characters of the stripped text that are in frozen widgets above ``body``
         self._drawn = len(text)  # characters of ``text`` drawn
         self._written_at = float("-inf")
-        self._writer: asyncio.Task[None] | None = None
+        self._writer: Worker[None] | None = None
         self._stop = asyncio.Event()
 
     def on_mount(self) -> None:
@@ -83,20 +86,25 @@ class ThinkingBlock(Collapsible):
         if not text:
             return
         self.text += text
-        if self._writer is None or self._writer.done():
-            self._writer = asyncio.create_task(self._write_soon())
+        if self._writer is None or self._writer.is_finished:
+            # A worker of the block's: it ends with the block (removed with its conversation while it
+            # waited for a key).
+            self._writer = self.run_worker(self._write_soon(), group="thinking-writes", exit_on_error=False)
 
     async def _write_soon(self) -> None:
         pace = pace_of(self.app)
         await pace.turn(self._written_at, self._stop)
         self._written_at = pace.clock()
-        self._draw()
+        try:
+            self._draw()
+        except Exception:  # the reasoning is stored by the turn all the same: the log says what failed
+            log.exception("drawing the reasoning failed")
 
-    def replace(self, text: str) -> None:
+    async def replace(self, text: str) -> None:
+        """All of the reasoning is ``text`` now (the reply's first words were reasoning after all)."""
         self.text = text
         self._done = 0
-        for frozen in list(self.query(".thinking-done")):
-            frozen.remove()
+        await self.query(".thinking-done").remove()  # gone before the new lines are drawn: never twice
         self._draw()
 
     def shown(self) -> str:
