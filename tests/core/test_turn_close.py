@@ -330,3 +330,37 @@ async def test_an_unset_api_key_is_reported_and_the_welcome_line_comes_back(env,
         assert app.conversation_view.composer.text == "hello there"  # nothing lost
         assert welcome.display and welcome.is_attached  # hidden at Enter, shown again
         assert "TUI_TEST_UNSET_KEY" in str(app.conversation_view.chat_log.query(".error-card").first().render())
+
+
+def test_a_forced_end_reads_the_text_before_or_after_it_moves_into_the_reasoning_never_between():
+    """The words streamed as text turn out to be reasoning (``TextToReasoning``) while a forced end
+    reads the reply from its own thread: it sees them as the text or as the reasoning's start, never
+    in neither (stored empty) nor in both."""
+    import sys
+
+    reply = StoredReply(1, "m")
+    seen: list[tuple[str, str | None]] = []
+    stop = threading.Event()
+
+    def forced_end_reads() -> None:
+        while not stop.is_set():
+            text, reasoning = reply._so_far()
+            if text + (reasoning or "") != "XY":
+                seen.append((text, reasoning))
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # the threads take turns as often as they can
+    reader = threading.Thread(target=forced_end_reads)
+    try:
+        with reply._moving:
+            reply.parts[:], reply.thoughts[:] = ["X"], ["Y"]
+        reader.start()
+        for _ in range(50_000):
+            reply.move_text_to_reasoning("X")
+            with reply._moving:  # as it was before the move, for the next round
+                reply.parts[:], reply.thoughts[:] = ["X"], ["Y"]
+    finally:
+        stop.set()
+        reader.join()
+        sys.setswitchinterval(old)
+    assert seen == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Coroutine
 from typing import Any
@@ -49,6 +50,9 @@ class Reply:
         self.model = model
         self.parts: list[str] = []
         self.thoughts: list[str] = []
+        # Held while the text moves into the reasoning, and while a forced end (another thread)
+        # reads both: it sees them before the move or after it, never the text in neither or both.
+        self._moving = threading.Lock()
         self.row: Message | None = None
         self.last_flush = time.monotonic()
         self._writing: asyncio.Task[None] | None = None  # the row's write on its way, if any
@@ -68,8 +72,7 @@ class Reply:
         elif isinstance(item, ev.ReasoningDelta):
             self.thoughts.append(item.text)
         elif isinstance(item, ev.TextToReasoning):
-            self.parts.clear()
-            self.thoughts.insert(0, item.text)
+            self.move_text_to_reasoning(item.text)
         else:
             return None
         event: ev.Event = item
@@ -142,9 +145,16 @@ class Reply:
             streaming_rows.ended(row.id)
         return self.row
 
+    def move_text_to_reasoning(self, text: str) -> None:
+        """The words streamed as text were reasoning after all: ``text`` (they) begins the reasoning."""
+        with self._moving:
+            self.parts.clear()
+            self.thoughts.insert(0, text)
+
     def _so_far(self) -> tuple[str, str | None]:
         """The text and reasoning now (read by a forced end, from another thread)."""
-        return "".join(list(self.parts)), "".join(list(self.thoughts)) or None
+        with self._moving:
+            return "".join(list(self.parts)), "".join(list(self.thoughts)) or None
 
     async def finish(self, item: llm.Completion) -> Message:
         row, _ = await self.finish_with_alternatives(item)
