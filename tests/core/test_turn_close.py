@@ -364,3 +364,29 @@ def test_a_forced_end_reads_the_text_before_or_after_it_moves_into_the_reasoning
         reader.join()
         sys.setswitchinterval(old)
     assert seen == []
+
+
+async def test_a_flush_that_lands_after_a_forced_end_puts_no_words_back(env):
+    """A reply's flush goes to the store in the background; the forced end (another thread, its own
+    connection) can store the reply as cancelled, with more words, before that flush lands. The
+    flush then writes nothing: the forced end's words and status stand."""
+    from tui_agent.core.store import history, last_write
+    from tui_agent.core.store.models import Message
+
+    conversation = await worker.run(history.new_conversation, "flush")
+    reply = StoredReply(conversation.id, "m")
+    await reply.add(ev.TextDelta("one"))  # the row is made: streaming
+    row = reply.row
+    assert row is not None
+    await reply._update(row, "one two", None)  # a flush while it streams is written
+    assert (await worker.run(Message.get_by_id, row.id)).content == "one two"
+
+    store = last_write.bound_store()
+    conn = last_write.connect_quickly(store)
+    try:
+        assert last_write.cancel_on(conn, last_write.quick_param(store), [(row.id, "one two three four", None)]) == 1
+    finally:
+        conn.close()
+    await reply._update(row, "one two three", None)  # the flush that was on its way when the end came
+    stored = await worker.run(Message.get_by_id, row.id)
+    assert (stored.content, stored.status) == ("one two three four", "cancelled")

@@ -133,7 +133,7 @@ class Reply:
             streaming_rows.ended(self.row.id)
 
     async def _update(self, row: Message, text: str, reasoning: str | None) -> None:
-        await worker.run(history.update_message, row, content=text, reasoning=reasoning)
+        await worker.run(history.flush_streaming, row, text, reasoning)
 
     async def save(self, status: str) -> Message | None:
         await self._settled()

@@ -171,6 +171,17 @@ def update_message(message: Message, *, then: Sequence[batch.Statement] = (), **
     return batch.together(Message._meta.database, [update, *then])[1:]
 
 
+def flush_streaming(message: Message, content: str, reasoning: str | None) -> bool:
+    """A streaming reply's words so far, written only while its row is still "streaming": a forced
+    end (ui/lifeline, from a thread of its own) may have stored it as cancelled with more words
+    meanwhile, and a flush that was on its way must not put fewer back. Whether it was written."""
+    message.content, message.reasoning = content, reasoning
+    query = Message.update(content=content, reasoning=reasoning).where(
+        (Message.id == message.id) & (Message.status == "streaming")
+    )
+    return bool(query.execute())
+
+
 def recent_messages(
     conversation_id: int,
     limit: int | None = None,
