@@ -188,9 +188,14 @@ def test_a_quick_connection_stores_the_cut_reply_as_cancelled(env):
     from tui_agent.core.store import last_write
 
     conversation = history.new_conversation()
-    history.add_message(conversation.id, "assistant", "half a rep", status="streaming")
-    assert last_write.cancel_streaming(last_write.bound_store()) == 1
-    assert Message.get(Message.content == "half a rep").status == "cancelled"
+    row = history.add_message(conversation.id, "assistant", "half a rep", status="streaming")
+    store = last_write.bound_store()
+    conn = last_write.connect_quickly(store)
+    try:
+        assert last_write.cancel_on(conn, last_write.quick_param(store), [(row.id, "half a reply", None)]) == 1
+    finally:
+        conn.close()
+    assert Message.get_by_id(row.id).status == "cancelled" and Message.get_by_id(row.id).content == "half a reply"
 
 
 def test_the_store_of_a_database_opened_directly_is_made_once(env):

@@ -237,10 +237,15 @@ def test_an_app_that_ended_as_asked_does_not_wait_for_the_interpreter_s_end(tmp_
 
 
 @BOTH_BACKENDS
-def test_cancel_streaming_touches_only_streaming_rows(tmp_path: Path, store_backend, request):
-    table = MessagesTable(tmp_path, store_backend, request, "status TEXT")
+def test_the_forced_end_cancels_only_rows_still_streaming(tmp_path: Path, store_backend, request):
+    table = MessagesTable(tmp_path, store_backend, request, "content TEXT, reasoning TEXT, status TEXT")
     table.run("INSERT INTO messages (status) VALUES ('complete'), ('streaming'), ('error')")
-    assert last_write.cancel_streaming(table.store()) == 1
+    conn = last_write.connect_quickly(table.store())  # type: ignore[arg-type]
+    try:
+        words = [(row, "words", None) for row in (1, 2, 3)]
+        assert last_write.cancel_on(conn, last_write.quick_param(table.store()), words) == 1  # type: ignore[arg-type]
+    finally:
+        conn.close()
     assert [r[0] for r in table.run("SELECT status FROM messages ORDER BY id")] == ["complete", "cancelled", "error"]
 
 
@@ -266,6 +271,24 @@ def test_the_forced_end_stores_the_words_so_far_of_only_the_replies_still_stream
         ("finished", None, "complete"),  # finished meanwhile: its own final words stand
         # refused by the server: its last flush stands, and it is cancelled all the same
         ("other" if table.postgresql else "other, then more", None, "cancelled"),
+    ]
+
+
+@BOTH_BACKENDS
+def test_the_forced_end_leaves_a_reply_another_machine_streams_as_it_is(tmp_path, store_backend, request):
+    """Two machines on one database (or two apps on one file): this app's forced end cancels its own
+    reply only. The other one's live reply stays "streaming" with its words, and its next flush
+    still writes (core/reply writes a flush only while its row streams)."""
+    table = MessagesTable(tmp_path, store_backend, request, "content TEXT, reasoning TEXT, status TEXT")
+    table.run("INSERT INTO messages (content, status) VALUES ('mine', 'streaming'), ('theirs', 'streaming')")
+    conn = last_write.connect_quickly(table.store())  # type: ignore[arg-type]
+    try:
+        assert last_write.cancel_on(conn, last_write.quick_param(table.store()), [(1, "mine, then more", None)]) == 1  # type: ignore[arg-type]
+    finally:
+        conn.close()
+    assert table.run("SELECT content, status FROM messages ORDER BY id") == [
+        ("mine, then more", "cancelled"),
+        ("theirs", "streaming"),
     ]
 
 

@@ -12,18 +12,6 @@ from typing import Any
 from tui_agent.core.store.location import StoreURL
 
 log = logging.getLogger("tui_agent.store")
-CANCEL_SQL = "UPDATE messages SET status = 'cancelled' WHERE status = 'streaming'"
-
-
-def cancel_streaming(store: StoreURL | Path) -> int:
-    """A reply still being written is stored as cancelled (the loop does this when it can run), on
-    a connection of its own: in the SQLite file, or the PostgreSQL database of a ``postgresql://``
-    store URL."""
-    conn = connect_quickly(store)
-    try:
-        return cancel_on(conn, quick_param(store))
-    finally:
-        conn.close()
 
 
 def _url(store: StoreURL | Path) -> StoreURL:
@@ -48,27 +36,30 @@ def connect_quickly(store: StoreURL | Path) -> Any:
 
 
 def cancel_on(conn: Any, param: str, words: Sequence[tuple[int, str, str | None]] = ()) -> int:
-    """Every reply still "streaming" becomes "cancelled"; those in ``words`` (``(row id, text,
-    reasoning)``: what the app had of them, core/streaming_rows) with their words so far, the
-    others with what their last flush stored. ``param``: the connection's placeholder
+    """This app's replies still "streaming" become "cancelled": ``words`` holds each one as
+    ``(row id, text, reasoning)``, what the app had of it (core/streaming_rows), stored with it; one
+    the server refuses (a NUL in PostgreSQL text) keeps what its last flush stored. Only these rows:
+    a reply another process streams (another machine on the same PostgreSQL database, another app
+    on the same SQLite file) is its own and stays as it is. ``param``: the connection's placeholder
     (``quick_param``). The number of rows cancelled."""
     cursor = conn.cursor()
     count = 0
     for row_id, text, reasoning in words:
-        try:  # each on its own: one the server refuses (a NUL in PostgreSQL text) takes no other with it
+        try:  # each on its own: one the server refuses takes no other with it
             cursor.execute(
                 f"UPDATE messages SET content = {param}, reasoning = {param}, status = 'cancelled'"
                 f" WHERE id = {param} AND status = 'streaming'",
                 (text, reasoning, row_id),
             )
             conn.commit()
-            count += max(0, int(cursor.rowcount))
         except Exception:
             conn.rollback()
             log.warning("reply %s: its words so far could not be stored (its last flush stands)", row_id)
-    cursor.execute(CANCEL_SQL)
-    count += max(0, int(cursor.rowcount))
-    conn.commit()
+            cursor.execute(
+                f"UPDATE messages SET status = 'cancelled' WHERE id = {param} AND status = 'streaming'", (row_id,)
+            )
+            conn.commit()
+        count += max(0, int(cursor.rowcount))
     return count
 
 
