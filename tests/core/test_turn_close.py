@@ -390,3 +390,59 @@ async def test_a_flush_that_lands_after_a_forced_end_puts_no_words_back(env):
     await reply._update(row, "one two three", None)  # the flush that was on its way when the end came
     stored = await worker.run(Message.get_by_id, row.id)
     assert (stored.content, stored.status) == ("one two three four", "cancelled")
+
+
+def _forced_end(words: list[tuple[int, str, str | None]]) -> int:
+    """What ui/lifeline's forced end writes, on its own connection."""
+    from tui_agent.core.store import last_write
+
+    store = last_write.bound_store()
+    conn = last_write.connect_quickly(store)
+    try:
+        return last_write.cancel_on(conn, last_write.quick_param(store), words)
+    finally:
+        conn.close()
+
+
+async def test_a_reply_s_row_is_known_to_the_forced_end_as_soon_as_it_exists(env):
+    """The forced end is for an event loop that is stuck: a reply's row inserted by the store's
+    thread just as the loop stuck is cancelled with its words, not left "streaming" for good. The
+    row is known to the forced end within the store thread's call that makes it (``Reply._new_row``,
+    run here on a thread of its own while this test holds the loop), not once the loop resumes."""
+    from tui_agent.core.store import history
+    from tui_agent.core.store.models import Message
+
+    conversation = await worker.run(history.new_conversation, "stuck")
+    reply = StoredReply(conversation.id, "m")
+    reply.parts.append("one")
+    made: list[Message] = []
+    store_thread = threading.Thread(target=lambda: made.append(reply._new_row("one", None)))
+    store_thread.start()
+    store_thread.join(60)  # the loop is held meanwhile: nothing of the reply's coroutine runs
+    (row,) = made
+    live = [w for w in streaming_rows.words_so_far() if w[0] == row.id]
+    assert live == [(row.id, "one", None)]
+    assert _forced_end(live) == 1
+    stored = await worker.run(Message.get_by_id, row.id)
+    assert (stored.content, stored.status) == ("one", "cancelled")
+
+
+async def test_a_reply_whose_last_write_never_came_stays_known_to_the_forced_end(env):
+    """The turn ended (``drain``) without the reply's final write (it failed, or was given up): the
+    row is still "streaming" in the store, and a forced end still cancels it with its words."""
+    from tui_agent.core.store import history
+    from tui_agent.core.store.models import Message
+
+    conversation = await worker.run(history.new_conversation, "unfinished")
+    reply = StoredReply(conversation.id, "m")
+    await reply.add(ev.TextDelta("one"))
+    await reply.add(ev.TextDelta(" two"))
+    await reply.drain()  # no save, no finish
+    assert reply.row is not None
+    live = [w for w in streaming_rows.words_so_far() if w[0] == reply.row.id]
+    assert live == [(reply.row.id, "one two", None)]
+    assert _forced_end(live) == 1
+    stored = await worker.run(Message.get_by_id, reply.row.id)
+    assert (stored.content, stored.status) == ("one two", "cancelled")
+    await reply.save("cancelled")  # the turn's own end, late: the row is ended (and known no more)
+    assert reply.row.id not in {row for row, _, _ in streaming_rows.words_so_far()}

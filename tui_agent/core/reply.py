@@ -83,20 +83,21 @@ class Reply:
         if self.row is None:
             # The row is made before the first words are passed on (a failure then, such as a full
             # disk, is the turn's before anything was shown); only the flushes go in the background.
-            self.row = await worker.run(
-                history.add_message,
-                self.conversation_id,
-                "assistant",
-                self.text,
-                reasoning=self.reasoning or None,
-                model=self.model,
-                status="streaming",
-            )
-            streaming_rows.streaming(self.row.id, self._so_far)
+            self.row = await worker.run(self._new_row, self.text, self.reasoning or None)
             self.last_flush = time.monotonic()
         elif time.monotonic() - self.last_flush > self.flush_interval_s:
             self._start(self._update(self.row, self.text, self.reasoning or None))
         return event
+
+    def _new_row(self, text: str, reasoning: str | None) -> Message:
+        """The reply's row, "streaming" (on the store's thread). It is known to a forced end from the
+        moment it exists, not once the event loop has run again: a loop stuck after the insert
+        would otherwise leave it "streaming" for good."""
+        row = history.add_message(
+            self.conversation_id, "assistant", text, reasoning=reasoning, model=self.model, status="streaming"
+        )
+        streaming_rows.streaming(row.id, self._so_far)
+        return row
 
     def _start(self, write: Coroutine[Any, Any, None]) -> None:
         self._writing = asyncio.ensure_future(write)
@@ -129,8 +130,9 @@ class Reply:
             if not self._writing.done():
                 log.warning("a reply's write was still on its way to the store when its turn ended")
         self._writing = None
-        if self.row is not None:
-            streaming_rows.ended(self.row.id)
+        # The row stays known to a forced end until a write ended it (save, finish): one whose last
+        # write failed or was given up is still "streaming" in the store, and a forced end cancels
+        # it (only if it still streams there, so one ended meanwhile is left as it is).
 
     async def _update(self, row: Message, text: str, reasoning: str | None) -> None:
         await worker.run(history.flush_streaming, row, text, reasoning)

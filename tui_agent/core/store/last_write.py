@@ -55,10 +55,15 @@ def cancel_on(conn: Any, param: str, words: Sequence[tuple[int, str, str | None]
         except Exception:
             conn.rollback()
             log.warning("reply %s: its words so far could not be stored (its last flush stands)", row_id)
-            cursor.execute(
-                f"UPDATE messages SET status = 'cancelled' WHERE id = {param} AND status = 'streaming'", (row_id,)
-            )
-            conn.commit()
+            try:
+                cursor.execute(
+                    f"UPDATE messages SET status = 'cancelled' WHERE id = {param} AND status = 'streaming'", (row_id,)
+                )
+                conn.commit()
+            except Exception:
+                conn.rollback()
+                log.warning("reply %s: it could not be marked cancelled", row_id)
+                continue
         count += max(0, int(cursor.rowcount))
     return count
 
