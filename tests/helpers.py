@@ -112,3 +112,16 @@ async def settled(pilot: Any, condition: Any, timeout: float = 20.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, f"not reached in {timeout} s: {condition}"
         await pilot.pause(0.02)
+
+
+def forced_end(words: list[tuple[int, str, str | None]]) -> int:
+    """What ui/lifeline's forced end writes for ``words`` (``(row id, text, reasoning)``), on a
+    quick connection of its own to the bound store: the rows it cancelled."""
+    from tui_agent.core.store import last_write
+
+    store = last_write.bound_store()
+    conn = last_write.connect_quickly(store)
+    try:
+        return last_write.cancel_on(conn, last_write.quick_param(store), words)
+    finally:
+        conn.close()

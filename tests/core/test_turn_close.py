@@ -13,7 +13,7 @@ from typing import Any
 import peewee as pw
 import pytest
 from fake_openai import Reply
-from helpers import EchoTool, make_loop, rows
+from helpers import EchoTool, forced_end, make_loop, rows
 from pilot_helpers import running
 
 from tui_agent.core import events as ev
@@ -370,7 +370,7 @@ async def test_a_flush_that_lands_after_a_forced_end_puts_no_words_back(env):
     """A reply's flush goes to the store in the background; the forced end (another thread, its own
     connection) can store the reply as cancelled, with more words, before that flush lands. The
     flush then writes nothing: the forced end's words and status stand."""
-    from tui_agent.core.store import history, last_write
+    from tui_agent.core.store import history
     from tui_agent.core.store.models import Message
 
     conversation = await worker.run(history.new_conversation, "flush")
@@ -381,27 +381,10 @@ async def test_a_flush_that_lands_after_a_forced_end_puts_no_words_back(env):
     await reply._update(row, "one two", None)  # a flush while it streams is written
     assert (await worker.run(Message.get_by_id, row.id)).content == "one two"
 
-    store = last_write.bound_store()
-    conn = last_write.connect_quickly(store)
-    try:
-        assert last_write.cancel_on(conn, last_write.quick_param(store), [(row.id, "one two three four", None)]) == 1
-    finally:
-        conn.close()
+    assert forced_end([(row.id, "one two three four", None)]) == 1
     await reply._update(row, "one two three", None)  # the flush that was on its way when the end came
     stored = await worker.run(Message.get_by_id, row.id)
     assert (stored.content, stored.status) == ("one two three four", "cancelled")
-
-
-def _forced_end(words: list[tuple[int, str, str | None]]) -> int:
-    """What ui/lifeline's forced end writes, on its own connection."""
-    from tui_agent.core.store import last_write
-
-    store = last_write.bound_store()
-    conn = last_write.connect_quickly(store)
-    try:
-        return last_write.cancel_on(conn, last_write.quick_param(store), words)
-    finally:
-        conn.close()
 
 
 async def test_a_reply_s_row_is_known_to_the_forced_end_as_soon_as_it_exists(env):
@@ -422,12 +405,12 @@ async def test_a_reply_s_row_is_known_to_the_forced_end_as_soon_as_it_exists(env
     (row,) = made
     live = [w for w in streaming_rows.words_so_far() if w[0] == row.id]
     assert live == [(row.id, "one", None)]
-    assert _forced_end(live) == 1
+    assert forced_end(live) == 1
     stored = await worker.run(Message.get_by_id, row.id)
     assert (stored.content, stored.status) == ("one", "cancelled")
 
 
-async def test_a_reply_whose_last_write_never_came_stays_known_to_the_forced_end(env):
+async def test_a_reply_whose_last_write_never_came_stays_known_to_theforced_end(env):
     """The turn ended (``drain``) without the reply's final write (it failed, or was given up): the
     row is still "streaming" in the store, and a forced end still cancels it with its words."""
     from tui_agent.core.store import history
@@ -441,7 +424,7 @@ async def test_a_reply_whose_last_write_never_came_stays_known_to_the_forced_end
     assert reply.row is not None
     live = [w for w in streaming_rows.words_so_far() if w[0] == reply.row.id]
     assert live == [(reply.row.id, "one two", None)]
-    assert _forced_end(live) == 1
+    assert forced_end(live) == 1
     stored = await worker.run(Message.get_by_id, reply.row.id)
     assert (stored.content, stored.status) == ("one two", "cancelled")
     await reply.save("cancelled")  # the turn's own end, late: the row is ended (and known no more)

@@ -185,16 +185,11 @@ def test_the_changes_of_others_are_followed_only_where_there_are_others(env, sto
 
 
 def test_a_quick_connection_stores_the_cut_reply_as_cancelled(env):
-    from tui_agent.core.store import last_write
+    from helpers import forced_end
 
     conversation = history.new_conversation()
     row = history.add_message(conversation.id, "assistant", "half a rep", status="streaming")
-    store = last_write.bound_store()
-    conn = last_write.connect_quickly(store)
-    try:
-        assert last_write.cancel_on(conn, last_write.quick_param(store), [(row.id, "half a reply", None)]) == 1
-    finally:
-        conn.close()
+    assert forced_end([(row.id, "half a reply", None)]) == 1
     assert Message.get_by_id(row.id).status == "cancelled" and Message.get_by_id(row.id).content == "half a reply"
 
 
