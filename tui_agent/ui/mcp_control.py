@@ -31,6 +31,7 @@ class McpControl:
         self.app = app
         self.manager: McpManager | None = None
         self._starting: asyncio.Task[None] | None = None
+        self._closed = False  # the app has ended: nothing starts any more
 
     def install_signal_handlers(self) -> None:
         from tui_agent.ui import lifeline
@@ -54,7 +55,11 @@ class McpControl:
 
     def start_in_background(self, enabled: list[mcp_config.ServerConfig] | None = None) -> None:
         """After the preload: start the profile's enabled servers (nothing to do without any; they
-        are read on the store's thread unless ``enabled`` are those read already)."""
+        are read on the store's thread unless ``enabled`` are those read already). Nothing once
+        :meth:`aclose` ran: a preload or a trust answer that ends after the app's end starts no task
+        that the closed loop would drop while it waits."""
+        if self._closed:
+            return
         if self._starting is None or self._starting.done():
             self._starting = asyncio.ensure_future(self._start(enabled))
 
@@ -96,6 +101,7 @@ class McpControl:
         await self._manager().restart(name)
 
     async def aclose(self) -> None:
+        self._closed = True
         if self._starting is not None and not self._starting.done():
             self._starting.cancel()
             await asyncio.gather(self._starting, return_exceptions=True)
