@@ -142,3 +142,86 @@ async def test_pages_released_by_scrolling_are_collected_once_the_scrolling_paus
         await pilot.pause(gc_tuning.IDLE_S + 0.1)
         await checked(app, pilot, clock)
         assert collected == [2]
+
+
+async def until_true(pilot, condition, clock: Clock | None = None, timeout: float = 20.0) -> None:
+    """Until ``condition()``; the idle collector's clock moves on meanwhile if given (the user idle)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "never happened"
+        if clock is not None:
+            clock.advance(gc_tuning.HOLD_CHECK_S)
+        await pilot.pause(0.05)
+
+
+async def test_typing_during_a_reply_holds_the_full_collection_until_the_typing_pauses(env, monkeypatch, clock):
+    """The collector's own full collection (80-240 ms late in an 8,000-token reply, every ~2 s of
+    it) met the user's keys: while they type during a reply it comes due ``HOLD`` times later, and
+    the pause in the typing runs the one held back."""
+    import threading
+
+    from fake_openai import Reply
+
+    gate = threading.Event()
+    base = gc.get_threshold()
+    async with running(env, Reply(text="words " * 40, chunk_size=6, hold=gate, hold_after_chunks=5)) as (app, pilot):
+        await settle(app, pilot)
+        try:
+            await send(app, pilot, "hello", wait=False)
+            await until_true(pilot, lambda: bool(app.turns))
+            await pilot.pause(0.2)
+            assert gc.get_threshold() == base and not app.idle_gc.holding  # a reply nobody types under
+            collected = _collector_near(monkeypatch, base[2])  # the collector's own is due
+            for _ in range(3):  # the user types through the reply
+                clock.advance(gc_tuning.IDLE_S / 3)
+                await pilot.press("x")
+                await pilot.pause(gc_tuning.HOLD_CHECK_S)
+                assert app.idle_gc.holding and gc.get_threshold() == (*base[:2], base[2] * gc_tuning.HOLD)
+            assert collected == []  # not under the keys
+            await until_true(pilot, lambda: not app.idle_gc.holding, clock)  # the typing paused
+            assert gc.get_threshold() == base
+            assert collected == [2]  # the one held back, in the pause
+            assert app.turns  # the reply still runs
+        finally:
+            gate.set()
+
+
+async def test_the_app_s_end_puts_the_thresholds_back(env, clock):
+    import threading
+
+    from fake_openai import Reply
+
+    gate = threading.Event()
+    base = gc.get_threshold()
+    try:
+        async with running(env, Reply(text="words " * 40, chunk_size=6, hold=gate, hold_after_chunks=5)) as (
+            app,
+            pilot,
+        ):
+            await settle(app, pilot)
+            await send(app, pilot, "hello", wait=False)
+            await until_true(pilot, lambda: bool(app.turns))
+            await pilot.press("x")
+            await pilot.pause(0.1)
+            assert app.idle_gc.holding and gc.get_threshold()[2] == base[2] * gc_tuning.HOLD
+        assert gc.get_threshold() == base  # the app ended while the user typed: nothing held
+    finally:
+        gate.set()
+        gc.set_threshold(*base)
+
+
+def test_holds_nest_and_the_last_release_puts_the_thresholds_back():
+    base = gc.get_threshold()
+    try:
+        gc_tuning.hold_full("a")
+        gc_tuning.hold_full("b")
+        assert gc.get_threshold() == (*base[:2], base[2] * gc_tuning.HOLD)
+        gc_tuning.release_full("a")
+        gc_tuning.release_full("a")  # twice: nothing more
+        assert gc.get_threshold()[2] == base[2] * gc_tuning.HOLD
+        gc_tuning.release_full("b")
+        assert gc.get_threshold() == base
+    finally:
+        gc_tuning.release_full("a")
+        gc_tuning.release_full("b")
+        gc.set_threshold(*base)

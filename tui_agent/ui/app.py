@@ -330,6 +330,7 @@ class AgentApp(AppActions, PromptInput, App[None]):
         self.run_worker(follow_cell(self), group="cell", exit_on_error=False)
 
     async def on_unmount(self) -> None:
+        self.idle_gc.end_hold()  # the collector's thresholds as they were (tests run many apps in one process)
         clients = [client.close for client in self.startup.llm_clients.values()]
         # every MCP server process ends with the app
         await app_end.ended(list(self.turns.values()), [self.mcp.aclose, *clients])

@@ -90,6 +90,36 @@ def freeze_long_lived() -> None:
 IDLE_ENV = "TUI_AGENT_GC_IDLE"
 IDLE_S = 0.6  # this long without a reply running or a key typed: the user is reading
 EARLY = 4  # collect once the automatic full collection is this many gen-1 collections away
+HOLD = 10  # while the user types during a reply, the collector's own full collection waits this many times longer
+HOLD_CHECK_S = 0.25  # how often a hold looks for a pause in the typing
+_held_by: set[str] = set()
+_held_threshold: tuple[int, ...] | None = None  # the thresholds before the first hold
+
+
+def hold_full(owner: str) -> None:
+    """Put the collector's own full collections ``HOLD`` times further apart until every owner that
+    held them releases (the young collections run as before)."""
+    global _held_threshold
+    if not measured_collector():
+        return
+    with _pause_lock:
+        if not _held_by:
+            _held_threshold = gc.get_threshold()
+            young, middle, full = _held_threshold
+            gc.set_threshold(young, middle, full * HOLD)
+        _held_by.add(owner)
+
+
+def release_full(owner: str) -> None:
+    """``owner``'s hold is over (nothing if it had none); the last one puts the thresholds back."""
+    global _held_threshold
+    with _pause_lock:
+        if owner not in _held_by:
+            return
+        _held_by.discard(owner)
+        if not _held_by and _held_threshold is not None:
+            gc.set_threshold(*_held_threshold)
+            _held_threshold = None
 
 
 class IdleCollector:
@@ -107,6 +137,14 @@ class IdleCollector:
     the collector's own came due every ~20 PageUps, with ~200 messages' worth at once (40,000
     objects: 0.1-0.2 s with the screen stopped). Once scrolling that released a page pauses for
     ``IDLE_S``, this runs it whether or not it is near.
+    Typing during a long reply: the collector's own full collection came due every ~2 s of an
+    8,000-token reply streamed at 400 tokens a second, each walking the reply's widgets (80-240 ms,
+    growing with the reply), and a key typed meanwhile waited for it: most of the slow echoes. From
+    the first key typed while a reply runs until the typing pauses for ``IDLE_S``, the full
+    collections are held ``HOLD`` times further apart (``hold_full``); the pause runs the one that
+    came due. The young collections, which free most cycles, run as before; what waits is bounded
+    by ``HOLD``.
+
     ``TUI_AGENT_GC_IDLE=0`` turns this off, for A/B runs.
     """
 
@@ -117,9 +155,37 @@ class IdleCollector:
         self.collections = 0
         self._timer: Any = None
         self._released = False  # pages were released by scrolling since the last full collection
+        self._hold_timer: Any = None  # while full collections are held for the user's typing
+        self._owner = f"typing-{id(self)}"
 
     def input_seen(self) -> None:
         self.last_input = time.monotonic()
+
+    def typed(self) -> None:
+        """A key edited the composer's text (not a send, a scroll or a shortcut)."""
+        self.input_seen()
+        if self.enabled and self._hold_timer is None and self.app.turns:
+            hold_full(self._owner)
+            self._hold_timer = self.app.set_interval(HOLD_CHECK_S, self._check_hold)
+
+    @property
+    def holding(self) -> bool:
+        return self._hold_timer is not None
+
+    def _check_hold(self) -> None:
+        if time.monotonic() - self.last_input < IDLE_S:
+            return  # still typing (in the reply or right after it)
+        self.end_hold()
+        if gc.isenabled() and gc.get_count()[2] >= gc.get_threshold()[2]:
+            self._collect("after typing")  # the one held back, due: now, in the pause
+
+    def end_hold(self) -> None:
+        """The thresholds back (the typing paused, or the app ends)."""
+        if self._hold_timer is None:
+            return
+        self._hold_timer.stop()
+        self._hold_timer = None
+        release_full(self._owner)
 
     def turn_ended(self) -> None:
         if self.enabled:
@@ -147,11 +213,14 @@ class IdleCollector:
         near = gc.get_count()[2] >= gc.get_threshold()[2] - EARLY
         if not gc.isenabled() or not (near or self._released):
             return  # switched off (the warm-up does, while it imports), or not due yet
+        self._collect("idle")
+
+    def _collect(self, why: str) -> None:
         started = time.perf_counter()
         found = gc.collect()
         self._released = False
         self.collections += 1
-        log.debug("idle full collection: %d unreachable, %.0f ms", found, (time.perf_counter() - started) * 1000)
+        log.debug("%s full collection: %d unreachable, %.0f ms", why, found, (time.perf_counter() - started) * 1000)
 
 
 UNLINK_ENV = "TUI_AGENT_GC_UNLINK"

@@ -94,6 +94,9 @@ class Composer(TextArea):
             pace_of(self.app).sent()
         elif done == TYPED:
             pace_of(self.app).typed()
+            idle_gc = host_of(self.app).idle_gc
+            if idle_gc is not None:
+                idle_gc.typed()  # during a reply: the collector's full collections wait for a pause
 
     async def _handle_key(self, event: events.Key) -> str | None:
         """Acts on the key; says whether it sent the message (SENT) or edited the text (TYPED)."""

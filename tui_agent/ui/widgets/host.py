@@ -16,9 +16,10 @@ if TYPE_CHECKING:
 
 
 class IdleHook(Protocol):
-    """The idle collector (gc_tuning.IdleCollector): told about input and released pages."""
+    """The idle collector (gc_tuning.IdleCollector): told about input, keys typed and released pages."""
 
     def input_seen(self) -> None: ...
+    def typed(self) -> None: ...
     def released(self) -> None: ...
 
 
