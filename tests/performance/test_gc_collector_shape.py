@@ -38,13 +38,23 @@ def _acts(frozen: list[bool]) -> dict[str, bool]:
     paused = not gc.isenabled()
     gc_tuning.resume(gc_tuning.STARTUP)
     gc_tuning.freeze_long_lived()
-    return {"pause": paused, "freeze": bool(frozen), "idle": gc_tuning.IdleCollector(_App()).enabled}
+    before = gc.get_threshold()
+    gc_tuning.hold_full("shape")
+    held = gc.get_threshold() != before
+    gc_tuning.release_full("shape")
+    assert gc.get_threshold() == before
+    return {
+        "pause": paused,
+        "freeze": bool(frozen),
+        "idle": gc_tuning.IdleCollector(_App()).enabled,
+        "hold": held,
+    }
 
 
 def test_the_measured_collector_is_tuned(collector, monkeypatch):
     monkeypatch.setattr(sys, "version_info", (3, 12, 4, "final", 0))
     assert gc_tuning.measured_collector()
-    assert _acts(collector) == {"pause": True, "freeze": True, "idle": True}
+    assert _acts(collector) == {"pause": True, "freeze": True, "idle": True, "hold": True}
     assert gc.isenabled()
 
 
@@ -72,5 +82,5 @@ def test_any_other_collector_is_left_alone(collector, monkeypatch, shape):
     else:
         monkeypatch.setattr(gc, "get_threshold", lambda: (2000, 10))
     assert not gc_tuning.measured_collector()
-    assert _acts(collector) == {"pause": False, "freeze": False, "idle": False}
+    assert _acts(collector) == {"pause": False, "freeze": False, "idle": False, "hold": False}
     assert gc.isenabled() and not gc_tuning._pauses

@@ -144,6 +144,17 @@ async def test_pages_released_by_scrolling_are_collected_once_the_scrolling_paus
         assert collected == [2]
 
 
+@pytest.fixture(autouse=True)
+def no_hold_left():
+    """Each test starts with no hold on the collector and leaves none (a hold is process-wide)."""
+    assert not gc_tuning._held_by
+    base = gc.get_threshold()
+    yield
+    for owner in list(gc_tuning._held_by):
+        gc_tuning.release_full(owner)
+    gc.set_threshold(*base)
+
+
 async def until_true(pilot, condition, clock: Clock | None = None, timeout: float = 20.0) -> None:
     """Until ``condition()``; the idle collector's clock moves on meanwhile if given (the user idle)."""
     deadline = time.monotonic() + timeout
@@ -154,74 +165,129 @@ async def until_true(pilot, condition, clock: Clock | None = None, timeout: floa
         await pilot.pause(0.05)
 
 
-async def test_typing_during_a_reply_holds_the_full_collection_until_the_typing_pauses(env, monkeypatch, clock):
-    """The collector's own full collection (80-240 ms late in an 8,000-token reply, every ~2 s of
-    it) met the user's keys: while they type during a reply it comes due ``HOLD`` times later, and
-    the pause in the typing runs the one held back."""
-    import threading
-
+def held_reply(gate):
     from fake_openai import Reply
+
+    return Reply(text="words " * 40, chunk_size=6, hold=gate, hold_after_chunks=5)
+
+
+async def type_keys(pilot, clock: Clock, count: int) -> None:
+    """The user types ``count`` keys, well within the idle delay of each other."""
+    for _ in range(count):
+        clock.advance(gc_tuning.IDLE_S / 3)
+        await pilot.press("x")
+        await pilot.pause(gc_tuning.HOLD_CHECK_S)
+
+
+async def test_typing_during_a_reply_holds_the_full_collection_until_the_typing_pauses(env, clock):
+    """The collector's own full collection (80-240 ms late in an 8,000-token reply, every ~2 s of
+    it) met the user's keys: while they type during a reply its count must reach ``HOLD`` times
+    the threshold; once the typing pauses the threshold is back (the reply still streaming)."""
+    import threading
 
     gate = threading.Event()
     base = gc.get_threshold()
-    async with running(env, Reply(text="words " * 40, chunk_size=6, hold=gate, hold_after_chunks=5)) as (app, pilot):
+    held = (*base[:2], base[2] * gc_tuning.HOLD)
+    async with running(env, held_reply(gate)) as (app, pilot):
         await settle(app, pilot)
         try:
             await send(app, pilot, "hello", wait=False)
             await until_true(pilot, lambda: bool(app.turns))
             await pilot.pause(0.2)
-            assert gc.get_threshold() == base and not app.idle_gc.holding  # a reply nobody types under
-            collected = _collector_near(monkeypatch, base[2])  # the collector's own is due
-            for _ in range(3):  # the user types through the reply
-                clock.advance(gc_tuning.IDLE_S / 3)
-                await pilot.press("x")
-                await pilot.pause(gc_tuning.HOLD_CHECK_S)
-                assert app.idle_gc.holding and gc.get_threshold() == (*base[:2], base[2] * gc_tuning.HOLD)
-            assert collected == []  # not under the keys
+            assert gc.get_threshold() == base and not app.idle_gc.holding  # sent, nobody types under it
+            await type_keys(pilot, clock, 3)
+            assert app.idle_gc.holding and gc.get_threshold() == held
             await until_true(pilot, lambda: not app.idle_gc.holding, clock)  # the typing paused
             assert gc.get_threshold() == base
-            assert collected == [2]  # the one held back, in the pause
             assert app.turns  # the reply still runs
         finally:
             gate.set()
 
 
-async def test_the_app_s_end_puts_the_thresholds_back(env, clock):
+async def test_a_held_collection_near_its_bound_runs_right_behind_a_key(env, monkeypatch, clock):
+    """Typing on through a long reply brings the held collection to its bound: the app runs it
+    just after a key (the key's echo out first), not wherever the collector's own would land."""
     import threading
 
-    from fake_openai import Reply
+    gate = threading.Event()
+    base = gc.get_threshold()
+    async with running(env, held_reply(gate)) as (app, pilot):
+        await settle(app, pilot)
+        try:
+            await send(app, pilot, "hello", wait=False)
+            await until_true(pilot, lambda: bool(app.turns))
+            await type_keys(pilot, clock, 1)
+            assert app.idle_gc.holding
+            collected = _collector_near(monkeypatch, base[2] * gc_tuning.HOLD - gc_tuning.EARLY - 1)
+            await type_keys(pilot, clock, 2)
+            assert collected == []  # not near yet
+            collected = _collector_near(monkeypatch, base[2] * gc_tuning.HOLD - 1)
+            await pilot.press("x")
+            await until_true(pilot, lambda: bool(collected))
+            assert collected == [2] and app.idle_gc.holding
+        finally:
+            gate.set()
+
+
+async def test_typing_on_after_the_reply_ended_still_collects_between_replies(env, monkeypatch, clock):
+    """The hold outlives the reply while the user types on; the between-replies collection then
+    still sees the collector near its own (the threshold without the hold), and runs it."""
+    import threading
+
+    gate = threading.Event()
+    base = gc.get_threshold()
+    async with running(env, held_reply(gate)) as (app, pilot):
+        await settle(app, pilot)
+        await send(app, pilot, "hello", wait=False)
+        await until_true(pilot, lambda: bool(app.turns))
+        await type_keys(pilot, clock, 2)
+        assert app.idle_gc.holding
+        collected = _collector_near(monkeypatch, base[2] - 2)  # near, not yet due
+        gate.set()
+        await until_true(pilot, lambda: not app.turns)
+        await type_keys(pilot, clock, 2)  # typing on after the reply
+        assert collected == [] and app.idle_gc.holding
+        clock.advance(gc_tuning.IDLE_S + 0.1)
+        # The between-replies check comes before the hold's own look at the pause (which runs
+        # every HOLD_CHECK_S): it ends the hold and judges "near" by the threshold without it.
+        app.idle_gc._maybe_collect()
+        assert collected == [2] and gc.get_threshold() == base and not app.idle_gc.holding
+
+
+async def test_typing_with_no_reply_running_holds_nothing(env, clock):
+    base = gc.get_threshold()
+    async with running(env) as (app, pilot):
+        await settle(app, pilot)
+        await type_keys(pilot, clock, 2)
+        assert not app.idle_gc.holding and gc.get_threshold() == base
+
+
+async def test_the_app_s_end_puts_the_thresholds_back(env, clock):
+    import threading
 
     gate = threading.Event()
     base = gc.get_threshold()
     try:
-        async with running(env, Reply(text="words " * 40, chunk_size=6, hold=gate, hold_after_chunks=5)) as (
-            app,
-            pilot,
-        ):
+        async with running(env, held_reply(gate)) as (app, pilot):
             await settle(app, pilot)
             await send(app, pilot, "hello", wait=False)
             await until_true(pilot, lambda: bool(app.turns))
             await pilot.press("x")
             await pilot.pause(0.1)
             assert app.idle_gc.holding and gc.get_threshold()[2] == base[2] * gc_tuning.HOLD
-        assert gc.get_threshold() == base  # the app ended while the user typed: nothing held
+        assert gc.get_threshold() == base and not gc_tuning._held_by  # the app ended while the user typed
     finally:
         gate.set()
-        gc.set_threshold(*base)
 
 
 def test_holds_nest_and_the_last_release_puts_the_thresholds_back():
     base = gc.get_threshold()
-    try:
-        gc_tuning.hold_full("a")
-        gc_tuning.hold_full("b")
-        assert gc.get_threshold() == (*base[:2], base[2] * gc_tuning.HOLD)
-        gc_tuning.release_full("a")
-        gc_tuning.release_full("a")  # twice: nothing more
-        assert gc.get_threshold()[2] == base[2] * gc_tuning.HOLD
-        gc_tuning.release_full("b")
-        assert gc.get_threshold() == base
-    finally:
-        gc_tuning.release_full("a")
-        gc_tuning.release_full("b")
-        gc.set_threshold(*base)
+    gc_tuning.hold_full("a")
+    gc_tuning.hold_full("b")
+    assert gc.get_threshold() == (*base[:2], base[2] * gc_tuning.HOLD)
+    assert gc_tuning.unheld_threshold() == base
+    gc_tuning.release_full("a")
+    gc_tuning.release_full("a")  # twice: nothing more
+    assert gc.get_threshold()[2] == base[2] * gc_tuning.HOLD
+    gc_tuning.release_full("b")
+    assert gc.get_threshold() == base

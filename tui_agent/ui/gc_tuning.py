@@ -92,6 +92,7 @@ IDLE_S = 0.6  # this long without a reply running or a key typed: the user is re
 EARLY = 4  # collect once the automatic full collection is this many gen-1 collections away
 HOLD = 10  # while the user types during a reply, the collector's own full collection waits this many times longer
 HOLD_CHECK_S = 0.25  # how often a hold looks for a pause in the typing
+BEHIND_KEY_S = 0.05  # a held collection near its bound runs this long after a key (its echo written out first)
 _held_by: set[str] = set()
 _held_threshold: tuple[int, ...] | None = None  # the thresholds before the first hold
 
@@ -108,6 +109,12 @@ def hold_full(owner: str) -> None:
             young, middle, full = _held_threshold
             gc.set_threshold(young, middle, full * HOLD)
         _held_by.add(owner)
+
+
+def unheld_threshold() -> tuple[int, ...]:
+    """The collector's thresholds as they are when nothing holds its full collections."""
+    with _pause_lock:
+        return _held_threshold if _held_threshold is not None else gc.get_threshold()
 
 
 def release_full(owner: str) -> None:
@@ -140,10 +147,13 @@ class IdleCollector:
     Typing during a long reply: the collector's own full collection came due every ~2 s of an
     8,000-token reply streamed at 400 tokens a second, each walking the reply's widgets (80-240 ms,
     growing with the reply), and a key typed meanwhile waited for it: most of the slow echoes. From
-    the first key typed while a reply runs until the typing pauses for ``IDLE_S``, the full
-    collections are held ``HOLD`` times further apart (``hold_full``); the pause runs the one that
-    came due. The young collections, which free most cycles, run as before; what waits is bounded
-    by ``HOLD``.
+    the first key typed while a reply runs until the input pauses for ``IDLE_S`` (seen within
+    ``HOLD_CHECK_S``), the collector's count for a full collection must reach ``HOLD`` times its
+    threshold (``hold_full``). Then the threshold is back: the collection held back runs in the
+    pause if the collector's own rules call for it (its count, and its 25 % rule of new long-lived
+    objects), or between replies. The young collections, which free most cycles, run as before;
+    what waits is bounded by ``HOLD``: within ``EARLY`` of it, the app runs the collection itself
+    right behind a key (``BEHIND_KEY_S`` after it), not under the next one.
 
     ``TUI_AGENT_GC_IDLE=0`` turns this off, for A/B runs.
     """
@@ -156,17 +166,35 @@ class IdleCollector:
         self._timer: Any = None
         self._released = False  # pages were released by scrolling since the last full collection
         self._hold_timer: Any = None  # while full collections are held for the user's typing
+        self._behind_key: Any = None  # the held collection, set to run right behind a key
         self._owner = f"typing-{id(self)}"
 
     def input_seen(self) -> None:
         self.last_input = time.monotonic()
 
     def typed(self) -> None:
-        """A key edited the composer's text (not a send, a scroll or a shortcut)."""
+        """A key that edits in the composer (a letter, Backspace, an arrow; not a send, a scroll
+        or a shortcut)."""
         self.input_seen()
-        if self.enabled and self._hold_timer is None and self.app.turns:
-            hold_full(self._owner)
-            self._hold_timer = self.app.set_interval(HOLD_CHECK_S, self._check_hold)
+        if not self.enabled:
+            return
+        if self._hold_timer is None:
+            if self.app.turns:
+                hold_full(self._owner)
+                try:
+                    self._hold_timer = self.app.set_interval(HOLD_CHECK_S, self._check_hold)
+                except Exception:
+                    release_full(self._owner)
+                    raise
+        elif self._behind_key is None and gc.get_count()[2] >= gc.get_threshold()[2] - EARLY:
+            # The held collection is near its bound: run it right behind this key (once its echo is
+            # out), not under a later one.
+            self._behind_key = self.app.set_timer(BEHIND_KEY_S, self._collect_behind_key)
+
+    def _collect_behind_key(self) -> None:
+        self._behind_key = None
+        if self.holding and gc.isenabled():
+            self._collect("held")
 
     @property
     def holding(self) -> bool:
@@ -175,17 +203,17 @@ class IdleCollector:
     def _check_hold(self) -> None:
         if time.monotonic() - self.last_input < IDLE_S:
             return  # still typing (in the reply or right after it)
+        # The thresholds back: the collection held back runs at the collector's next young one if
+        # its own rules call for it (in the pause), or between replies by _maybe_collect.
         self.end_hold()
-        if gc.isenabled() and gc.get_count()[2] >= gc.get_threshold()[2]:
-            self._collect("after typing")  # the one held back, due: now, in the pause
 
     def end_hold(self) -> None:
         """The thresholds back (the typing paused, or the app ends)."""
-        if self._hold_timer is None:
-            return
-        self._hold_timer.stop()
-        self._hold_timer = None
-        release_full(self._owner)
+        for timer in (self._hold_timer, self._behind_key):
+            if timer is not None:
+                timer.stop()
+        self._hold_timer = self._behind_key = None
+        release_full(self._owner)  # also if the timer never started
 
     def turn_ended(self) -> None:
         if self.enabled:
@@ -210,7 +238,8 @@ class IdleCollector:
         if quiet < IDLE_S:  # typing: wait for a pause
             self._schedule(IDLE_S - quiet)
             return
-        near = gc.get_count()[2] >= gc.get_threshold()[2] - EARLY
+        self.end_hold()  # quiet: a hold this check came before is over too
+        near = gc.get_count()[2] >= unheld_threshold()[2] - EARLY
         if not gc.isenabled() or not (near or self._released):
             return  # switched off (the warm-up does, while it imports), or not due yet
         self._collect("idle")
