@@ -249,6 +249,17 @@ def cell_of(page: Any, text: str) -> tuple[float, float] | None:
     return None
 
 
+def wait_cell(page: Any, text: str, timeout: float = 30.0) -> tuple[float, float]:
+    """``cell_of(page, text)`` once the page shows ``text`` (the app draws a conversation after
+    its process says it is ready: on a loaded host, well after)."""
+    deadline = time.monotonic() + timeout
+    while (cell := cell_of(page, text)) is None:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{text!r} never showed; the screen:\n{screen_text(page)}")
+        page.wait_for_timeout(100)
+    return cell
+
+
 def wait_db(db: Path, sql: str, predicate: Callable[[list[Any]], bool], timeout: float = 30.0) -> list[Any]:
     """The rows ``sql`` reads from the SQLite file ``db``, once ``predicate`` holds for them."""
     deadline = time.monotonic() + timeout

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
-from serve_helpers import cell_of, needs_browser, open_app, screen_text, start_serve
+from serve_helpers import needs_browser, open_app, screen_text, start_serve, wait_cell
 
 ARTIFACTS = ROOT / "test-artifacts"
 RED, BLUE, GREEN = (255, 0, 0), (0, 0, 255), (0, 160, 0)
@@ -133,9 +133,7 @@ def test_pictures_are_drawn_at_real_pixels_and_stay_right(env, tmp_path, convers
         assert "1 / 2" in screen_text(page)
 
         # Right: the green picture, and no stripe left behind; Left: the stripes again, no green left.
-        counter = cell_of(page, "1 / 2")
-        assert counter is not None
-        page.mouse.click(*counter)  # focuses the carousel
+        page.mouse.click(*wait_cell(page, "1 / 2"))  # focuses the carousel
         page.keyboard.press("ArrowRight")
         shot = ARTIFACTS / "serve-stripes-right.png"
 
@@ -170,10 +168,7 @@ def test_pictures_are_drawn_at_real_pixels_and_stay_right(env, tmp_path, convers
 
         wait_for_picture(page, shot, no_stripes)
         page.keyboard.press("Control+b")
-        deadline = time.monotonic() + 20
-        while cell_of(page, "pictures") is None and time.monotonic() < deadline:
-            page.wait_for_timeout(100)
-        page.mouse.click(*cell_of(page, "pictures"))  # the conversation in the sidebar's list
+        page.mouse.click(*wait_cell(page, "pictures"))  # the conversation in the sidebar's list
         shot = ARTIFACTS / "serve-stripes-reopened-sidebar.png"
         wait_for_picture(page, shot, stripes_only)
 
@@ -208,8 +203,7 @@ def test_scrolling_and_the_message_cursor_move_the_picture_without_remnants(env,
     served = start_serve(env.vault.root, tmp_path / "serve.out")
     try:
         page = open_app(chromium, served.url, env.vault.root)
-        chat = cell_of(page, "answer 7")
-        assert chat is not None
+        chat = wait_cell(page, "answer 7")
         shot = ARTIFACTS / "serve-stripes-scroll.png"
         whole = 0
         for _ in range(30):

@@ -8,7 +8,7 @@ import time
 
 import pytest
 from fake_openai import Reply
-from serve_helpers import cell_of, needs_browser, open_app, start_serve, type_message
+from serve_helpers import needs_browser, open_app, start_serve, type_message, wait_cell
 
 
 def user_messages(db) -> list[str]:
@@ -23,19 +23,15 @@ def test_typing_after_a_click_in_the_chat_is_sent_as_a_message(env, tmp_path, ch
     try:
         page = open_app(chromium, served.url, env.vault.root)
         type_message(page, "hello")
-        deadline = time.monotonic() + 30
-        while cell_of(page, "first reply") is None and time.monotonic() < deadline:
-            page.wait_for_timeout(100)
-        page.mouse.click(*cell_of(page, "first reply"))  # the message cursor is on the reply now
+        page.mouse.click(*wait_cell(page, "first reply"))  # the message cursor is on the reply now
         page.wait_for_timeout(300)
+        deadline = time.monotonic() + 30
         page.keyboard.type("copy, print, regenerate, edit")
         page.keyboard.press("Enter")
         while "copy, print, regenerate, edit" not in user_messages(env.vault.db_path) and time.monotonic() < deadline:
             page.wait_for_timeout(100)
         assert user_messages(env.vault.db_path) == ["hello", "copy, print, regenerate, edit"]
-        while cell_of(page, "second reply") is None and time.monotonic() < deadline:
-            page.wait_for_timeout(100)
-        assert cell_of(page, "second reply") is not None
+        wait_cell(page, "second reply")
         assert len(env.fake.chat_requests) == 2  # nothing regenerated
     finally:
         served.stop()
