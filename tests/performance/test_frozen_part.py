@@ -4,8 +4,13 @@ and its blocks come back as they were. Also the contract of Textual's private ``
 
 from __future__ import annotations
 
-from pilot_helpers import make, mount_after_a_turn, steady_screen, until
+from typing import Any
 
+from pilot_helpers import make, mount_after_a_turn, steady_screen, until
+from textual.widget import Widget
+
+from tui_agent.ui.typing_pace import pace_of
+from tui_agent.ui.widgets import reply_markdown
 from tui_agent.ui.widgets.bubbles import AssistantBubble
 from tui_agent.ui.widgets.frozen_part import FrozenPart, draw, freeze
 from tui_agent.ui.widgets.reply_markdown import ReplyMarkdown
@@ -103,3 +108,82 @@ async def test_parts_frozen_one_after_another_share_one_stand_in_that_looks_like
         )
         assert first.display and second.display
         assert app.export_screenshot() == before
+
+
+async def _streamed_with_frozen_parts(app: Any, pilot: Any) -> tuple[AssistantBubble, FrozenPart]:
+    """A reply streamed into a bubble until two or more of its parts share a stand-in (parts sealed
+    every 4 blocks, not 16: the same steps with a shorter reply)."""
+    from fake_openai import markdown_tokens
+
+    tokens = markdown_tokens(900)
+    bubble = await mount_after_a_turn(app, pilot, AssistantBubble(thinking=True))
+    for i in range(0, len(tokens), 30):
+        await bubble.write("".join(tokens[i : i + 30]))
+        await pilot.pause()
+    await until(pilot, lambda: any(len(f.parts) >= 2 for f in bubble.query(FrozenPart)))
+    app.conversation_view.chat_log.scroll_end(animate=False)
+    return bubble, bubble.query(FrozenPart).last()
+
+
+async def test_a_reply_that_ends_while_the_user_types_comes_back_part_by_part_once_the_keys_pause(env, monkeypatch):
+    """All at once, the thaw is one layout of the whole reply, and a key typed then waits for it.
+    While keys come, the parts stay drawn; once they pause, the parts come back one per frame from
+    the last (the screen the same at each step), and a key between two steps holds the rest."""
+    monkeypatch.setattr(reply_markdown, "SEAL_AFTER_BLOCKS", 4)
+    app = make(env)
+    async with app.run_test(size=(100, 40)) as pilot:
+        pace = pace_of(app)
+        now = [1_000.0]
+        pace.clock = lambda: now[0]
+        bubble, stand_in = await _streamed_with_frozen_parts(app, pilot)
+        parts = list(stand_in.parts)
+        before = await steady_screen(app, pilot)
+        pace.typed()
+        await bubble.finish("complete")
+        await steady_screen(app, pilot)
+        assert stand_in.is_attached and stand_in.parts == parts and stand_in.settled  # the keys have not paused
+        assert not any(part.display for part in parts)
+
+        steps: list[Widget] = []
+        thaw_last = stand_in.thaw_last
+
+        def one_step_then_a_key() -> None:
+            steps.append(stand_in.parts[-1])
+            thaw_last()
+            if len(steps) == 1:
+                pace.typed()  # a key right after the first step
+
+        stand_in.thaw_last = one_step_then_a_key  # type: ignore[method-assign]
+        now[0] += 1.0  # the keys pause
+        await until(pilot, lambda: len(steps) == 1)
+        assert await steady_screen(app, pilot) == before
+        assert steps == [parts[-1]] and parts[-1].display and stand_in.parts == parts[:-1]
+        assert not any(part.display for part in parts[:-1]) and len(steps) == 1
+
+        now[0] += 1.0
+        await until(pilot, lambda: not bubble.query(FrozenPart))
+        assert steps == parts[::-1] and all(part.display for part in parts)
+        assert await steady_screen(app, pilot) == before
+
+
+async def test_a_reply_that_ends_while_no_key_comes_thaws_at_once_and_a_pointer_thaws_a_settled_one(env, monkeypatch):
+    monkeypatch.setattr(reply_markdown, "SEAL_AFTER_BLOCKS", 4)
+    app = make(env)
+    async with app.run_test(size=(100, 40)) as pilot:
+        bubble, stand_in = await _streamed_with_frozen_parts(app, pilot)
+        await bubble.finish("complete")  # no key typed: at once, as before
+        assert all(part.display for part in stand_in.parts or bubble.query(ReplyMarkdown))
+        await until(pilot, lambda: not bubble.query(FrozenPart))
+        assert all(part.display for part in bubble.query(ReplyMarkdown))
+
+        pace = pace_of(app)
+        pace.clock = lambda: 1_000.0  # a key now, and the clock stopped: the keys never pause
+        bubble, stand_in = await _streamed_with_frozen_parts(app, pilot)
+        pace.typed()
+        await bubble.finish("complete")
+        assert stand_in.is_attached and stand_in.settled
+        app.conversation_view.chat_log.scroll_to_widget(stand_in, top=True, animate=False)
+        await pilot.pause()
+        await pilot.hover(stand_in)
+        await until(pilot, lambda: not bubble.query(FrozenPart))
+        assert all(part.display for part in bubble.query(ReplyMarkdown))

@@ -21,6 +21,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 log = logging.getLogger("tui_agent.ui")
@@ -42,9 +43,48 @@ def measured_collector() -> bool:
 
 STARTUP = "start-up"
 WARM_UP = "warm-up"
-_pauses: set[str] = set()
-_resume_to = True  # the collector's state before the first pause
 _pause_lock = threading.Lock()
+
+
+class _Nested:
+    """A change to the collector that the first owner makes and the last one to end undoes:
+    ``change()`` returns what ``undo`` puts back."""
+
+    def __init__(self, change: Callable[[], Any], undo: Callable[[Any], None]) -> None:
+        self.owners: set[str] = set()
+        self.saved: Any = None
+        self._change, self._undo = change, undo
+
+    def add(self, owner: str) -> None:
+        with _pause_lock:
+            if not self.owners:
+                self.saved = self._change()
+            self.owners.add(owner)
+
+    def discard(self, owner: str) -> None:
+        """``owner``'s part is over (nothing if it had none)."""
+        with _pause_lock:
+            if owner not in self.owners:
+                return
+            self.owners.discard(owner)
+            if not self.owners:
+                self._undo(self.saved)
+                self.saved = None
+
+
+def _disable() -> bool:
+    was_enabled = gc.isenabled()
+    gc.disable()
+    return was_enabled
+
+
+def _enable_if(was_enabled: bool) -> None:
+    if was_enabled:
+        gc.enable()
+
+
+_paused = _Nested(_disable, _enable_if)
+_pauses = _paused.owners
 
 
 def pause(owner: str) -> None:
@@ -55,24 +95,13 @@ def pause(owner: str) -> None:
     first frame, a tenth of its time here, more on a busy host: each walks memory the cache no
     longer holds) find nothing to free. Reference counting frees everything else meanwhile.
     """
-    global _resume_to
-    if not measured_collector():
-        return
-    with _pause_lock:
-        if not _pauses:
-            _resume_to = gc.isenabled()
-            gc.disable()
-        _pauses.add(owner)
+    if measured_collector():
+        _paused.add(owner)
 
 
 def resume(owner: str) -> None:
     """``owner``'s pause is over (nothing if it had none); the last one puts the collector back."""
-    with _pause_lock:
-        if owner not in _pauses:
-            return
-        _pauses.discard(owner)
-        if not _pauses and _resume_to:
-            gc.enable()
+    _paused.discard(owner)
 
 
 def pause_startup() -> None:
@@ -93,40 +122,40 @@ EARLY = 4  # collect once the automatic full collection is this many gen-1 colle
 HOLD = 10  # while the user types during a reply, the collector's own full collection waits this many times longer
 HOLD_CHECK_S = 0.25  # how often a hold looks for a pause in the typing
 BEHIND_KEY_S = 0.05  # a held collection near its bound runs this long after a key (its echo written out first)
-_held_by: set[str] = set()
-_held_threshold: tuple[int, ...] | None = None  # the thresholds before the first hold
+
+
+def _hold() -> tuple[int, ...]:
+    threshold = gc.get_threshold()
+    young, middle, full = threshold
+    gc.set_threshold(young, middle, full * HOLD)
+    return threshold
+
+
+def _set_threshold(threshold: tuple[int, ...]) -> None:
+    gc.set_threshold(*threshold)
+
+
+_held = _Nested(_hold, _set_threshold)
+_held_by = _held.owners
 
 
 def hold_full(owner: str) -> None:
     """Put the collector's own full collections ``HOLD`` times further apart until every owner that
     held them releases (the young collections run as before)."""
-    global _held_threshold
-    if not measured_collector():
-        return
-    with _pause_lock:
-        if not _held_by:
-            _held_threshold = gc.get_threshold()
-            young, middle, full = _held_threshold
-            gc.set_threshold(young, middle, full * HOLD)
-        _held_by.add(owner)
+    if measured_collector():
+        _held.add(owner)
 
 
 def unheld_threshold() -> tuple[int, ...]:
     """The collector's thresholds as they are when nothing holds its full collections."""
     with _pause_lock:
-        return _held_threshold if _held_threshold is not None else gc.get_threshold()
+        saved = _held.saved
+        return saved if saved is not None else gc.get_threshold()
 
 
 def release_full(owner: str) -> None:
     """``owner``'s hold is over (nothing if it had none); the last one puts the thresholds back."""
-    global _held_threshold
-    with _pause_lock:
-        if owner not in _held_by:
-            return
-        _held_by.discard(owner)
-        if not _held_by and _held_threshold is not None:
-            gc.set_threshold(*_held_threshold)
-            _held_threshold = None
+    _held.discard(owner)
 
 
 class IdleCollector:
@@ -193,7 +222,8 @@ class IdleCollector:
 
     def _collect_behind_key(self) -> None:
         self._behind_key = None
-        if self.holding and gc.isenabled():
+        # Still near: the collector's own may have run in between (its count is then back at 0).
+        if self.holding and gc.isenabled() and gc.get_count()[2] >= gc.get_threshold()[2] - EARLY:
             self._collect("held")
 
     @property

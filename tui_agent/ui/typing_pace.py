@@ -25,6 +25,8 @@ TYPING_S = 1.5
 HOLD_S = 1.5
 #: A key sooner than this after the last write is let go by for a later one.
 MIN_GAP_S = 0.25
+#: A key within this long: work that would keep the next key waiting (a thaw) waits for a pause.
+PAUSE_S = 0.6
 #: A write goes "right behind" a key if it starts within this long of it; a key that came while
 #: the last write still ran is let go by (the write would start late, nearer the next key).
 BEHIND_S = 0.15
@@ -51,6 +53,16 @@ class TypingPace:
         for future in waiting:
             if not future.done():
                 future.set_result(None)
+
+    def typing(self, within: float = PAUSE_S) -> bool:
+        """A key came less than ``within`` seconds ago."""
+        return self.clock() - self.last_key < within
+
+    async def until_paused(self, quiet: float = PAUSE_S) -> None:
+        """Return once no key has come for ``quiet`` seconds (at once if none has, or after a send)."""
+        never = asyncio.Event()
+        while (wait := self.last_key + quiet - self.clock()) > 0:
+            await self._next_key(never, wait)
 
     async def turn(self, last_write: float, stopping: asyncio.Event) -> None:
         """Return when a write may go ahead: at once unless the user is typing; else right behind
@@ -85,7 +97,7 @@ _PACES: WeakKeyDictionary[object, TypingPace] = WeakKeyDictionary()
 
 
 def pace_of(app: object) -> TypingPace:
-    """The app's pace (one per app: the served app runs several in one process)."""
+    """The app's pace: one per app, kept with it (the tests run several apps in one process)."""
     pace = _PACES.get(app)
     if pace is None:
         pace = _PACES[app] = TypingPace()

@@ -249,7 +249,7 @@ class AssistantBubble(Static):
         for spinner in self.query_children(".thinking"):
             await spinner.remove()
         if self._stream is not None:
-            await self._stream.stop()
+            await self._stream.stop(finished=True)
             self._stream = None
         if status != "complete":
             self.status = status

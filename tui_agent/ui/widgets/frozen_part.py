@@ -43,12 +43,10 @@ class FrozenPart(Widget):
         super().__init__(classes="reply-frozen")
         self.parts = [part]
         self.lines = lines
+        self.heights = [len(lines)]  # each part's share of ``lines``, in order
+        self.settled = False  # the reply stopped: its parts come back soon (ReplyStream.stop)
         self.drawn_width = part.region.width
         self.styles.margin = part.styles.margin
-
-    @property
-    def part(self) -> Widget:
-        return self.parts[0]
 
     def takes(self, part: Widget) -> bool:
         """Can ``part``'s lines go under these (drawn at this width, neither with a margin)?"""
@@ -58,6 +56,7 @@ class FrozenPart(Widget):
     def extend(self, part: Widget, lines: list[Strip]) -> None:
         self.parts.append(part)
         self.lines.extend(lines)
+        self.heights.append(len(lines))
         self.refresh(layout=True)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
@@ -65,6 +64,12 @@ class FrozenPart(Widget):
 
     def render_line(self, y: int) -> Strip:
         return self.lines[y] if 0 <= y < len(self.lines) else Strip.blank(self.size.width)
+
+    def on_enter(self) -> None:
+        """The pointer is over a finished reply still drawn as lines: its links and selection come
+        back before a click (while it streams, the lines stay: a resting pointer would undo them)."""
+        if self.settled:
+            self.thaw()
 
     def on_resize(self) -> None:
         if self.size.width and self.size.width != self.drawn_width:
@@ -75,8 +80,22 @@ class FrozenPart(Widget):
         for part in self.parts:
             if part.is_attached:
                 part.display = True
+        self.parts, self.heights = [], []
         if self.is_attached:
             self.remove()
+
+    def thaw_last(self) -> None:
+        """The last part alone is shown again, its lines taken off the end of these (it sits after
+        this stand-in, the parts before it under it): a step of a thaw spread over several frames.
+        The stand-in goes with its first part."""
+        if len(self.parts) <= 1:
+            self.thaw()
+            return
+        part, height = self.parts.pop(), self.heights.pop()
+        del self.lines[len(self.lines) - height :]
+        if part.is_attached:
+            part.display = True
+        self.refresh(layout=True)
 
 
 async def freeze(part: Widget, into: FrozenPart | None = None) -> FrozenPart | None:

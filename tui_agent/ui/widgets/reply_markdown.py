@@ -142,22 +142,37 @@ class ReplyStream:
             self._wake.set()
             await asyncio.sleep(0)  # the appending task may start at once
 
-    async def stop(self) -> None:
-        """Append what is pending, then end (the task finishes even if the caller is cancelled)."""
+    async def stop(self, *, finished: bool = False) -> None:
+        """Append what is pending, then end (the task finishes even if the caller is cancelled).
+
+        The frozen parts are shown as their blocks again: at once, unless the reply ``finished`` (it
+        stays on screen as it is) while the user types. Then they come back one part per frame, from
+        the last, each once the keys pause (``PAUSE_S``): all at once they are one layout of the
+        whole reply (0.4 s or more for a long one), and the key typed meanwhile waited for it."""
         self._stopping = True
         self._stop.set()
         self._wake.set()
         await asyncio.shield(self._task)
-        await self._thaw()
-
-    async def _thaw(self) -> None:
-        """The frozen parts are shown as their blocks again (the reply is no longer growing)."""
         frozen, self.frozen = self.frozen, []
         if not frozen or not self.bubble.is_attached:
+            return
+        if finished and self._pace.typing():
+            for stand_in in frozen:
+                stand_in.settled = True
+            self.bubble.run_worker(self._thaw_in_steps(frozen), group="thaw", exit_on_error=False)
             return
         with self.bubble.app.batch_update():
             for stand_in in frozen:
                 stand_in.thaw()
+
+    async def _thaw_in_steps(self, frozen: list[FrozenPart]) -> None:
+        for stand_in in reversed(frozen):
+            while stand_in.is_attached and stand_in.parts:
+                await self._pace.until_paused()
+                if not stand_in.is_attached:
+                    break
+                stand_in.thaw_last()
+                await self.bubble.wait_for_refresh()  # laid out and drawn before the next part
 
     async def _run(self) -> None:
         while True:
