@@ -54,6 +54,7 @@ class EchoRun:
     last_word: float = 0.0
     cpu_marks: list[tuple[float, float]] = field(default_factory=list)  # (time, app CPU s)
     unfinished: bool = False  # the reply's last word was not on screen within the time allowed
+    after_end: list[float] = field(default_factory=list)  # echo s of the keys typed on after the last word
 
     def thirds(self) -> list[list[float]]:
         span = (self.last_word - self.first_words) / 3
@@ -75,7 +76,7 @@ class EchoRun:
             "middle_third_ms": thirds[1] * 1000,
             "last_third_ms": thirds[2] * 1000,
             "reply_s": self.last_word - self.first_words,
-        }
+        } | ({"after_end_max_ms": max(self.after_end) * 1000} if self.after_end else {})
 
     def cpu_between(self, start: float, end: float) -> float:
         """The app's CPU seconds between two moments (interpolated between the samples)."""
@@ -178,8 +179,10 @@ def type_during_reply(
     give_up_s: float = 600,
     partial: bool = False,
     reasoning: bool = False,
+    after_end: int = 0,
 ) -> EchoRun:
-    """Send a message, then type a key every ``every`` s until the reply's last word is on screen.
+    """Send a message, then type a key every ``every`` s until the reply's last word is on screen
+    (and ``after_end`` keys more, on the same clock: their echoes apart, in ``run.after_end``).
     After ``give_up_s`` without it: an error, or with ``partial`` the keys measured so far (the run
     marked unfinished, the keys still waiting counted missed)."""
     fake.script(reply(tokens, rate, reasoning))
@@ -191,33 +194,38 @@ def type_during_reply(
     screen.type(send[-1:])
     run.first_words = wait_shown(screen, FIRST, since, 60)
     run.cpu_marks.append((run.first_words, screen.cpu_s()))
-    pending: list[tuple[int, float, int]] = []  # (keys typed, typed at, screen mark)
+    pending: list[tuple[int, float, int, bool]] = []  # (keys typed, typed at, screen mark, after the end)
     typed = 0
     screen.type(shown_after(1)[:3].encode())  # the first marker, before the first measured key
     next_key = run.first_words + every
     end_seen: float | None = None
+    late = 0  # keys typed after the last word was seen
     while True:
         now = time.perf_counter()
-        if end_seen is None and now >= next_key:
+        if (end_seen is None or late < after_end) and now >= next_key:
             typed += 1
+            late += end_seen is not None
             if typed > 1 and (typed - 1) % ROUND == 0:  # empty the composer, then the next marker
                 screen.type(b"\x7f" * (ROUND + 3) + shown_after(typed)[:3].encode())
                 now = time.perf_counter()
-            pending.append((typed, now, screen.mark()))
+            pending.append((typed, now, screen.mark(), end_seen is not None))
             screen.type(shown_after(typed)[-1].encode())
             next_key += every
             run.cpu_marks.append((now, screen.cpu_s()))
         screen.read(0.003)
         found = time.perf_counter()
         for item in list(pending):
-            count, at, mark = item
+            count, at, mark, after = item
             if screen.shows(shown_after(count).encode(), mark):
-                run.echoes.append((at, found - at))
+                if after:
+                    run.after_end.append(found - at)
+                else:
+                    run.echoes.append((at, found - at))
                 pending.remove(item)
         if end_seen is None and screen.shows(END.encode(), since):
             end_seen = run.last_word = found
             run.cpu_marks.append((found, screen.cpu_s()))
-        if end_seen is not None and (not pending or found - end_seen > 2):
+        if end_seen is not None and late >= after_end and (not pending or found - max(end_seen, next_key - every) > 2):
             run.missed = len(pending)
             return run
         if end_seen is None and found - run.first_words > give_up_s:
@@ -284,6 +292,7 @@ def measure_echo(
     tmux: bool,
     pythonpath: str = "",
     reasoning: bool = False,
+    after_end: int = 0,
 ) -> EchoRun:
     vault = make_vault(fake.base_url)
     screen = open_app(vault, tmux, pythonpath)
@@ -291,7 +300,9 @@ def measure_echo(
         wait_shown(screen, READY, 0, 60)
         time.sleep(1.5)
         screen.read(0.01)
-        return type_during_reply(screen, fake, tokens=tokens, rate=rate, every=every, reasoning=reasoning)
+        return type_during_reply(
+            screen, fake, tokens=tokens, rate=rate, every=every, reasoning=reasoning, after_end=after_end
+        )
     finally:
         close(screen)
         shutil.rmtree(vault.parent, ignore_errors=True)
@@ -325,6 +336,9 @@ def main() -> None:
         "--reasoning", action="store_true", help="the same text streamed as reasoning (a Thinking block), then one word"
     )
     parser.add_argument(
+        "--after-end", type=int, default=0, help="type this many keys more after the last word (echoes apart)"
+    )
+    parser.add_argument(
         "--before", default="", help="also measure this checkout of tui-agent (PYTHONPATH), interleaved"
     )
     args = parser.parse_args()
@@ -342,6 +356,7 @@ def main() -> None:
                         tmux=args.tmux,
                         pythonpath=path,
                         reasoning=args.reasoning,
+                        after_end=args.after_end,
                     )
                     print(label, "echo", {k: round(v, 1) for k, v in run.summary().items()}, flush=True)
                 if args.cpu_tokens:
