@@ -187,3 +187,20 @@ async def test_a_reply_that_ends_while_no_key_comes_thaws_at_once_and_a_pointer_
         await pilot.hover(stand_in)
         await until(pilot, lambda: not bubble.query(FrozenPart))
         assert all(part.display for part in bubble.query(ReplyMarkdown))
+
+
+async def test_a_part_is_not_frozen_while_another_screen_covers_the_chat(env):
+    """Covered (the log, a picture), the chat screen is not laid out: a part sealed meanwhile still
+    has the size it had before its last blocks moved on, and its drawn lines would show them twice."""
+    from textual.screen import Screen
+
+    app = make(env)
+    async with app.run_test(size=(100, 50)) as pilot:
+        bubble = await mount_after_a_turn(app, pilot, AssistantBubble(TEXT))
+        part = bubble.query_one(ReplyMarkdown)
+        await until(pilot, lambda: part.region.height > 0)
+        await app.push_screen(Screen())
+        assert await freeze(part) is None and part.display and not bubble.query(FrozenPart)
+        app.pop_screen()
+        await until(pilot, lambda: app.screen is bubble.screen)
+        assert await freeze(part) is not None and not part.display

@@ -82,11 +82,31 @@ async def test_the_first_frame_ends_the_start_up_pause(env, collector_on):
 # Run by the real launcher in a real pseudo-terminal: counts the collections from the start-up
 # pause to its end at the first frame, and what still holds the collector then.
 PROBE = """
-import gc, json, os, sys
+import gc, importlib.abc, importlib.util, json, os, re, sys
 from tui_agent.ui import gc_tuning
 report = sys.argv[1]
 started = []
 collections = []
+written = []  # what the app handed its terminal driver
+
+class WrapDriverWrite(importlib.abc.MetaPathFinder):  # once Textual's driver is imported, not before
+    def find_spec(self, name, path, target=None):
+        if name != "textual.drivers.linux_driver":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        run = spec.loader.exec_module
+        def exec_module(module):
+            run(module)
+            real_write = module.LinuxDriver.write
+            def write(driver, data):
+                written.append(data)
+                real_write(driver, data)
+            module.LinuxDriver.write = write
+        spec.loader.exec_module = exec_module
+        return spec
+
+sys.meta_path.insert(0, WrapDriverWrite())
 gc.callbacks.append(lambda phase, info: phase == "start" and started and collections.append(info["generation"]))
 real_pause, real_resume = gc_tuning.pause, gc_tuning.resume
 def pause(owner):
@@ -97,7 +117,9 @@ def resume(owner):
     if owner == gc_tuning.STARTUP:
         real_resume(owner)
         with open(report + ".part", "w") as out:
-            json.dump({"collections": collections, "imported_at_pause": started, "held_by": sorted(gc_tuning._pauses)}, out)
+            plain = re.sub(r"\\x1b\\[[0-9;?<>=]*[ -/]*[@-~]", "", "".join(written))
+            json.dump({"collections": collections, "imported_at_pause": started, "held_by": sorted(gc_tuning._pauses),
+                       "composer_written": "Message (Enter sends" in plain}, out)
         os.replace(report + ".part", report)  # whole, or not there
         return
     real_resume(owner)
@@ -159,7 +181,8 @@ def test_no_collection_runs_from_the_launcher_to_the_first_frame(tmp_path: Path)
         os.close(fd)
     assert out.exists(), f"the app never reached its first frame: {drawn[-500:]!r}"
     seen = json.loads(out.read_text())
-    assert COMPOSER in plain_text(drawn)  # the composer was drawn before the pause ended
+    assert seen["composer_written"]  # the first frame (the composer) was written before the pause ended
+    assert COMPOSER in plain_text(drawn)  # ...and reached the terminal
     assert seen["imported_at_pause"] == [[]]  # paused before the app's imports began...
     assert seen["collections"] == []  # ...and nothing was collected until the first frame
     assert seen["held_by"] == [gc_tuning.WARM_UP]  # the warm-up's imports keep it paused

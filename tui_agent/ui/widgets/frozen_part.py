@@ -71,6 +71,10 @@ class FrozenPart(Widget):
         if self.settled:
             self.thaw()
 
+    def on_mouse_down(self) -> None:
+        if self.settled:
+            self.thaw()
+
     def on_resize(self) -> None:
         if self.size.width and self.size.width != self.drawn_width:
             self.thaw()
@@ -104,6 +108,8 @@ async def freeze(part: Widget, into: FrozenPart | None = None) -> FrozenPart | N
     on the screen's map)."""
     parent = part.parent
     if not part.is_attached or not part.display or not isinstance(parent, Widget) or not part.region:
+        return None
+    if not part.screen.is_active:  # covered (the log, a picture, a dialog): its layout may be out of date
         return None
     lines = draw(part)
     if into is not None and into.takes(part):

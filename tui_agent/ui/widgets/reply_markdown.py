@@ -11,6 +11,7 @@ length. Imported with the first Markdown (not on the first paint)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import TYPE_CHECKING
 
 from textual.await_complete import AwaitComplete
@@ -26,6 +27,8 @@ from tui_agent.ui.widgets.own_styles import set_own_class
 
 if TYPE_CHECKING:
     from textual._arrange import DockArrangeResult
+
+log = logging.getLogger("tui_agent.ui")
 
 LAST = "-last"
 
@@ -159,20 +162,27 @@ class ReplyStream:
         if finished and self._pace.typing():
             for stand_in in frozen:
                 stand_in.settled = True
-            self.bubble.run_worker(self._thaw_in_steps(frozen), group="thaw", exit_on_error=False)
+            # One under the pointer now gets no Enter event: its links come back at once.
+            later = [stand_in for stand_in in frozen if stand_in.is_attached and not stand_in.is_mouse_over]
+            thaw_all([stand_in for stand_in in frozen if stand_in not in later])
+            if later:
+                self.bubble.run_worker(self._thaw_in_steps(later), group="thaw", exit_on_error=False)
             return
-        with self.bubble.app.batch_update():
-            for stand_in in frozen:
-                stand_in.thaw()
+        thaw_all(frozen)
 
     async def _thaw_in_steps(self, frozen: list[FrozenPart]) -> None:
-        for stand_in in reversed(frozen):
-            while stand_in.is_attached and stand_in.parts:
-                await self._pace.until_paused()
-                if not stand_in.is_attached:
-                    break
-                stand_in.thaw_last()
-                await self.bubble.wait_for_refresh()  # laid out and drawn before the next part
+        try:
+            for stand_in in reversed(frozen):
+                while stand_in.is_attached and stand_in.parts:
+                    await self._pace.until_paused()
+                    if not stand_in.is_attached or not stand_in.parts:  # thawed meanwhile (a resize)
+                        break
+                    stand_in.thaw_last()
+                    await self.bubble.wait_for_refresh()  # laid out and drawn before the next part
+        except Exception:  # never left hidden
+            log.exception("showing a finished reply's parts again failed")
+            thaw_all(frozen)
+            raise
 
     async def _run(self) -> None:
         while True:
@@ -226,9 +236,20 @@ class ReplyStream:
         # stops. Only the growing part's blocks are laid out at each write.
         sealed = self.parts[-2]
         await self.bubble.wait_for_refresh()
-        frozen = await freeze(sealed, into=self.frozen[-1] if self.frozen else None)
+        # Its lines go under the last stand-in's only if the part just before it is in there too.
+        last = self.frozen[-1] if self.frozen else None
+        into = last if last is not None and last.parts and last.parts[-1] is self.parts[-3] else None
+        frozen = await freeze(sealed, into=into)
         if frozen is not None and frozen not in self.frozen:
             self.frozen.append(frozen)
+
+
+def thaw_all(frozen: list[FrozenPart]) -> None:
+    if not frozen:
+        return
+    with frozen[0].app.batch_update():
+        for stand_in in frozen:
+            stand_in.thaw()
 
 
 async def _ready(part: ReplyMarkdown) -> bool:
