@@ -463,8 +463,8 @@ async def test_opening_a_conversation_again_cancels_the_page_load_the_first_open
     from tui_agent.ui.widgets import chat_log as chat_log_module
 
     conversation = _long_conversation(3 * PAGE)
-    fired: list[ChatLog] = []
-    monkeypatch.setattr(ChatLog, "_prefetch_older", lambda self: fired.append(self))
+    fired: list[object] = []  # the planned load (its timer) each time one ran
+    monkeypatch.setattr(ChatLog, "_prefetch_older", lambda self: fired.append(self._prefetch))
     # 3 s, not 0.5: the second opening must come before the first one's load is due, which a loaded
     # machine's second opening (reading the store again) did not always do in 0.5 s
     monkeypatch.setattr(chat_log_module, "PREFETCH_AFTER_S", 3.0)
@@ -482,7 +482,10 @@ async def test_opening_a_conversation_again_cancels_the_page_load_the_first_open
         after: list[bool] = []
         chat_log.set_timer(3.0, lambda: after.append(True))
         await until(pilot, lambda: after, what="the timer after the planned loads never ran")
-        assert fired == [chat_log]
+        # The first opening's planned load never ran. (A late settle of the second opening may plan
+        # its load again after it ran: a CI run on a quiet host saw a load run twice. Harmless:
+        # _prefetch_older loads nothing once the page is there.)
+        assert fired and first not in fired, fired
 
 
 @pytest.mark.parametrize("words", [True, False])
