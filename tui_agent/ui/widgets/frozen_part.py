@@ -71,9 +71,7 @@ class FrozenPart(Widget):
         if self.settled:
             self.thaw()
 
-    def on_mouse_down(self) -> None:
-        if self.settled:
-            self.thaw()
+    on_mouse_down = on_enter  # a click on lines the pointer rested on before they settled
 
     def on_resize(self) -> None:
         if self.size.width and self.size.width != self.drawn_width:

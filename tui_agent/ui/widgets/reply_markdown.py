@@ -163,8 +163,11 @@ class ReplyStream:
             for stand_in in frozen:
                 stand_in.settled = True
             # One under the pointer now gets no Enter event: its links come back at once.
-            later = [stand_in for stand_in in frozen if stand_in.is_attached and not stand_in.is_mouse_over]
-            thaw_all([stand_in for stand_in in frozen if stand_in not in later])
+            later: list[FrozenPart] = []
+            now: list[FrozenPart] = []
+            for stand_in in frozen:
+                (later if stand_in.is_attached and not stand_in.is_mouse_over else now).append(stand_in)
+            thaw_all(now)
             if later:
                 self.bubble.run_worker(self._thaw_in_steps(later), group="thaw", exit_on_error=False)
             return
