@@ -63,8 +63,11 @@ async def test_a_streaming_reply_with_frozen_parts_becomes_the_long_plain_view_w
     import tui_agent.ui.widgets.bubbles as bubbles
     from tui_agent.ui.widgets.long_text import LongText
 
-    monkeypatch.setattr(bubbles, "LONG_LINES", 300)
-    tokens = markdown_tokens(2_600)
+    # Parts sealed every 4 blocks, not 16, and the plain view from 80 lines, not 300: the same
+    # steps with a shorter reply.
+    monkeypatch.setattr(reply_markdown, "SEAL_AFTER_BLOCKS", 4)
+    monkeypatch.setattr(bubbles, "LONG_LINES", 80)
+    tokens = markdown_tokens(1_000)
     app = make(env)
     async with app.run_test(size=(100, 40)) as pilot:
         bubble = await mount_after_a_turn(app, pilot, AssistantBubble(thinking=True))
@@ -73,6 +76,10 @@ async def test_a_streaming_reply_with_frozen_parts_becomes_the_long_plain_view_w
             await bubble.write("".join(tokens[i : i + 40]))
             await pilot.pause()
             frozen_seen = frozen_seen or bool(bubble.query(FrozenPart))
+            assert frozen_seen or not bubble.is_long_view, "the plain view came before any part was frozen"
+            if bubble.is_long_view:  # the rest goes on in the plain view
+                await bubble.write("".join(tokens[i + 40 :]))
+                break
         await bubble.finish("complete")
         await pilot.pause()
         assert frozen_seen
@@ -115,14 +122,21 @@ async def _streamed_with_frozen_parts(app: Any, pilot: Any) -> tuple[AssistantBu
     every 4 blocks, not 16: the same steps with a shorter reply)."""
     from fake_openai import markdown_tokens
 
+    def shared() -> FrozenPart | None:
+        return next((stand_in for stand_in in bubble.query(FrozenPart) if len(stand_in.parts) >= 2), None)
+
     tokens = markdown_tokens(900)
     bubble = await mount_after_a_turn(app, pilot, AssistantBubble(thinking=True))
     for i in range(0, len(tokens), 30):
         await bubble.write("".join(tokens[i : i + 30]))
         await pilot.pause()
-    await until(pilot, lambda: any(len(f.parts) >= 2 for f in bubble.query(FrozenPart)))
+        if shared():  # the rest of the reply would only add parts of the same kind
+            break
+    await until(pilot, shared)
     app.conversation_view.chat_log.scroll_end(animate=False)
-    return bubble, bubble.query(FrozenPart).last()
+    stand_in = shared()
+    assert stand_in is not None
+    return bubble, stand_in
 
 
 async def test_a_reply_that_ends_while_the_user_types_comes_back_part_by_part_once_the_keys_pause(env, monkeypatch):

@@ -1,0 +1,101 @@
+"""The Footer keeps its keys when the bindings published again are the ones it shows, and shows
+what Textual's own Footer shows after every change (both mounted side by side in one app)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.widgets import Button, Footer, Static
+from textual.widgets._footer import FooterKey
+
+from tests.pilot_helpers import until
+from tui_agent.ui.widgets.key_footer import KeyFooter
+
+
+class Keyed(Static, can_focus=True):
+    BINDINGS = [Binding("f3", "act", "Act")]
+
+    def action_act(self) -> None:
+        pass
+
+
+class Keys(App[None]):
+    BINDINGS = [Binding("ctrl+q", "quit", "Quit"), Binding("f2", "toggle", "Toggle")]
+    toggle_enabled = True
+
+    def compose(self) -> ComposeResult:
+        yield Button("a", id="a")
+        yield Button("b", id="b")
+        yield Keyed("k", id="k")
+        yield KeyFooter(id="ours")
+        yield Footer(id="theirs")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return None if action == "toggle" and not self.toggle_enabled else True  # None: shown disabled
+
+    def action_toggle(self) -> None:
+        pass
+
+
+def shown(footer: Footer) -> list[tuple[str, str, bool]]:
+    return [(key.key, key.description, key.has_class("-disabled")) for key in footer.query(FooterKey)]
+
+
+async def test_the_footer_keeps_its_keys_unless_what_it_shows_changes() -> None:
+    app = Keys()
+    async with app.run_test(size=(100, 12)) as pilot:
+        ours, theirs = app.query_one("#ours", Footer), app.query_one("#theirs", Footer)
+
+        async def focus(widget_id: str) -> tuple[list[Any], list[Any]]:
+            """Focus one widget; wait until Textual's Footer was built again for it."""
+            before = list(theirs.query(FooterKey))
+            app.query_one(f"#{widget_id}").focus()
+            await until(
+                pilot,
+                lambda: (keys := list(theirs.query(FooterKey))) and not set(map(id, keys)) & set(map(id, before)),
+                what="Textual's Footer was not built again",
+            )
+            await pilot.pause()
+            return list(ours.query(FooterKey)), list(theirs.query(FooterKey))
+
+        await until(pilot, lambda: shown(ours) and shown(ours) == shown(theirs), what="the footers differ")
+        kept, _ = await focus("b")  # (a has the focus from the start)
+        assert shown(ours) == shown(theirs)
+
+        # Another widget with no keys of its own: the same keys are published again.
+        now, _ = await focus("a")
+        assert [id(key) for key in now] == [id(key) for key in kept], "the same keys were built again"
+        assert shown(ours) == shown(theirs)
+
+        # A widget with a key of its own: built again, with it.
+        now, _ = await focus("k")
+        assert "f3" in [key for key, _, _ in shown(ours)]
+        assert shown(ours) == shown(theirs)
+        assert not set(map(id, now)) & set(map(id, kept))
+
+        # A key disabled in place: built again, drawn disabled.
+        app.toggle_enabled = False
+        before = list(theirs.query(FooterKey))
+        app.refresh_bindings()
+        await until(
+            pilot,
+            lambda: not set(map(id, theirs.query(FooterKey))) & set(map(id, before)),
+            what="Textual's Footer was not built again",
+        )
+        await until(pilot, lambda: shown(ours) == shown(theirs), what="the footers differ")
+        assert ("f2", "Toggle", True) in shown(ours)
+
+        # Published again with nothing changed: kept.
+        kept = list(ours.query(FooterKey))
+        before = list(theirs.query(FooterKey))
+        app.refresh_bindings()
+        await until(
+            pilot,
+            lambda: not set(map(id, theirs.query(FooterKey))) & set(map(id, before)),
+            what="Textual's Footer was not built again",
+        )
+        await pilot.pause()
+        assert [id(key) for key in ours.query(FooterKey)] == [id(key) for key in kept]
+        assert shown(ours) == shown(theirs)
