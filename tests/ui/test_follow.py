@@ -106,3 +106,29 @@ async def test_scrolling_up_during_a_reply_stops_following_it(env):
         assert not log.following and log.scroll_y < log.max_scroll_y
         await pilot.press("end")  # and End brings it back
         await until(pilot, lambda: log.following and log.scroll_y >= log.max_scroll_y)
+
+
+async def test_a_view_held_past_the_end_of_a_log_not_yet_measured_does_not_follow_again(env):
+    """PageUp from a short view loads the page above and holds the view on what the user looked at.
+    Under load the page's widgets can be laid out a refresh before the log's height is: put back
+    then, the view stopped at the end, and a view at the end follows it again (the reply the user
+    scrolled away from pulled the view back down). Here the held place is past the end, as then."""
+    conversation = history.new_conversation("one page")
+    for i in range(12):  # one page (no page above to load meanwhile), taller than the view
+        history.add_message(conversation.id, "user", "\n\n".join(f"line {j} of message {i}" for j in range(8)))
+    async with running(env) as (app, pilot):
+        await pilot.pause()
+        log = app.conversation_view.chat_log
+        await until(pilot, lambda: log.max_scroll_y > 0 and log.following)
+        assert not log.has_older, "the whole conversation is mounted: no page loads meanwhile"
+        log.release_anchor()  # the user scrolled away (a page up)
+        log.scroll_to(y=0, animate=False)
+        await until(pilot, lambda: log.scroll_y == 0 and not log.following)
+        top = log.children[-1]
+        log.hold_view(top, log.max_scroll_y + 30 - top.virtual_region.y)  # 30 rows past the end
+        await pilot.pause()
+        await pilot.pause()
+        assert not log.following and log.scroll_y == 0  # not put at the end before the height came
+        log.refresh(layout=True)
+        log.watch_virtual_size()  # the layout done with the place still past the end: the end, not followed
+        assert log.scroll_y == log.max_scroll_y and not log.following

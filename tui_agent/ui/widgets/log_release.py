@@ -119,7 +119,7 @@ class PageReleaseMixin(_Base):
         self._held_view = (top, offset, None)
         self.call_after_refresh(self._restore_view)
 
-    def _restore_view(self) -> None:
+    def _restore_view(self, laid_out: bool = False) -> None:
         held = self._held_view
         if held is None:
             return
@@ -127,17 +127,25 @@ class PageReleaseMixin(_Base):
         if not top.is_attached or self.following:
             self._held_view = None
             return
+        target = top.virtual_region.y + offset
+        if target > self.max_scroll_y and not laid_out:
+            # The children are laid out but the log's height is not yet: the scroll would stop at
+            # the end, where Textual anchors a view, and it would follow the end again as if the
+            # user had not scrolled away. The height comes next (watch_virtual_size).
+            return
         self._restoring = True
         try:
-            self.scroll_to(y=top.virtual_region.y + offset, animate=False, immediate=True)
+            self.scroll_to(y=target, animate=False, immediate=True)
         finally:
             self._restoring = False
+        if self.following:  # put back at the very end: still where the user scrolled, not following
+            self.release_anchor()
         self._held_view = (top, offset, self.scroll_y)
 
     def watch_virtual_size(self) -> None:
         """A layout changed the height of what is mounted (Textual sets this once the screen's
         layout is done, with every child in its new place): a held view is put back."""
-        self._restore_view()
+        self._restore_view(laid_out=True)
 
     def _scrolled(self, new_value: float) -> None:
         """A scroll not made by ``_restore_view`` (the user's, or a clamp): the view is theirs."""
