@@ -150,8 +150,8 @@ async def test_a_reply_that_ends_while_the_user_types_comes_back_part_by_part_on
         now = [1_000.0]
         pace.clock = lambda: now[0]
         bubble, stand_in = await _streamed_with_frozen_parts(app, pilot)
+        before = await steady_screen(app, pilot)  # what was written is drawn (and frozen, if it is)
         parts = list(stand_in.parts)
-        before = await steady_screen(app, pilot)
         pace.typed()
         await bubble.finish("complete")
         await steady_screen(app, pilot)

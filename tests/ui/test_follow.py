@@ -129,6 +129,16 @@ async def test_a_view_held_past_the_end_of_a_log_not_yet_measured_does_not_follo
         await pilot.pause()
         await pilot.pause()
         assert not log.following and log.scroll_y == 0  # not put at the end before the height came
-        log.refresh(layout=True)
         log.watch_virtual_size()  # the layout done with the place still past the end: the end, not followed
         assert log.scroll_y == log.max_scroll_y and not log.following
+
+        # Held past the end again, then the user scrolls before the height comes: the view is theirs.
+        log.scroll_to(y=0, animate=False)
+        await until(pilot, lambda: log.scroll_y == 0)
+        log.hold_view(top, log.max_scroll_y + 30 - top.virtual_region.y)
+        await pilot.pause()
+        await pilot.pause()
+        log.scroll_to(y=5, animate=False)
+        await until(pilot, lambda: log.scroll_y == 5)
+        log.watch_virtual_size()
+        assert log.scroll_y == 5 and not log.following

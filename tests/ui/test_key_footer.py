@@ -1,5 +1,6 @@
 """The Footer keeps its keys when the bindings published again are the ones it shows, and shows
-what Textual's own Footer shows after every change (both mounted side by side in one app)."""
+what Textual's own Footer shows after every change (both mounted side by side in one app). Also
+the contract with Textual: its Footer builds its keys when ``bindings_changed`` is called."""
 
 from __future__ import annotations
 
@@ -99,3 +100,15 @@ async def test_the_footer_keeps_its_keys_unless_what_it_shows_changes() -> None:
         await pilot.pause()
         assert [id(key) for key in ours.query(FooterKey)] == [id(key) for key in kept]
         assert shown(ours) == shown(theirs)
+
+        # The palette's key hidden (a flag of the Footer's own, not a binding): built again without it.
+        ours.show_command_palette = theirs.show_command_palette = False
+        before = list(theirs.query(FooterKey))
+        app.refresh_bindings()
+        await until(
+            pilot,
+            lambda: not set(map(id, theirs.query(FooterKey))) & set(map(id, before)),
+            what="Textual's Footer was not built again",
+        )
+        await until(pilot, lambda: shown(ours) == shown(theirs), what="the footers differ")
+        assert "ctrl+p" not in [key for key, _, _ in shown(ours)]

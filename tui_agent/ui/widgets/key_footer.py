@@ -10,34 +10,46 @@ from __future__ import annotations
 
 from typing import Any
 
+from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import Footer
 
 
-def shown_keys(screen: Screen[Any]) -> tuple[tuple[object, ...], ...]:
-    """What a Footer built now would show: each shown binding with its state, in order, and the
-    command palette's key (shown by the Footer whether or not its binding is)."""
-    app = screen.app
-    keys: list[tuple[object, ...]] = [
-        (binding.key, app.get_key_display(binding), binding.description, binding.action, binding.group, enabled, tip)
-        for _node, binding, enabled, tip in screen.active_bindings.values()
-        if binding.show
-    ]
-    palette = screen.active_bindings.get(app.COMMAND_PALETTE_BINDING)
-    if palette is not None:
-        _node, binding, enabled, tooltip = palette
-        keys.append(("palette", binding.key, binding.description, enabled, tooltip or binding.tooltip))
-    return tuple(keys)
-
-
 class KeyFooter(Footer):
-    _shown: tuple[tuple[object, ...], ...] | None = None
+    _published = False  # the bindings were published once: the Footer's compose builds keys
+    _shown: tuple[tuple[object, ...], ...] | None = None  # what the last compose built them from
+
+    def shown_keys(self, screen: Screen[Any]) -> tuple[tuple[object, ...], ...]:
+        """What the Footer's compose would build now: each shown binding with its state, in order,
+        and the command palette's key if the Footer shows it (whether or not its binding is)."""
+        app = screen.app
+        active = screen.active_bindings  # worked out anew (and every check_action asked) each time
+        keys: list[tuple[object, ...]] = [
+            (binding.key, app.get_key_display(binding), binding.description, binding.action, binding.group, on, tip)
+            for _node, binding, on, tip in active.values()
+            if binding.show
+        ]
+        palette = active.get(app.COMMAND_PALETTE_BINDING)
+        if palette is not None and self.show_command_palette and app.ENABLE_COMMAND_PALETTE:
+            _node, binding, on, tip = palette
+            keys.append(("palette", binding.key, binding.description, on, tip or binding.tooltip))
+        return tuple(keys)
+
+    def compose(self) -> ComposeResult:
+        # Recorded as the keys are built (a refresh after the publish that asked for them), so that
+        # what is compared later is what is on screen.
+        if self._published:
+            self._shown = self.shown_keys(self.screen)
+        yield from super().compose()
 
     def bindings_changed(self, screen: Screen[Any]) -> None:
-        rebuilds = screen.app.app_focus and self.is_attached and screen is self.screen
-        shown = shown_keys(screen) if rebuilds else None
-        if rebuilds and shown == self._shown:
+        if (
+            self._shown is not None
+            and screen.app.app_focus
+            and self.is_attached
+            and screen is self.screen
+            and self.shown_keys(screen) == self._shown
+        ):
             return
+        self._published = True
         super().bindings_changed(screen)
-        if rebuilds:
-            self._shown = shown

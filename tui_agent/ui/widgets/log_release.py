@@ -131,8 +131,10 @@ class PageReleaseMixin(_Base):
         if target > self.max_scroll_y and not laid_out:
             # The children are laid out but the log's height is not yet: the scroll would stop at
             # the end, where Textual anchors a view, and it would follow the end again as if the
-            # user had not scrolled away. The height comes next (watch_virtual_size).
-            return
+            # user had not scrolled away. The height comes next (watch_virtual_size); till then the
+            # view stays where it is (a page up's scroll toward the place before the page came is
+            # stopped), and a scroll of the user's lets it go, as after a view put back.
+            target = self.scroll_y
         self._restoring = True
         try:
             self.scroll_to(y=target, animate=False, immediate=True)
