@@ -4,7 +4,7 @@ the contract with Textual: its Footer builds its keys when ``bindings_changed`` 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -49,66 +49,46 @@ async def test_the_footer_keeps_its_keys_unless_what_it_shows_changes() -> None:
     async with app.run_test(size=(100, 12)) as pilot:
         ours, theirs = app.query_one("#ours", Footer), app.query_one("#theirs", Footer)
 
-        async def focus(widget_id: str) -> tuple[list[Any], list[Any]]:
-            """Focus one widget; wait until Textual's Footer was built again for it."""
-            before = list(theirs.query(FooterKey))
-            app.query_one(f"#{widget_id}").focus()
+        async def published(change: Callable[[], object]) -> list[FooterKey]:
+            """Make a change that publishes the bindings; wait until Textual's Footer was built
+            again for it and ours shows the same keys. Our keys from before the change."""
+            kept, before = list(ours.query(FooterKey)), list(theirs.query(FooterKey))
+            change()
             await until(
                 pilot,
                 lambda: (keys := list(theirs.query(FooterKey))) and not set(map(id, keys)) & set(map(id, before)),
                 what="Textual's Footer was not built again",
             )
-            await pilot.pause()
-            return list(ours.query(FooterKey)), list(theirs.query(FooterKey))
+            await until(pilot, lambda: shown(ours) == shown(theirs), what="the footers differ")
+            return kept
+
+        def same(kept: list[FooterKey]) -> bool:
+            return [id(key) for key in ours.query(FooterKey)] == [id(key) for key in kept]
 
         await until(pilot, lambda: shown(ours) and shown(ours) == shown(theirs), what="the footers differ")
-        kept, _ = await focus("b")  # (a has the focus from the start)
-        assert shown(ours) == shown(theirs)
+        await published(app.query_one("#b").focus)  # (a has the focus from the start)
 
         # Another widget with no keys of its own: the same keys are published again.
-        now, _ = await focus("a")
-        assert [id(key) for key in now] == [id(key) for key in kept], "the same keys were built again"
-        assert shown(ours) == shown(theirs)
+        kept = await published(app.query_one("#a").focus)
+        await pilot.pause()
+        assert same(kept), "the same keys were built again"
 
         # A widget with a key of its own: built again, with it.
-        now, _ = await focus("k")
+        kept = await published(app.query_one("#k").focus)
         assert "f3" in [key for key, _, _ in shown(ours)]
-        assert shown(ours) == shown(theirs)
-        assert not set(map(id, now)) & set(map(id, kept))
+        assert not set(map(id, ours.query(FooterKey))) & set(map(id, kept))
 
         # A key disabled in place: built again, drawn disabled.
         app.toggle_enabled = False
-        before = list(theirs.query(FooterKey))
-        app.refresh_bindings()
-        await until(
-            pilot,
-            lambda: not set(map(id, theirs.query(FooterKey))) & set(map(id, before)),
-            what="Textual's Footer was not built again",
-        )
-        await until(pilot, lambda: shown(ours) == shown(theirs), what="the footers differ")
+        await published(app.refresh_bindings)
         assert ("f2", "Toggle", True) in shown(ours)
 
         # Published again with nothing changed: kept.
-        kept = list(ours.query(FooterKey))
-        before = list(theirs.query(FooterKey))
-        app.refresh_bindings()
-        await until(
-            pilot,
-            lambda: not set(map(id, theirs.query(FooterKey))) & set(map(id, before)),
-            what="Textual's Footer was not built again",
-        )
+        kept = await published(app.refresh_bindings)
         await pilot.pause()
-        assert [id(key) for key in ours.query(FooterKey)] == [id(key) for key in kept]
-        assert shown(ours) == shown(theirs)
+        assert same(kept) and shown(ours) == shown(theirs)
 
         # The palette's key hidden (a flag of the Footer's own, not a binding): built again without it.
         ours.show_command_palette = theirs.show_command_palette = False
-        before = list(theirs.query(FooterKey))
-        app.refresh_bindings()
-        await until(
-            pilot,
-            lambda: not set(map(id, theirs.query(FooterKey))) & set(map(id, before)),
-            what="Textual's Footer was not built again",
-        )
-        await until(pilot, lambda: shown(ours) == shown(theirs), what="the footers differ")
+        await published(app.refresh_bindings)
         assert "ctrl+p" not in [key for key, _, _ in shown(ours)]
