@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 from fake_openai import Reply
-from pilot_helpers import on_screen, running, until
+from pilot_helpers import on_screen, running, steady_screen, until
+from textual.widgets import Footer
 
 from tui_agent.core.store import history
 from tui_agent.ui.widgets.bubbles import AssistantBubble, UserBubble
@@ -119,8 +120,11 @@ async def test_a_view_held_past_the_end_of_a_log_not_yet_measured_does_not_follo
     async with running(env) as (app, pilot):
         await pilot.pause()
         log = app.conversation_view.chat_log
-        # The rest of the page comes after the first paint; then there is no page above to load.
-        await until(pilot, lambda: not log.has_older and log.max_scroll_y > 0 and log.following)
+        # The rest of the page comes after the first paint, the Footer once the client is ready;
+        # then there is no page above to load, and no scroll to the end is still to come (one asked
+        # for before the user's scroll, and run after it, would follow the end again: loaded run 165).
+        await until(pilot, lambda: not log.has_older and log.max_scroll_y > 0 and log.following and app.query(Footer))
+        await steady_screen(app, pilot)
         log.release_anchor()  # the user scrolled away (a page up)
         log.scroll_to(y=0, animate=False)
         await until(pilot, lambda: log.scroll_y == 0 and not log.following)
