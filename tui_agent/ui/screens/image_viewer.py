@@ -13,12 +13,11 @@ from textual.binding import Binding
 from textual.containers import Center
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Static
+from textual.widgets import Footer, Static
 
 from tui_agent.core.textsafe import visible
 from tui_agent.ui.widgets.carousel import image_pixels
 from tui_agent.ui.widgets.host import host_of
-from tui_agent.ui.widgets.key_footer import KeyFooter
 
 
 class ImageViewerScreen(Screen[None]):
@@ -45,7 +44,7 @@ class ImageViewerScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static("", id="viewer-title", markup=False)
         yield Center(id="viewer-slot")
-        yield KeyFooter()
+        yield Footer()
 
     @property
     def current(self) -> Path:
