@@ -60,7 +60,11 @@ class MessageCursorMixin:
     def selectable(self) -> list[Widget]:
         return [child for child in self.children if getattr(child, "message_id", None) is not None]  # type: ignore[attr-defined]
 
-    def move_cursor_to(self, widget: Widget | None, *, scroll: bool = True, clicked: bool = False) -> None:
+    def move_cursor_to(
+        self, widget: Widget | None, *, scroll: bool = True, clicked: bool = False, refresh_keys: bool = True
+    ) -> None:
+        """``refresh_keys`` False: the caller has just focused the log, and the focus change refreshes
+        the bindings after the next refresh (Textual), with the cursor set by then."""
         keys_before = self._cursor_keys()
         self.clicked = clicked  # the letter commands follow a keyboard cursor only (the footer below)
         if self.cursor is not None and self.cursor is not widget:
@@ -70,11 +74,20 @@ class MessageCursorMixin:
             set_own_class(widget, True, "-cursor")  # a long reply's own widgets are not restyled
             if scroll:
                 self.scroll_to_widget(widget, animate=False)  # type: ignore[attr-defined]
-        if self._cursor_keys() != keys_before:
+        if refresh_keys and self._cursor_keys() != keys_before:
             # The footer shows the cursor's keys only with one (check_action). Refreshed only when
             # that changes: the footer builds all its keys again at each refresh, and Up/Down from
             # one message to the next would pay for it at every key.
             self.refresh_bindings()  # type: ignore[attr-defined]
+
+    def _take_focus(self) -> bool:
+        """Focus the log at once (``focus()`` waits a turn); did the focus change? The footer is then
+        rebuilt once for both, not once for the cursor's keys and again for the focus."""
+        screen: Any = self.screen  # type: ignore[attr-defined]
+        if screen.focused is self:
+            return False
+        screen.set_focus(self)
+        return screen.focused is self
 
     def _cursor_keys(self) -> tuple[bool, bool]:
         """What ``check_action`` decides the cursor's keys by."""
@@ -85,8 +98,7 @@ class MessageCursorMixin:
         items = self.selectable()
         if not items:
             return
-        self.focus()  # type: ignore[attr-defined]
-        self.move_cursor_to(items[-1])
+        self.move_cursor_to(items[-1], refresh_keys=not self._take_focus())
 
     async def action_cursor_up(self) -> None:
         items = self.selectable()
@@ -150,8 +162,7 @@ class MessageCursorMixin:
         while widget is not None and widget.parent is not self:
             widget = widget.parent  # type: ignore[assignment]
         if widget is not None and getattr(widget, "message_id", None) is not None:
-            self.focus()  # type: ignore[attr-defined]
-            self.move_cursor_to(widget, clicked=True)
+            self.move_cursor_to(widget, clicked=True, refresh_keys=not self._take_focus())
 
     def typing_target(self, event: events.Key) -> Widget | None:
         """The composer, when ``event`` is typing that belongs there: a printable key the cursor does
