@@ -48,11 +48,16 @@ async def test_the_cursor_on_a_long_reply_and_back_to_the_composer_restyle_a_few
         await pilot.press("up")  # the message cursor, on the newest message: the reply
         await pilot.pause()
         assert app.focused is log and log.cursor is reply
-        assert reply.has_class("-cursor") and reply.styles.outline_left[0] == "thick"  # drawn as before
+        # Drawn as before: the accent's bar over the reply's own border (an outline always there, in
+        # the border's colour without the cursor: a new colour is a repaint, a new outline a layout).
+        border = reply.styles.border_left
+        assert reply.has_class("-cursor") and reply.styles.outline_left[0] == "thick"
+        assert reply.styles.outline_left[1] != border[1] and reply.styles.background.a
         await pilot.press("x")  # a printable key goes to the composer, the cursor leaves
         await pilot.pause()
         assert app.focused is app.conversation_view.composer and log.cursor is None
-        assert not reply.has_class("-cursor") and reply.styles.outline_left[0] == ""
+        assert not reply.has_class("-cursor") and reply.styles.outline_left == border
+        assert not reply.styles.background.a
         assert app.conversation_view.composer.text == "x"
         inside = set(reply.walk_children())
         # Textual's walk restyled every widget of the reply, each way; now the reply's own

@@ -12,6 +12,12 @@ itself (``:focus-within`` is Textual's own, separate walk: ``Screen._update_focu
 only the node is restyled, unless the stylesheet holds a rule with that pseudo-class or class on a
 part before its last (checked at every change: widgets bring their default CSS into the stylesheet
 when they are first mounted); then Textual's walk runs as before.
+
+What a descendant draws its text with (the background and colour it gets from its ancestors) is
+cached on it (``Widget.visual_style``), and only a restyle of that descendant clears it: Textual's
+walk did. Restyled alone, the widget clears those caches below it when its own look changed
+(``Widget.notify_style_update``, a few dictionary clears each, against CSS matching each), or the message
+cursor's tint would sit around a reply's text but not behind it, and stay behind it once gone.
 """
 
 from __future__ import annotations
@@ -58,7 +64,18 @@ def set_own_class(widget: Widget, add: bool, class_name: str) -> None:
         widget.set_class(add, class_name)
         return
     widget.set_class(add, class_name, update=False)
+    _restyle_alone(widget)
+
+
+def _restyle_alone(widget: Widget) -> None:
+    before = widget.visual_style
     widget.app.stylesheet.update_nodes([widget], animate=True)
+    if widget.visual_style != before:
+        # Repainted already: a change of colour, text style or opacity refreshes the children.
+        # Widget's own method, not a subclass's: Markdown's code fence highlights its code again in
+        # its own (for a new theme), 0.1-0.4 s more over a long reply's fences, and lays them out.
+        for node in widget.walk_children(Widget):
+            Widget.notify_style_update(node)  # its text's background and colour, worked out again
 
 
 class OwnFocusStyles(_Base):
@@ -69,4 +86,4 @@ class OwnFocusStyles(_Base):
         if styles_descendants(stylesheet, pseudo_class="focus"):
             super().watch_has_focus(has_focus)
         else:
-            stylesheet.update_nodes([self], animate=True)
+            _restyle_alone(self)
