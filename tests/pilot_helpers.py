@@ -165,3 +165,17 @@ def screen_text(app: AgentApp) -> str:
     for match in re.finditer(r'<text[^>]*\by="([\d.]+)"[^>]*>([^<]*)</text>', svg):
         lines.setdefault(float(match.group(1)), []).append(html.unescape(match.group(2)).replace("\xa0", " "))
     return "\n".join("".join(parts) for _, parts in sorted(lines.items()))
+
+
+def text_backgrounds(bubble: Any) -> set[object]:
+    """The backgrounds the text of ``bubble`` is drawn on: each cell with a character, in it and in
+    every widget inside it that has no background of its own (buttons do)."""
+    from textual.geometry import Region
+
+    found = set()
+    for node in [bubble, *bubble.walk_children()]:
+        if (node is not bubble and node.styles.background.a) or not node.size.area:
+            continue
+        for strip in node.render_lines(Region(0, 0, *node.size)):
+            found |= {segment.style.bgcolor for segment in strip if segment.text.strip() and segment.style}
+    return found

@@ -462,23 +462,33 @@ async def test_opening_a_conversation_again_cancels_the_page_load_the_first_open
     start-up and then by the user, or two quick switches), only the last opening's load runs.
 
     Each planned load is told by its own timer, and it ran as planned only if it was still the log's
-    planned load when it ran (a late settle of an opening may plan the load again: harmless). The
+    planned load when it ran (a late settle of an opening may plan the load again: harmless). A
+    timer that fired has its call queued already, and stopping it then does not take that back: the
+    log's plan number makes such a call do nothing. The
     second opening must come before the first one's load is due; on a machine too loaded for that
     (loaded run 171: over 3 s) the first load ran as planned, and the case is tried again with a
     longer wait."""
     from tui_agent.ui.widgets import chat_log as chat_log_module
 
     conversation = _long_conversation(3 * PAGE)
-    monkeypatch.setattr(ChatLog, "_prefetch_older", lambda self: None)  # the page load itself: not here
+    fired: list[tuple[object, bool]] = []  # each planned load that ran: (its timer, still the plan)
+    running_timer: list[object] = [None]  # the planned load's timer whose call is running
+    monkeypatch.setattr(  # the page load itself: not here
+        ChatLog, "_prefetch_older", lambda self: fired.append((running_timer[0], self._prefetch is running_timer[0]))
+    )
     async with running(env) as (app, pilot):
         chat_log = app.conversation_view.chat_log
-        fired: list[tuple[object, bool]] = []  # each planned load that ran: (its timer, still the plan)
         set_timer = chat_log.set_timer
 
         def told_apart(delay, callback=None, **options):
-            if callback != chat_log._prefetch_older:
+            if getattr(callback, "func", None) != chat_log._prefetch_due:
                 return set_timer(delay, callback, **options)
-            timer = set_timer(delay, lambda: fired.append((timer, chat_log._prefetch is timer)), **options)
+
+            def ran() -> None:
+                running_timer[0] = timer
+                callback()
+
+            timer = set_timer(delay, ran, **options)
             return timer
 
         monkeypatch.setattr(chat_log, "set_timer", told_apart)
@@ -495,10 +505,10 @@ async def test_opening_a_conversation_again_cancels_the_page_load_the_first_open
             if (first, True) not in fired:
                 break  # the second opening came in time: the first one's load was still to come
         # The last opening's load runs; then a timer due after any load planned before it.
-        await until(pilot, lambda: fired, what="the last opening's load never ran")
+        await until(pilot, lambda: fired, delay + 30, "the last opening's load never ran")
         after: list[bool] = []
         chat_log.set_timer(delay, lambda: after.append(True))
-        await until(pilot, lambda: after, what="the timer after the planned loads never ran")
+        await until(pilot, lambda: after, delay + 30, "the timer after the planned loads never ran")
         assert all(as_planned for _, as_planned in fired), fired  # no load ran after it was replaced
         assert first not in [timer for timer, _ in fired], fired  # the first opening's load never ran
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from typing import Any
 
 import pytest
 from fake_openai import Reply, png_bytes
 from helpers import rows
 from memory_sql_helpers import edit_first_message
-from pilot_helpers import children, one_turn, running, send, settle, until
+from pilot_helpers import children, one_turn, running, send, settle, steady_screen, text_backgrounds, until
 from textual.widgets import Collapsible, Input, ListView
 
 from tui_agent.core import profiles
@@ -276,6 +277,31 @@ async def test_long_conversation_mounts_a_page_and_loads_older(env, monkeypatch)
         await pilot.pause()
         found = app.conversation_view.chat_log.query(".-found")
         assert len(found) == 1 and found.first().message_id == 5
+
+
+async def test_a_message_found_is_marked_behind_its_text_too(env):
+    """A history-search hit on a message already on screen: the mark's background is behind the
+    text as around it (the message was drawn before: its widgets cached the old background), a
+    user's message too (its own background outranked the mark's)."""
+    conversation = history.new_conversation("short")
+    asked = history.add_message(conversation.id, "user", "Pick a fruit.")
+    answered = history.add_message(conversation.id, "assistant", "**An apple**, or a pear.")
+    async with running(env) as (app, pilot):
+        log = app.conversation_view.chat_log
+        await until(pilot, lambda: len(log.query(".bubble")) == 2)
+        await steady_screen(app, pilot)
+        for message in (asked, answered):
+
+            def shown(message_id: int = message.id) -> Any:
+                return next(w for w in log.children if getattr(w, "message_id", None) == message_id)
+
+            plain = shown().visual_style.background.rich_color
+            await app.jump_to_message(conversation.id, message.id)  # the conversation opened again
+            await until(pilot, lambda: shown().has_class("-found"))
+            await steady_screen(app, pilot)
+            mark = shown().visual_style.background.rich_color
+            assert mark != plain
+            assert text_backgrounds(shown()) == {mark}
 
 
 async def test_huge_paste_is_refused_and_kept(env):

@@ -8,7 +8,7 @@ import base64
 import pytest
 from fake_openai import Reply
 from helpers import rows
-from pilot_helpers import one_turn, running, send, settle, steady_screen, until
+from pilot_helpers import one_turn, running, send, settle, steady_screen, text_backgrounds, until
 
 from tui_agent.core.store import branches, history
 from tui_agent.ui.widgets.alternatives import AlternativesBar
@@ -95,20 +95,6 @@ async def test_the_footer_shows_the_cursor_keys_and_is_not_rebuilt_between_messa
         assert list(footer.query(FooterKey)) == keys  # the same key widgets: not built again
         await pilot.press("escape")
         await until(pilot, lambda: "c" not in shown(), what="the cursor's keys stayed in the footer")
-
-
-def text_backgrounds(bubble) -> set[object]:
-    """The backgrounds the text of ``bubble`` is drawn on: each cell with a character, in every
-    widget inside it that has no background of its own (buttons do)."""
-    from textual.geometry import Region
-
-    found = set()
-    for node in [bubble, *bubble.walk_children()]:
-        if node.styles.background.a or not node.size.area:
-            continue
-        for strip in node.render_lines(Region(0, 0, *node.size)):
-            found |= {segment.style.bgcolor for segment in strip if segment.text.strip() and segment.style}
-    return found
 
 
 async def test_the_cursor_tint_is_behind_the_text_of_its_message_and_leaves_with_it(env):

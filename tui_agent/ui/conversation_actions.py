@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from tui_agent.core.store import history
 from tui_agent.ui.store_calls import read_or_say
+from tui_agent.ui.widgets.own_styles import set_own_class
 
 if TYPE_CHECKING:
     from tui_agent.ui.host import ConversationOps
@@ -21,7 +22,7 @@ def mark_found(view: ConversationOps, message_id: int) -> None:
             getattr(widget, "message_id", None) == message_id
             or getattr(getattr(widget, "block", None), "message_id", None) == message_id
         ):
-            widget.add_class("-found")
+            set_own_class(widget, True, "-found")  # its text's background marked too
             view.call_after_refresh(log.scroll_to_widget, widget, top=True, animate=False)
             break
 

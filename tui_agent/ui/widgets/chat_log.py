@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +60,7 @@ class ChatLog(OwnFocusStyles, PageReleaseMixin, MessageCursorMixin, VerticalScro
         self._loading = False
         self._settling = False  # True while a page is being laid out: scroll moves are not the user's
         self._prefetch: Timer | None = None  # loads the page above, half a second after the first paint
+        self._prefetch_plan = 0  # which planned load may run: a timer's call, once due, is queued
         self._set_aside: dict[int, list[Card]] = {}  # released cards, under the message they follow
         self._window_start: int | None = None  # the oldest message the model sees, if it does not see all
 
@@ -253,7 +255,7 @@ class ChatLog(OwnFocusStyles, PageReleaseMixin, MessageCursorMixin, VerticalScro
             # One page above the view, loaded once the first paint is out: scrolling up finds it there.
             # One planned load at a time (opened twice in a row, both openings get here).
             self._cancel_prefetch()
-            self._prefetch = self.set_timer(PREFETCH_AFTER_S, self._prefetch_older)
+            self._prefetch = self.set_timer(PREFETCH_AFTER_S, partial(self._prefetch_due, self._prefetch_plan))
 
     async def _find_window_start(self) -> None:
         from tui_agent.ui.context_window import window_start
@@ -269,9 +271,14 @@ class ChatLog(OwnFocusStyles, PageReleaseMixin, MessageCursorMixin, VerticalScro
             await self.mark_window_start(first)
 
     def _cancel_prefetch(self) -> None:
+        self._prefetch_plan += 1  # a call the timer queued before it was stopped does nothing
         if self._prefetch is not None:
             self._prefetch.stop()
             self._prefetch = None
+
+    def _prefetch_due(self, plan: int) -> None:
+        if plan == self._prefetch_plan:
+            self._prefetch_older()
 
     def _prefetch_older(self) -> None:
         if self.has_older and self.following and not self._loading and len(self.children) < PAGE:

@@ -14,10 +14,12 @@ part before its last (checked at every change: widgets bring their default CSS i
 when they are first mounted); then Textual's walk runs as before.
 
 What a descendant draws its text with (the background and colour it gets from its ancestors) is
-cached on it (``Widget.visual_style``), and only a restyle of that descendant clears it: Textual's
-walk did. Restyled alone, the widget clears those caches below it when its own look changed
-(``Widget.notify_style_update``, a few dictionary clears each, against CSS matching each), or the message
-cursor's tint would sit around a reply's text but not behind it, and stay behind it once gone.
+cached on it (``Widget.visual_style``), and only a change of its own styles clears it. Textual's
+walk does not either: it leaves a node whose own rules are unchanged as it was
+(``Stylesheet.replace_rules``). So whichever way the widget was restyled, when its own look changed
+the caches below it are cleared (``Widget.notify_style_update``, a few dictionary clears each), or
+the message cursor's tint (or a search's mark) would sit around a reply's text but not behind it,
+and stay behind it once gone.
 """
 
 from __future__ import annotations
@@ -60,16 +62,21 @@ def set_own_class(widget: Widget, add: bool, class_name: str) -> None:
     """``widget.set_class(add, class_name)``, restyling the widget alone where no rule needs more."""
     if widget.has_class(class_name) == add:
         return
-    if not widget.is_attached or styles_descendants(widget.app.stylesheet, class_name=class_name):
+    if not widget.is_attached:
         widget.set_class(add, class_name)
         return
-    widget.set_class(add, class_name, update=False)
-    _restyle_alone(widget)
-
-
-def _restyle_alone(widget: Widget) -> None:
     before = widget.visual_style
-    widget.app.stylesheet.update_nodes([widget], animate=True)
+    if styles_descendants(widget.app.stylesheet, class_name=class_name):
+        widget.set_class(add, class_name)  # Textual's walk, over every descendant
+    else:
+        widget.set_class(add, class_name, update=False)
+        widget.app.stylesheet.update_nodes([widget], animate=True)
+    _descendants_follow(widget, before)
+
+
+def _descendants_follow(widget: Widget, before: object) -> None:
+    """After ``widget`` was restyled: if its look changed from ``before``, the widgets inside it
+    work out again what they draw their text with."""
     if widget.visual_style != before:
         # Repainted already: a change of colour, text style or opacity refreshes the children.
         # Widget's own method, not a subclass's: Markdown's code fence highlights its code again in
@@ -83,7 +90,9 @@ class OwnFocusStyles(_Base):
 
     def watch_has_focus(self, has_focus: bool) -> None:
         stylesheet = self.app.stylesheet
+        before = self.visual_style
         if styles_descendants(stylesheet, pseudo_class="focus"):
             super().watch_has_focus(has_focus)
         else:
-            _restyle_alone(self)
+            stylesheet.update_nodes([self], animate=True)
+        _descendants_follow(self, before)
