@@ -304,6 +304,32 @@ async def test_a_message_found_is_marked_behind_its_text_too(env):
             assert text_backgrounds(shown()) == {mark}
 
 
+async def test_a_search_hit_stays_marked_until_the_next_message_is_sent(env):
+    """The mark shows which message the search jumped to while the user reads around it; sending a
+    message (which follows the new reply at the end) takes it away, its text's background too."""
+    conversation = history.new_conversation("short")
+    asked = history.add_message(conversation.id, "user", "Pick a fruit.")
+    history.add_message(conversation.id, "assistant", "**An apple**, or a pear.")
+    async with running(env) as (app, pilot):
+        log = app.conversation_view.chat_log
+        await until(pilot, lambda: len(log.query(".bubble")) == 2)
+
+        def shown() -> Any:
+            return next(w for w in log.children if getattr(w, "message_id", None) == asked.id)
+
+        await app.jump_to_message(conversation.id, asked.id)
+        await until(pilot, lambda: shown().has_class("-found"))
+        await steady_screen(app, pilot)
+        marked = shown().visual_style.background.rich_color
+        await pilot.pause(0.3)  # the user reads on: the mark stays
+        assert shown().has_class("-found")
+        await send(app, pilot, "And a plum?")
+        await steady_screen(app, pilot)
+        assert not log.query(".-found")
+        plain = shown().visual_style.background.rich_color
+        assert plain != marked and text_backgrounds(shown()) == {plain}
+
+
 async def test_huge_paste_is_refused_and_kept(env):
     async with running(env) as (app, pilot):
         text = "x" * 250_000

@@ -14,8 +14,10 @@ if TYPE_CHECKING:
 
 
 def mark_found(view: ConversationOps, message_id: int) -> None:
-    """The message (or the tool block of it) is marked and scrolled to the top of the log."""
+    """The message (or the tool block of it) is marked and scrolled to the top of the log; the mark
+    of an earlier jump goes (one hit is marked at a time)."""
     log = view.chat_log
+    clear_found(view)
     log.release_anchor()
     for widget in log.children:
         if (
@@ -25,6 +27,12 @@ def mark_found(view: ConversationOps, message_id: int) -> None:
             set_own_class(widget, True, "-found")  # its text's background marked too
             view.call_after_refresh(log.scroll_to_widget, widget, top=True, animate=False)
             break
+
+
+def clear_found(view: ConversationOps) -> None:
+    """No message marked as a search hit any more (the user sent a message, or jumped again)."""
+    for widget in view.chat_log.query_children(".-found"):
+        set_own_class(widget, False, "-found")
 
 
 def rename(view: ConversationOps) -> None:

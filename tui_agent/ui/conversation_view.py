@@ -179,7 +179,8 @@ class ConversationView(AttachActions, Vertical):
         self.show_pending_attachments()
         edit_of, self.editing = self.editing, None
         # Scrolled up far (or jumped to a search hit, or moved the message cursor): back to the end,
-        # following the message and its reply.
+        # following the message and its reply; a search hit's mark has served.
+        conversation_actions.clear_found(self)
         await self.chat_log.go_to_end()
         bubble = None
         if not text.startswith("/") and edit_of is None:

@@ -5,7 +5,6 @@ load on scroll-up and newer ones on scroll-down, and pages far from the view are
 from __future__ import annotations
 
 import asyncio
-import json
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +18,7 @@ from tui_agent.core.store.models import Message
 from tui_agent.core.store.pages import Page
 from tui_agent.core.vault import Vault
 from tui_agent.ui.store_calls import read_or_say
-from tui_agent.ui.widgets.bubbles import AssistantBubble, ErrorCard, UserBubble
+from tui_agent.ui.widgets import message_widgets
 from tui_agent.ui.widgets.host import host_of
 from tui_agent.ui.widgets.log_release import KEEP, PAGE, Card, PageReleaseMixin, is_marker, message_id_of
 from tui_agent.ui.widgets.log_sizing import rows_filling
@@ -31,13 +30,6 @@ if TYPE_CHECKING:
 
 PREFETCH_AFTER_S = 0.5  # after opening a conversation, the rest of its newest page loads this much later
 WINDOW_AFTER_S = 0.3  # and where the model's window starts is found this much later (not on the first paint)
-
-
-def result_status(content: str) -> str:
-    try:
-        return str(json.loads(content).get("status", "error"))
-    except (json.JSONDecodeError, AttributeError):
-        return "error"
 
 
 __all__ = ["KEEP", "PAGE", "ChatLog", "message_id_of"]
@@ -110,37 +102,10 @@ class ChatLog(OwnFocusStyles, PageReleaseMixin, MessageCursorMixin, VerticalScro
                 self.call_after_refresh(self._fill_view)  # at the end of what is mounted: the page below
 
     def widget_for(self, message: Message, images: list[str], alternatives: list[int] | None = None) -> Widget | None:
-        paths = [self.vault.root / p for p in images]
-        alternatives = alternatives or []
-        if message.role == "user":
-            return UserBubble(message.content, paths, message_id=message.id, alternatives=alternatives)
-        if message.role == "assistant":
-            if not message.content and message.tool_calls:
-                return None  # the call itself shows in the tool block
-            status = "interrupted" if message.status == "streaming" else message.status
-            return AssistantBubble(
-                message.content,
-                status=status,
-                message_id=message.id,
-                alternatives=alternatives,
-                reasoning=message.reasoning or "",
-                preview=True,
-            )
-        if message.role == "error":
-            return ErrorCard(message.content, message_id=message.id)
-        if message.tool_call_id is not None:
-            return self.tool_widget(
-                message.tool_name or message.role, message.tool_arguments or "", message.content, paths, message.id
-            )
-        return None
+        return message_widgets.widget_for(self.vault.root, message, images, alternatives)
 
     def tool_widget(self, name: str, arguments: str, output: str, paths: list[Path], message_id: int | None) -> Widget:
-        from tui_agent.ui.tool_failures import outcome
-        from tui_agent.ui.widgets.tool_block import ToolResultView  # with the first tool result shown
-
-        if name == "edit_image" and paths and (source := outcome(output).source):
-            paths = [*paths, self.vault.root / source]  # the carousel's pages: the edit first, then its source
-        return ToolResultView(name, arguments, output, result_status(output), paths, message_id=message_id)
+        return message_widgets.tool_widget(self.vault.root, name, arguments, output, paths, message_id)
 
     def _widgets(self, page: Page) -> list[Widget]:
         widgets = []
