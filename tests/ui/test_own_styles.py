@@ -112,3 +112,47 @@ def test_which_rules_style_descendants_by_an_ancestors_state(css, focus, cursor)
     sheet = _sheet(css)
     assert styles_descendants(sheet, pseudo_class="focus") is focus
     assert styles_descendants(sheet, class_name="-cursor") is cursor
+
+
+async def test_the_cursor_on_any_kind_of_message_recolours_it_and_lays_nothing_out(env):
+    """Every kind of message the cursor can land on (a user's message, a reply, a tool block, an
+    error card) gets the same tint, not outranked by the message's own background, and no edge
+    comes or goes with the cursor: a border or an outline that comes or goes makes Textual lay out
+    the whole log again, a new colour only repaints."""
+    from pilot_helpers import running, until
+
+    from tui_agent.core.store import history
+
+    conversation = history.new_conversation("kinds")
+    history.add_message(conversation.id, "user", "Find my note.")
+    history.add_message(
+        conversation.id,
+        "memory_tool",
+        '{"status": "ok", "rows": []}',
+        tool_name="memory_sql",
+        tool_call_id="c1",
+        tool_arguments='{"sql": "SELECT 1"}',
+    )
+    history.add_message(conversation.id, "assistant", "Nothing there.")
+    history.add_message(conversation.id, "error", "The server went away.")
+    edges = [f"{kind}_{side}" for kind in ("border", "outline") for side in ("top", "right", "bottom", "left")]
+
+    def present(widget: DOMNode) -> list[bool]:
+        return [bool(getattr(widget.styles, edge)[0]) for edge in edges]
+
+    async with running(env) as (app, pilot):
+        log = app.conversation_view.chat_log
+        await until(pilot, lambda: len(log.selectable()) == 4)
+        tints = set()
+        for widget in log.selectable():
+            before = (present(widget), widget.styles.background)
+            log.move_cursor_to(widget)
+            await pilot.pause()
+            assert widget.has_class("-cursor")
+            assert present(widget) == before[0], type(widget).__name__
+            assert widget.styles.background != before[1], type(widget).__name__
+            tints.add(widget.styles.background)
+            log.move_cursor_to(None)
+            await pilot.pause()
+            assert (present(widget), widget.styles.background) == before
+        assert len(tints) == 1
