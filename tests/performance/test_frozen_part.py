@@ -218,3 +218,36 @@ async def test_a_part_is_not_frozen_while_another_screen_covers_the_chat(env):
         app.pop_screen()
         await until(pilot, lambda: app.screen is bubble.screen)
         assert await freeze(part) is not None and not part.display
+
+
+async def test_a_frozen_part_under_the_message_cursor_looks_as_its_blocks_would(env):
+    """The message cursor tints a reply while it streams: its frozen lines take the tint as its
+    blocks would (drawn before the cursor came), and lose it when the cursor goes (drawn under it),
+    code blocks and quotes included (their own backgrounds are blended over the reply's)."""
+    app = make(env)
+    async with app.run_test(size=(100, 50)) as pilot:
+        bubble = await mount_after_a_turn(app, pilot, AssistantBubble(TEXT))
+        log = app.conversation_view.chat_log
+        log.scroll_end(animate=False)
+        part = bubble.query_one(ReplyMarkdown)
+        await until(pilot, lambda: part.region.height > 0)
+        for cursor_when_drawn in (False, True):
+            log.move_cursor_to(bubble if cursor_when_drawn else None, scroll=False)
+            await steady_screen(app, pilot)
+            frozen = await freeze(part)
+            assert frozen is not None
+            await until(pilot, lambda frozen=frozen: frozen.region.height > 0)
+            log.move_cursor_to(None if cursor_when_drawn else bubble, scroll=False)
+            await until(pilot, lambda on=not cursor_when_drawn: bubble.has_class("-cursor") == on)
+            # Drawn again (the parts shown for a layout, then hidden behind their new lines).
+            await until(
+                pilot,
+                lambda frozen=frozen: frozen.display
+                and not part.display
+                and frozen.drawn_on == frozen.visual_style.background,
+            )
+            shown = await steady_screen(app, pilot)
+            assert not part.display and bubble.query(FrozenPart)  # still the lines on screen
+            frozen.thaw()
+            await until(pilot, lambda: part.display and not bubble.query(FrozenPart))
+            assert await steady_screen(app, pilot) == shown

@@ -17,17 +17,21 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 
-def draw(part: Widget) -> list[Strip]:
-    """The lines ``part`` shows on screen now (its border box), drawn by a compositor of its own.
+def draw(part: Widget, size: Size | None = None) -> list[Strip]:
+    """The lines ``part`` shows on screen now (its border box), drawn by a compositor of its own;
+    ``size``: for a part hidden behind its lines (off the screen's map, it has no region).
 
     ``textual._compositor.Compositor`` is private: tests/performance/test_frozen_part.py checks
     that its ``reflow`` and ``render_strips`` work as used here (same lines as the screen)."""
     from textual._compositor import Compositor
 
-    size = part.region.size
+    size = size or part.region.size
     compositor = Compositor()
     compositor.reflow(part, size)
     return compositor.render_strips(size)
+
+
+LAYOUT_WAIT_REFRESHES = 10
 
 
 class FrozenPart(Widget):
@@ -46,6 +50,10 @@ class FrozenPart(Widget):
         self.heights = [len(lines)]  # each part's share of ``lines``, in order
         self.settled = False  # the reply stopped: its parts come back soon (ReplyStream.stop)
         self.drawn_width = part.region.width
+        # What the lines were drawn on: the message cursor tints the reply (own_styles) while it
+        # streams, and then the lines are drawn again, as the blocks would be (render_line).
+        self.drawn_on = part.visual_style.background
+        self._drawing_again = False
         self.styles.margin = part.styles.margin
 
     def takes(self, part: Widget) -> bool:
@@ -63,7 +71,45 @@ class FrozenPart(Widget):
         return len(self.lines)
 
     def render_line(self, y: int) -> Strip:
+        if self.parts and not self._drawing_again and self.visual_style.background != self.drawn_on:
+            self._drawing_again = True  # these lines meanwhile: a frame at most
+            # In a task of its own: awaited in this widget's handler, the layout it waits for
+            # never comes (the stand-in's own changes are handled once its handler returns).
+            self.run_worker(self._draw_again(), group="draw-again", exit_on_error=False)
         return self.lines[y] if 0 <= y < len(self.lines) else Strip.blank(self.size.width)
+
+    async def _draw_again(self) -> None:
+        """The parts drawn again on the background the reply has now (a cursor or a search mark
+        came or went). Their blocks were restyled with the reply, but a block's own background (a
+        code block's, a quote's) is blended over the reply's, so the lines cannot simply be
+        recoloured: the parts are shown for one layout (off the screen's map, Textual gives their
+        widgets no size to draw at), drawn, and hidden again. Thawed meanwhile: nothing to do."""
+        parts = list(self.parts)
+        try:
+            with self.app.batch_update():
+                for part in parts:
+                    part.display = True
+                self.display = False
+            for _ in range(LAYOUT_WAIT_REFRESHES):  # until laid out: the blocks have their sizes again
+                await self.wait_for_refresh()
+                if all(part.region for part in parts):
+                    break
+            else:
+                return  # not laid out (the screen covered): the blocks stay shown, as a thaw leaves them
+            if not self.is_attached or self.parts[: len(parts)] != parts:
+                return
+            drawn = [draw(part) for part in parts]
+            kept = sum(self.heights[: len(parts)])
+            self.lines = [line for lines in drawn for line in lines] + self.lines[kept:]
+            self.heights = [len(lines) for lines in drawn] + self.heights[len(parts) :]
+            self.drawn_on = self.visual_style.background
+            with self.app.batch_update():
+                for part in parts:
+                    part.display = False
+                self.display = True
+            self.refresh(layout=True)
+        finally:
+            self._drawing_again = False
 
     def on_enter(self) -> None:
         """The pointer is over a finished reply still drawn as lines: its links and selection come
