@@ -125,3 +125,14 @@ def forced_end(words: list[tuple[int, str, str | None]]) -> int:
         return last_write.cancel_on(conn, last_write.quick_param(store), words)
     finally:
         conn.close()
+
+
+def http_get(url: str, **kwargs: Any) -> Any:
+    """``httpx2.get`` with the run's TLS context (core/tls), as the app's own requests have it: each
+    plain ``httpx2.get`` builds a context and loads the CA bundle again (~45 ms of CPU), for
+    loopback ``http://`` URLs that never use it."""
+    import httpx2
+
+    from tui_agent.core import tls
+
+    return httpx2.get(url, verify=tls.context(), **kwargs)

@@ -14,11 +14,10 @@ import json
 import subprocess
 from pathlib import Path
 
-import httpx2
 import pytest
 from cli_fork import tui_agent_argv
 from fake_openai import Reply
-from helpers import done, run_turn
+from helpers import done, http_get, run_turn
 from mcp_helpers import running_manager
 from media_helpers import damage_picture, remove_picture
 from pilot_helpers import until
@@ -146,17 +145,17 @@ async def test_b_serves_a_picture_made_in_a_and_says_when_one_is_damaged(env, tm
     damage_picture("media/animals/fox-2.png")
     served = start_serve(b.vault.root, tmp_path / "serve.out")
     try:
-        picture = httpx2.get(f"{served.base}/media/animals/fox-1.png?token={TOKEN}")
+        picture = http_get(f"{served.base}/media/animals/fox-1.png?token={TOKEN}")
         assert picture.status_code == 200 and picture.headers["content-type"] == "image/png"
         assert picture.content == made
-        gallery = httpx2.get(f"{served.base}/gallery/{conversation}?token={TOKEN}")
+        gallery = http_get(f"{served.base}/gallery/{conversation}?token={TOKEN}")
         assert (
             gallery.status_code == 200 and 'class="counter">2 / 2<' in gallery.text
         )  # both, fetched by /media/ when shown
-        damaged = httpx2.get(f"{served.base}/media/animals/fox-2.png?token={TOKEN}")
+        damaged = http_get(f"{served.base}/media/animals/fox-2.png?token={TOKEN}")
         assert damaged.status_code == 503
         assert "the database's copy of media/animals/fox-2.png is damaged" in damaged.text
-        assert httpx2.get(f"{served.base}/media/animals/nothing.png?token={TOKEN}").status_code == 404
+        assert http_get(f"{served.base}/media/animals/nothing.png?token={TOKEN}").status_code == 404
         assert served.process.poll() is None  # still serving
     finally:
         served.stop()

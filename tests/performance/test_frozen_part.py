@@ -242,9 +242,9 @@ async def test_a_frozen_part_under_the_message_cursor_looks_as_its_blocks_would(
             # Drawn again (the parts shown for a layout, then hidden behind their new lines).
             await until(
                 pilot,
-                lambda frozen=frozen: frozen.display
-                and not part.display
-                and frozen.drawn_on == frozen.visual_style.background,
+                lambda frozen=frozen: (
+                    frozen.display and not part.display and frozen.drawn_on == frozen.visual_style.background
+                ),
             )
             shown = await steady_screen(app, pilot)
             assert not part.display and bubble.query(FrozenPart)  # still the lines on screen

@@ -9,9 +9,9 @@ import sqlite3
 import time
 from pathlib import Path
 
-import httpx2
 import pytest
 from fake_openai import Reply
+from helpers import http_get
 from pilot_helpers import eventually
 from repo_paths import ROOT
 from serve_helpers import (
@@ -56,20 +56,20 @@ def test_requests_without_the_token_are_refused_and_start_nothing(served):
         (f"{base}/media/anything.png", {}),
         (f"{base}/gallery/1", {}),
     ]:
-        response = httpx2.get(url, headers=headers, cookies={"tui_agent_token": TOKEN})
+        response = http_get(url, headers=headers, cookies={"tui_agent_token": TOKEN})
         assert response.status_code == 403, url
         assert "access token" in response.text
     time.sleep(0.5)
     assert children_of(served.process.pid) == set()
     # The page itself holds no secret (it asks for the link without one); the token is never a cookie.
-    first = httpx2.get(served.url)
+    first = http_get(served.url)
     assert first.status_code == 200 and "set-cookie" not in first.headers and TOKEN not in first.text
-    page = httpx2.get(f"{base}/")
+    page = http_get(f"{base}/")
     assert page.status_code == 200 and f'data-session-websocket-url="ws://127.0.0.1:{served.port}/ws"' in page.text
     assert page.headers["x-frame-options"] == "DENY" and page.headers["x-content-type-options"] == "nosniff"
     assert "script-src 'self'" in page.headers["content-security-policy"] and "https:" not in page.text
     # The token never reaches the log, not even through the query string of a refused request.
-    httpx2.get(f"{base}/media/x.png?token={TOKEN}&x=1")
+    http_get(f"{base}/media/x.png?token={TOKEN}&x=1")
     # the access log's line, written after the answer (not a fixed 0.5 s: a loaded machine writes it later)
     eventually(lambda: '"GET /media/x.png"' in served.text(), what="the refused request in the log")
     log = served.text().split("Press Ctrl+C to stop.\n", 1)[1]  # after the banner
@@ -82,7 +82,7 @@ def test_banner_prints_a_working_url_with_the_real_port_and_warns_off_loopback(e
         assert ":0/" not in server.url and "0.0.0.0" not in server.url
         assert len(server.url.split("token=")[1]) >= 24
         # Printed only once the port listens: the first try, at once, gets the page.
-        page = httpx2.get(server.url, follow_redirects=True)
+        page = http_get(server.url, follow_redirects=True)
         assert page.status_code == 200 and "data-session-websocket-url" in page.text
         assert eventually(lambda: "WARNING: listening on 0.0.0.0, not loopback" in server.text(), what="the warning")
         server.process.send_signal(signal.SIGINT)

@@ -12,9 +12,9 @@ import sqlite3
 import time
 
 import aiohttp
-import httpx2
 import pytest
 from fake_openai import Reply, png_bytes
+from helpers import http_get
 from serve_helpers import TOKEN, app_processes, children_of, needs_browser, open_app, page_token, start_serve, wait_db
 
 from tui_agent.commands.serve.guard import Guard
@@ -61,7 +61,7 @@ def test_the_old_cookie_replayed_with_a_forged_origin_opens_nothing(env, served)
     # The cookie opens nothing else either.
     (env.vault.media / "pic.png").write_bytes(png_bytes())
     for path in ("/media/pic.png", "/gallery/1", "/download/key"):
-        response = httpx2.get(served.base + path, headers={"Cookie": cookie, "Origin": served.base})
+        response = http_get(served.base + path, headers={"Cookie": cookie, "Origin": served.base})
         assert response.status_code == 403, path
     rows = sqlite3.connect(env.vault.db_path).execute("SELECT content FROM messages").fetchall()
     assert "typed by the attacker" not in str(rows)
@@ -75,9 +75,9 @@ def test_signed_links_open_their_own_path_for_a_while_only(env, served, tmp_path
     guard = Guard(token=TOKEN, bind_host="127.0.0.1", port=served.port)
     link = guard.sign("/media/pic.png")
     assert TOKEN not in link
-    ok = httpx2.get(served.base + link)
+    ok = http_get(served.base + link)
     assert ok.status_code == 200 and ok.content == image
-    download = httpx2.get(served.base + guard.sign("/media/pic.png", "download=1"))
+    download = http_get(served.base + guard.sign("/media/pic.png", "download=1"))
     assert download.headers["content-disposition"] == 'attachment; filename="pic.png"'
     query = link.split("?", 1)[1]
     for refused in (
@@ -88,13 +88,13 @@ def test_signed_links_open_their_own_path_for_a_while_only(env, served, tmp_path
         guard.sign("/media/pic.png", ttl=-1),  # expired
         Guard(token="another-token", bind_host="127.0.0.1", port=served.port).sign("/media/pic.png"),
     ):
-        response = httpx2.get(served.base + refused)
+        response = http_get(served.base + refused)
         assert response.status_code == 403 and response.content != image, refused
-    assert "expired" in httpx2.get(served.base + guard.sign("/media/pic.png", ttl=-1)).text
+    assert "expired" in http_get(served.base + guard.sign("/media/pic.png", ttl=-1)).text
     # A signed link is still only for our own page: not for a request from another origin.
     other = {"Origin": f"http://127.0.0.1:{served.port + 1}"}
-    assert httpx2.get(served.base + link, headers=other).status_code == 403
-    assert httpx2.get(served.base + link, headers={"Sec-Fetch-Site": "same-site"}).status_code == 403
+    assert http_get(served.base + link, headers=other).status_code == 403
+    assert http_get(served.base + link, headers={"Sec-Fetch-Site": "same-site"}).status_code == 403
 
 
 @pytest.mark.slow

@@ -8,9 +8,9 @@ import os
 import time
 
 import aiohttp
-import httpx2
 import pytest
 from fake_openai import png_bytes
+from helpers import http_get
 from serve_helpers import TOKEN, app_processes, children_of, start_serve
 
 
@@ -45,7 +45,7 @@ def test_only_our_own_host_and_origin_pass_even_with_the_token(served):
     ]
     for headers in refused:
         for path in ("/", "/static/tui-agent.js", with_token("/media/x.png"), with_token("/download/k")):
-            response = httpx2.get(base + path, headers=headers)
+            response = http_get(base + path, headers=headers)
             assert response.status_code == 403, (headers, path)
             assert TOKEN not in response.text
     for headers in (
@@ -54,20 +54,20 @@ def test_only_our_own_host_and_origin_pass_even_with_the_token(served):
         {"Host": f"localhost:{port}", "Origin": f"http://localhost:{port}"},
         {"Sec-Fetch-Site": "none"},  # typed into the address bar
     ):
-        page = httpx2.get(base + "/", headers=headers)  # the page holds no secret: it needs no token
+        page = http_get(base + "/", headers=headers)  # the page holds no secret: it needs no token
         assert page.status_code == 200, headers
         host = headers.get("Host", f"127.0.0.1:{port}")
         assert f'data-session-websocket-url="ws://{host}/ws"' in page.text
     # A link with the token may come from anywhere the user clicked it, but not from a rebinding name.
-    clicked = httpx2.get(served.url, headers={"Sec-Fetch-Site": "cross-site"})
+    clicked = http_get(served.url, headers={"Sec-Fetch-Site": "cross-site"})
     assert clicked.status_code == 200 and "data-session-websocket-url" in clicked.text
     assert TOKEN not in clicked.text and "set-cookie" not in clicked.headers
-    assert httpx2.get(served.url, headers={"Host": f"attacker.example:{port}"}).status_code == 403
+    assert http_get(served.url, headers={"Host": f"attacker.example:{port}"}).status_code == 403
     # The page opened by another site's script (not a click: no top-level navigation) is refused.
     fetched = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "cors", "Sec-Fetch-Dest": "empty"}
-    assert httpx2.get(base + "/", headers=fetched).status_code == 403
+    assert http_get(base + "/", headers=fetched).status_code == 403
     framed = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "iframe"}
-    assert httpx2.get(base + "/", headers=framed).status_code == 403
+    assert http_get(base + "/", headers=framed).status_code == 403
 
 
 def test_the_websocket_upgrade_is_refused_from_another_origin_and_starts_nothing(served):
@@ -97,9 +97,9 @@ def test_no_cookie_is_ever_set_and_one_servers_token_does_not_open_another(env, 
     first = start_serve(env.vault.root, tmp_path / "first.out")
     try:
         for url in (first.url, first.base + "/", first.base + "/static/tui-agent.js", with_token(first.base + "/x")):
-            assert "set-cookie" not in httpx2.get(url).headers, url
-        assert httpx2.get(with_token(first.base + "/media/x.png")).status_code == 404  # ours: passes, not found
-        assert httpx2.get(with_token(other.base + "/media/x.png")).status_code == 403  # another server's token
+            assert "set-cookie" not in http_get(url).headers, url
+        assert http_get(with_token(first.base + "/media/x.png")).status_code == 404  # ours: passes, not found
+        assert http_get(with_token(other.base + "/media/x.png")).status_code == 403  # another server's token
 
         async def upgrade(server) -> int:
             async with aiohttp.ClientSession() as session:
@@ -179,16 +179,16 @@ def media(env):
 @pytest.mark.slow
 def test_media_serves_vault_images_byte_for_byte_and_nothing_else(served, media):
     base = served.base
-    ok = httpx2.get(with_token(f"{base}/media/food/pizza.png"))
+    ok = http_get(with_token(f"{base}/media/food/pizza.png"))
     assert ok.status_code == 200 and ok.content == media
     assert ok.headers["content-type"] == "image/png"
     assert ok.headers["x-content-type-options"] == "nosniff"
     assert "sandbox" in ok.headers["content-security-policy"]
-    jpeg = httpx2.get(with_token(f"{base}/media/food/photo.JPG"))
+    jpeg = http_get(with_token(f"{base}/media/food/photo.JPG"))
     assert jpeg.status_code == 200 and jpeg.headers["content-type"] == "image/jpeg"  # from the bytes
-    inside = httpx2.get(with_token(f"{base}/media/food/inside.png"))  # a link that stays in media/
+    inside = http_get(with_token(f"{base}/media/food/inside.png"))  # a link that stays in media/
     assert inside.status_code == 200 and inside.content == media
-    download = httpx2.get(with_token(f"{base}/media/food/pizza.png?download=1"))
+    download = http_get(with_token(f"{base}/media/food/pizza.png?download=1"))
     assert download.headers["content-disposition"] == 'attachment; filename="pizza.png"'
 
     for path, status in [
@@ -209,24 +209,24 @@ def test_media_serves_vault_images_byte_for_byte_and_nothing_else(served, media)
         (".hidden.png", 400),
         ("food/pizza.png%00.png", 400),
     ]:
-        response = httpx2.get(with_token(f"{base}/media/{path}"))
+        response = http_get(with_token(f"{base}/media/{path}"))
         assert response.status_code == status, (path, response.status_code, response.text)
         assert response.content != media and b"alert" not in response.content
     # Dot segments are folded away by the URL rules before routing: outside /media/ nothing is served.
     for raw in ("/media/../secret.png", "/media/food/../../secret.png", "/static/../agent.db"):
-        response = httpx2.get(with_token(base + raw))
+        response = http_get(with_token(base + raw))
         assert response.status_code in (403, 404) and response.content != media
-    assert httpx2.get(with_token(f"{base}/media/")).status_code == 404
-    assert httpx2.get(with_token(f"{base}/static/")).status_code in (403, 404)  # no directory listing
+    assert http_get(with_token(f"{base}/media/")).status_code == 404
+    assert http_get(with_token(f"{base}/static/")).status_code in (403, 404)  # no directory listing
     # Without the token, or from another origin, not even a real image.
-    assert httpx2.get(f"{base}/media/food/pizza.png").status_code == 403
+    assert http_get(f"{base}/media/food/pizza.png").status_code == 403
     other = {"Origin": f"http://127.0.0.1:{served.port + 1}"}
-    assert httpx2.get(with_token(f"{base}/media/food/pizza.png"), headers=other).status_code == 403
-    assert httpx2.get(f"{base}/gallery/1").status_code == 403
-    assert httpx2.get(with_token(f"{base}/gallery/1"), headers=other).status_code == 403
-    assert httpx2.get(with_token(f"{base}/gallery/1")).status_code == 404  # no images in it
+    assert http_get(with_token(f"{base}/media/food/pizza.png"), headers=other).status_code == 403
+    assert http_get(f"{base}/gallery/1").status_code == 403
+    assert http_get(with_token(f"{base}/gallery/1"), headers=other).status_code == 403
+    assert http_get(with_token(f"{base}/gallery/1")).status_code == 404  # no images in it
     img_from_other_port = {"Sec-Fetch-Site": "same-site", "Sec-Fetch-Dest": "image"}
-    assert httpx2.get(with_token(f"{base}/media/food/pizza.png"), headers=img_from_other_port).status_code == 403
+    assert http_get(with_token(f"{base}/media/food/pizza.png"), headers=img_from_other_port).status_code == 403
 
 
 def test_host_headers_name_this_machine_or_are_refused():

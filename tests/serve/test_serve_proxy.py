@@ -19,6 +19,7 @@ import aiohttp
 import httpx2
 import pytest
 from fake_openai import Reply, png_bytes
+from helpers import http_get
 from pg_cluster import free_port
 from pilot_helpers import eventually
 from serve_helpers import CHROMIUM, CHROMIUM_ARGS, TOKEN, Served, needs_browser, ready_sessions, screen_text
@@ -256,7 +257,7 @@ def test_two_hosts_behind_nginx_share_the_conversation_and_the_token(env, farm):
     link = Guard(TOKEN, "127.0.0.1", servers[0].port).sign("/media/food/pizza.png")
     public_host = {"Host": f"{NAME}:{proxy.port}"}
     for served in servers:
-        assert httpx2.get(served.base + link, headers=public_host).content == png_bytes((20, 120, 200), (40, 30))
+        assert http_get(served.base + link, headers=public_host).content == png_bytes((20, 120, 200), (40, 30))
     assert https(proxy, link).content == png_bytes((20, 120, 200), (40, 30))  # and through the proxy
 
 

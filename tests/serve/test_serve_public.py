@@ -6,8 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import httpx2
 import pytest
+from helpers import http_get
 from serve_helpers import TOKEN, app_processes, launch, needs_browser, open_app, start_serve
 
 PUBLIC = "https://agent.example.com"
@@ -96,14 +96,14 @@ def test_the_printed_link_and_the_page_name_the_public_url(env, tmp_path):
         assert f"Listening on {served.base} for the reverse proxy of {PUBLIC}\n" in text
         local = served.base
         # What the proxy forwards: the public Host; the page then opens its websocket at wss://.
-        page = httpx2.get(local + "/", headers={"Host": "agent.example.com"})
+        page = http_get(local + "/", headers={"Host": "agent.example.com"})
         assert page.status_code == 200
         assert 'data-session-websocket-url="wss://agent.example.com/ws"' in page.text
         assert "connect-src 'self' wss://agent.example.com/ws;" in page.headers["content-security-policy"]
         # Direct, by its own address: as before.
-        direct = httpx2.get(local + "/")
+        direct = http_get(local + "/")
         assert f'data-session-websocket-url="ws://127.0.0.1:{served.port}/ws"' in direct.text
-        refused = httpx2.get(local + "/", headers={"Host": "evil.example", "Origin": "https://evil.example"})
+        refused = http_get(local + "/", headers={"Host": "evil.example", "Origin": "https://evil.example"})
         assert refused.status_code == 403
     finally:
         served.stop()
@@ -117,7 +117,7 @@ def test_a_page_whose_session_is_refused_says_all_sessions_are_in_use(env, tmp_p
 
     served = start_serve(env.vault.root, tmp_path / "serve.out", "--max-sessions", "1")
     try:
-        page = httpx2.get(served.base + "/")  # served while this host had room (or by another host)
+        page = http_get(served.base + "/")  # served while this host had room (or by another host)
         kept = {name: page.headers[name] for name in ("content-type", "content-security-policy")}
         with sync_playwright() as playwright:
             browser = launch(playwright)

@@ -262,13 +262,14 @@ class Startup:
     def probe_endpoint(self) -> None:
         import httpx2  # openai's own HTTP library: imported already, nothing more to load
 
-        from tui_agent.core import approvals
+        from tui_agent.core import approvals, tls
 
         profile = self.profile()
         if not approvals.approved(approvals.endpoint(profile.base_url, profile.api_key_env, "base_url")):
             return  # not contacted before it is approved here (the dialog asks)
         try:
-            httpx2.get(profile.base_url.rstrip("/") + "/models", timeout=3.0)
+            # The run's TLS context (core/tls), not one built again: loading the CA bundle is ~45 ms.
+            httpx2.get(profile.base_url.rstrip("/") + "/models", timeout=3.0, verify=tls.context())
         except httpx2.HTTPError:
             log.info("no endpoint answers at %s", profile.base_url)
             self.app.call_from_thread(self.show_setup_card, profile.base_url, profile.chat_model)
