@@ -10,7 +10,7 @@ from pilot_helpers import make, mount_after_a_turn, steady_screen, until
 from textual.widget import Widget
 
 from tui_agent.ui.typing_pace import pace_of
-from tui_agent.ui.widgets import reply_markdown
+from tui_agent.ui.widgets import frozen_part, reply_markdown
 from tui_agent.ui.widgets.bubbles import AssistantBubble
 from tui_agent.ui.widgets.frozen_part import FrozenPart, draw, freeze
 from tui_agent.ui.widgets.reply_markdown import ReplyMarkdown
@@ -251,3 +251,22 @@ async def test_a_frozen_part_under_the_message_cursor_looks_as_its_blocks_would(
             frozen.thaw()
             await until(pilot, lambda: part.display and not bubble.query(FrozenPart))
             assert await steady_screen(app, pilot) == shown
+
+
+async def test_lines_not_drawn_again_in_time_give_way_to_the_blocks(env, monkeypatch):
+    """Drawing the lines again waits for a layout that shows the parts; when none comes in time
+    (here: the app holds its updates in a batch) the parts are thawed, never left hidden behind a
+    hidden stand-in (where a seal would hide the next part too)."""
+    monkeypatch.setattr(frozen_part, "LAYOUT_WAIT_S", 0.3)
+    app = make(env)
+    async with app.run_test(size=(100, 50)) as pilot:
+        bubble = await mount_after_a_turn(app, pilot, AssistantBubble(TEXT))
+        part = bubble.query_one(ReplyMarkdown)
+        await until(pilot, lambda: part.region.height > 0)
+        frozen = await freeze(part)
+        assert frozen is not None and not part.display
+        with app.batch_update():  # no layout until it ends
+            await frozen._draw_again()
+            assert part.display and frozen.parts == []  # thawed: shown, its stand-in going
+        await until(pilot, lambda: part.display and not bubble.query(FrozenPart))
+        assert not frozen._drawing_again

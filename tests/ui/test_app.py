@@ -282,15 +282,16 @@ async def test_long_conversation_mounts_a_page_and_loads_older(env, monkeypatch)
 async def test_a_message_found_is_marked_behind_its_text_too(env):
     """A history-search hit on a message already on screen: the mark's background is behind the
     text as around it (the message was drawn before: its widgets cached the old background), a
-    user's message too (its own background outranked the mark's)."""
+    user's message and an error card too (their own backgrounds outranked the mark's)."""
     conversation = history.new_conversation("short")
     asked = history.add_message(conversation.id, "user", "Pick a fruit.")
     answered = history.add_message(conversation.id, "assistant", "**An apple**, or a pear.")
+    failed = history.add_message(conversation.id, "error", "The fruit server went away.")
     async with running(env) as (app, pilot):
         log = app.conversation_view.chat_log
-        await until(pilot, lambda: len(log.query(".bubble")) == 2)
+        await until(pilot, lambda: len(log.query(".bubble")) == 2 and len(log.query(".error-card")) == 1)
         await steady_screen(app, pilot)
-        for message in (asked, answered):
+        for message in (asked, answered, failed):
 
             def shown(message_id: int = message.id) -> Any:
                 return next(w for w in log.children if getattr(w, "message_id", None) == message_id)

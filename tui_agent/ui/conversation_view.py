@@ -157,6 +157,7 @@ class ConversationView(AttachActions, Vertical):
                 self.notify(STILL_RUNNING, severity="warning")
                 return
             # Sent when the reply ends, as its own message (shown above the composer meanwhile).
+            conversation_actions.clear_found(self)
             self.composer.remember(text)
             self.composer.clear()
             await self.send_queue.add(self.conversation_id, text)

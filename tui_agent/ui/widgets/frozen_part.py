@@ -12,6 +12,9 @@ work on the real blocks from then on."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+
 from textual.geometry import Size
 from textual.strip import Strip
 from textual.widget import Widget
@@ -31,7 +34,8 @@ def draw(part: Widget, size: Size | None = None) -> list[Strip]:
     return compositor.render_strips(size)
 
 
-LAYOUT_WAIT_REFRESHES = 10
+LAYOUT_WAIT_S = 2.0  # how long drawing the lines again waits for the parts to be laid out
+log = logging.getLogger("tui_agent.ui")
 
 
 class FrozenPart(Widget):
@@ -59,7 +63,8 @@ class FrozenPart(Widget):
     def takes(self, part: Widget) -> bool:
         """Can ``part``'s lines go under these (drawn at this width, neither with a margin)?"""
         no_margin = not any(self.styles.margin) and not any(part.styles.margin)
-        return self.is_attached and no_margin and part.region.width == self.drawn_width
+        # Not while its parts are shown to be drawn again (_draw_again): the new part gets its own.
+        return self.is_attached and self.display and no_margin and part.region.width == self.drawn_width
 
     def extend(self, part: Widget, lines: list[Strip]) -> None:
         self.parts.append(part)
@@ -83,20 +88,20 @@ class FrozenPart(Widget):
         came or went). Their blocks were restyled with the reply, but a block's own background (a
         code block's, a quote's) is blended over the reply's, so the lines cannot simply be
         recoloured: the parts are shown for one layout (off the screen's map, Textual gives their
-        widgets no size to draw at), drawn, and hidden again. Thawed meanwhile: nothing to do."""
+        widgets no size to draw at), drawn, and hidden again. Thawed meanwhile: nothing to do. No
+        layout within LAYOUT_WAIT_S, or no drawing: thawed (the blocks shown, as a reply's end
+        leaves them), never hidden behind lines of the old look."""
         parts = list(self.parts)
         try:
             with self.app.batch_update():
                 for part in parts:
                     part.display = True
                 self.display = False
-            for _ in range(LAYOUT_WAIT_REFRESHES):  # until laid out: the blocks have their sizes again
-                await self.wait_for_refresh()
-                if all(part.region for part in parts):
-                    break
-            else:
-                return  # not laid out (the screen covered): the blocks stay shown, as a thaw leaves them
+            laid_out = await self._laid_out(parts)
             if not self.is_attached or self.parts[: len(parts)] != parts:
+                return
+            if not laid_out:
+                self.thaw()
                 return
             drawn = [draw(part) for part in parts]
             kept = sum(self.heights[: len(parts)])
@@ -108,8 +113,35 @@ class FrozenPart(Widget):
                     part.display = False
                 self.display = True
             self.refresh(layout=True)
+        except Exception:
+            log.exception("drawing a streaming reply's lines again failed")
+            self.thaw()
         finally:
             self._drawing_again = False
+
+    async def _laid_out(self, parts: list[Widget]) -> bool:
+        """Wait for the screen's next layouts (Textual's public signal, sent once every widget has
+        its size) until ``parts`` are on its map; False after LAYOUT_WAIT_S (the screen is covered,
+        or held in a batch of updates)."""
+        screen = self.screen
+        signal = screen.screen_layout_refresh_signal
+        laid_out = asyncio.Event()
+        signal.subscribe(self, lambda _screen: laid_out.set(), immediate=True)
+        deadline = asyncio.get_running_loop().time() + LAYOUT_WAIT_S
+        try:
+            # A layout after the change, always: until one, Textual may give a region worked out
+            # from the old map, to widgets not sized yet.
+            while True:
+                left = deadline - asyncio.get_running_loop().time()
+                try:
+                    await asyncio.wait_for(laid_out.wait(), max(left, 0))
+                except TimeoutError:
+                    return False
+                if all(part.region for part in parts):
+                    return True
+                laid_out.clear()
+        finally:
+            signal.unsubscribe(self)
 
     def on_enter(self) -> None:
         """The pointer is over a finished reply still drawn as lines: its links and selection come
