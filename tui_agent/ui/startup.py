@@ -11,12 +11,11 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from textual.widgets import Footer
-
 from tui_agent.core import profiles
 from tui_agent.ui import gc_tuning
 from tui_agent.ui.errors import setup_text
 from tui_agent.ui.widgets.bubbles import NoticeCard
+from tui_agent.ui.widgets.key_footer import KeyFooter
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -171,7 +170,7 @@ class Startup:
             return
         main = app.screen_stack[0]
         for slot in main.query("#footer-slot"):
-            await main.mount(Footer(), after=slot)
+            await main.mount(KeyFooter(), after=slot)
             await slot.remove()
             main.refresh_bindings()  # the Footer shows keys once told that the bindings are ready
 

@@ -13,11 +13,12 @@ from textual.binding import Binding
 from textual.containers import Center
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from tui_agent.core.textsafe import visible
 from tui_agent.ui.widgets.carousel import image_pixels
 from tui_agent.ui.widgets.host import host_of
+from tui_agent.ui.widgets.key_footer import KeyFooter
 
 
 class ImageViewerScreen(Screen[None]):
@@ -44,7 +45,7 @@ class ImageViewerScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static("", id="viewer-title", markup=False)
         yield Center(id="viewer-slot")
-        yield Footer()
+        yield KeyFooter()
 
     @property
     def current(self) -> Path:

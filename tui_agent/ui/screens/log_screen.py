@@ -7,9 +7,10 @@ from pathlib import Path
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Log
+from textual.widgets import Header, Log
 
 from tui_agent.core.textsafe import visible
+from tui_agent.ui.widgets.key_footer import KeyFooter
 
 TAIL_BYTES = 64_000
 
@@ -25,7 +26,7 @@ class LogScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Log(id="log-view", highlight=True, auto_scroll=True)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         try:
