@@ -29,6 +29,22 @@ def main(path: str, args: list[str]) -> None:
     script = None
     if args[:1] == ["--script"]:
         script, args = args[1], args[2:]
+    # Forwarded from the start: a signal that comes before the program's pid is known (the program
+    # may write to the client's stdout before the server's "pid" line is read) waits for it.
+    child: int | None = None
+    early: list[int] = []
+
+    def forward(number: int, _frame: object) -> None:
+        if child is None:
+            early.append(number)
+            return
+        try:
+            os.kill(child, number)
+        except ProcessLookupError:
+            pass  # it ended: its exit status is on its way
+
+    for number in FORWARDED:
+        signal.signal(number, forward)
     body = json.dumps({"script": script, "args": args, "env": dict(os.environ), "cwd": os.getcwd()}).encode()
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -41,17 +57,14 @@ def main(path: str, args: list[str]) -> None:
         first = []
     if len(first) != 2 or first[0] != "pid":
         conn.close()
+        for number in FORWARDED:
+            signal.signal(number, signal.SIG_DFL)
+        if early:  # what the program would have got before it started: it does not start
+            os.kill(os.getpid(), early[0])
         exec_python(args, script)
     child = int(first[1])
-
-    def forward(number: int, _frame: object) -> None:
-        try:
-            os.kill(child, number)
-        except ProcessLookupError:
-            pass  # it ended: its exit status is on its way
-
-    for number in FORWARDED:
-        signal.signal(number, forward)
+    for held in early:
+        forward(held, None)
     try:
         line = reader.readline().split()
     except OSError:

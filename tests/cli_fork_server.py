@@ -109,6 +109,9 @@ def _read_request(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
     return json.loads(_read_exactly(conn, size)), fds
 
 
+REAP_S = 1.0
+
+
 def serve(path: str, script: str | None) -> dict[str, Any] | None:
     """Serve until stdin closes (returns None); in a forked child, return its request."""
     own_startup = startup_environment(dict(os.environ))
@@ -128,7 +131,13 @@ def serve(path: str, script: str | None) -> dict[str, Any] | None:
     gc.freeze()  # the imported objects stay shared with the children (no copy on a collection)
     print("ready", flush=True)
     while True:
-        for key, _ in selector.select():
+        # Reaped at each wake-up by SIGCHLD, and every REAP_S besides while programs run: a child
+        # whose SIGCHLD found nothing to wake (never seen, but a client would wait for its exit
+        # status for ever) is reaped all the same.
+        ready = selector.select(REAP_S if children else None)
+        if not ready and children:
+            _reap(children, selector)
+        for key, _ in ready:
             if key.fileobj is listener:
                 conn, _ = listener.accept()
                 try:

@@ -8,11 +8,15 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
+import struct
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
-from cli_fork import script_argv, without_startup_variables
+from cli_fork import HERE, script_argv, without_startup_variables
 from mcp_helpers import FIXTURE, alive, server_command, wait_gone
 
 PROGRAM = """
@@ -107,6 +111,59 @@ def test_a_term_signal_to_the_client_reaches_the_forked_program(tmp_path):
     assert wait_gone([program], timeout_s=30) == []
 
 
+def test_a_signal_the_client_gets_before_it_knows_its_program_reaches_the_program(tmp_path):
+    """The program can write to the client's stdout before the client has read the server's "pid"
+    line: a SIGTERM sent then (a test that read the program's first line) must reach the program,
+    not kill the client. A server of the test's own holds the "pid" line until the signal is sent."""
+    target = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import signal, sys, time\n"
+            "signal.signal(signal.SIGTERM, lambda *_: sys.exit(42))\nprint('ready', flush=True)\ntime.sleep(600)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert target.stdout is not None and target.stdout.readline().strip() == "ready"
+    path = str(tmp_path / "s")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(1)
+    asked = threading.Event()
+    told = threading.Event()
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        _data, fds, _flags, _addr = socket.recv_fds(conn, 4, 3)
+        for fd in fds:
+            os.close(fd)
+        asked.set()
+        told.wait(30)
+        conn.sendall(f"pid {target.pid}\n".encode())
+        conn.sendall(f"exit {target.wait(30)}\n".encode())
+        conn.close()
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    client = subprocess.Popen(
+        [sys.executable, "-I", "-S", str(HERE / "cli_fork_client.py"), path, "--script", str(tmp_path / "x.py")]
+    )
+    try:
+        assert asked.wait(30)
+        client.send_signal(signal.SIGTERM)
+        time.sleep(0.3)  # taken by the client before it knows its program (else it is the usual forward)
+        told.set()
+        assert client.wait(timeout=30) == 42
+        assert target.wait(timeout=30) == 42
+    finally:
+        for process in (client, target):
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        listener.close()
+
+
 def test_the_mcp_fixture_server_started_as_the_product_starts_it_is_forked_and_speaks_mcp(tmp_path):
     """With the environment the MCP SDK gives a server (its safe variables and the config's own),
     the fixture server is a fork (the pid it logs is not the started process's), and it answers."""
@@ -136,7 +193,6 @@ def test_a_client_gone_before_it_hears_of_its_program_leaves_the_server_serving(
     """A client killed right after it asked (the product kills MCP servers at any moment): its
     program is killed, and the server goes on forking the next runs (it died of the reset once)."""
     import socket
-    import struct
 
     script = tmp_path / "program.py"
     script.write_text(PROGRAM)

@@ -134,7 +134,8 @@ class FrozenPart(Widget):
             while True:
                 left = deadline - asyncio.get_running_loop().time()
                 try:
-                    await asyncio.wait_for(laid_out.wait(), max(left, 0))
+                    async with asyncio.timeout(max(left, 0)):
+                        await laid_out.wait()
                 except TimeoutError:
                     return False
                 if all(part.region for part in parts):
