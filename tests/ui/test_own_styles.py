@@ -116,7 +116,7 @@ def test_which_rules_style_descendants_by_an_ancestors_state(css, focus, cursor)
 
 async def test_the_cursor_on_any_kind_of_message_recolours_it_and_lays_nothing_out(env):
     """Every kind of message the cursor can land on (a user's message, a reply, a tool block, an
-    error card) gets the same tint, not outranked by the message's own background, and no edge
+    error card) gets the same tint and bar, not outranked by the message's own style, and no edge
     comes or goes with the cursor: a border or an outline that comes or goes makes Textual lay out
     the whole log again, a new colour only repaints."""
     from pilot_helpers import running, until
@@ -151,6 +151,9 @@ async def test_the_cursor_on_any_kind_of_message_recolours_it_and_lays_nothing_o
             assert widget.has_class("-cursor")
             assert present(widget) == before[0], type(widget).__name__
             assert widget.styles.background != before[1], type(widget).__name__
+            # The same thick bar on the left of every kind: a terminal with 256 colours rounds the
+            # tint away, and there the error card's red frame and the accent can look alike.
+            assert widget.styles.outline_left[0] == "thick", type(widget).__name__
             tints.add(widget.styles.background)
             log.move_cursor_to(None)
             await pilot.pause()
