@@ -39,8 +39,7 @@ from tui_agent.core.store.db import open_store  # noqa: E402
 from tui_agent.core.store.models import Profile  # noqa: E402
 from tui_agent.core.vault import Vault, setup_logging  # noqa: E402
 
-# serve_helpers: the session-wide Chromium; pilot_barrier: Pilot.pause() waits for the widgets that have work
-pytest_plugins = ["snapshot_setup", "serve_helpers", "store_thread_guard", "pilot_barrier"]
+pytest_plugins = ["snapshot_setup", "serve_helpers", "store_thread_guard"]  # serve_helpers: the session-wide Chromium
 
 
 @pytest.fixture

@@ -6,8 +6,7 @@ Touches proved elsewhere: Textual's internals patched by ui/textual_fixes.py
 (tests/ui/test_textual_fixes.py: each fix reports whether it applied), the Linux driver's output file
 wrapped by ui/lifeline.py (tests/terminals/test_lifeline.py), peewee's driver names (tests/store/test_store_driver.py),
 openai's package layout read by core/openai_import.py (tests/providers/test_openai_import.py), textual-image
-(tests/images/test_textual_image_contract.py), Textual's pilot and message queue read by the tests'
-own pilot_barrier.py (tests/ui/test_pilot_barrier.py).
+(tests/images/test_textual_image_contract.py).
 """
 
 from __future__ import annotations
