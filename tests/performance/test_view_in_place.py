@@ -37,8 +37,11 @@ async def _long_conversation_open(env, monkeypatch):
     conversation = _long_conversation(6 * PAGE)
     async with running(env) as (app, pilot):
         await app.conversation_view.open_conversation(conversation)
-        await pilot.pause()
-        yield app, pilot, app.conversation_view.chat_log
+        log = app.conversation_view.chat_log
+        # Settled (its first layout's after-refresh callback ran): a scroll before that is the log's
+        # own and loads nothing. One pause was not always enough on a loaded machine (loaded run 190).
+        await until(pilot, lambda: not log._settling, what="the conversation never settled")
+        yield app, pilot, log
 
 
 async def test_the_page_above_loads_before_the_top_and_the_view_does_not_jump(env, monkeypatch):
