@@ -39,8 +39,10 @@ async def _long_conversation_open(env, monkeypatch):
         await app.conversation_view.open_conversation(conversation)
         log = app.conversation_view.chat_log
         # Settled (its first layout's after-refresh callback ran): a scroll before that is the log's
-        # own and loads nothing. One pause was not always enough on a loaded machine (loaded run 190).
-        await until(pilot, lambda: not log._settling, what="the conversation never settled")
+        # own and loads nothing. And laid out taller than the view (the replies' blocks are parsed
+        # on a thread and come later). One pause was not always enough on a loaded machine (loaded
+        # runs 190 and 195).
+        await until(pilot, lambda: not log._settling and log.max_scroll_y > 2, what="the conversation never settled")
         yield app, pilot, log
 
 
